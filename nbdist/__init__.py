@@ -41,7 +41,8 @@ from nbdist.graph.variables import (AUTO_REUSE, Variable, VariableScope,
                                     trainable_variables, variable_scope,
                                     variables_initializer, zeros_initializer)
 from nbdist.proto.config_pb2 import ConfigProto, RunMetadata, RunOptions
-from nbdist.runtime.session import InteractiveSession, Session, get_default_session
+from nbdist.graph.default_session import get_default_session
+from nbdist.runtime.session import InteractiveSession, Session
 
 from nbdist._api_ops import *  # noqa: F401,F403,E402  (math, array, nn, random ops)
 from nbdist.graph import variables as _variables  # noqa: E402

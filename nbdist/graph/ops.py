@@ -9,6 +9,7 @@ import threading
 import numpy as np
 
 from nbdist.graph import dtypes, op_def
+from nbdist.graph.default_session import run_with_default_session
 from nbdist.graph.device import merge_device
 from nbdist.graph.shapes import TensorShape, as_shape
 
@@ -86,9 +87,7 @@ class Tensor:
 
     def eval(self, feed_dict=None, session=None):
         """The value of this tensor in ``session`` (default: the default session)."""
-        from nbdist.runtime.session import _run_with_default_session
-
-        return _run_with_default_session(self, feed_dict, session)
+        return run_with_default_session(self, feed_dict, session)
 
     def __repr__(self) -> str:
         return (f"<nd.Tensor '{self.name}' shape={self._shape} "
@@ -181,9 +180,7 @@ class Operation:
 
     def run(self, feed_dict=None, session=None):
         """Runs this op in ``session`` (default: the default session)."""
-        from nbdist.runtime.session import _run_with_default_session
-
-        _run_with_default_session(self, feed_dict, session)
+        run_with_default_session(self, feed_dict, session)
 
     def __repr__(self) -> str:
         return f"<nd.Operation '{self._name}' type={self._type}>"

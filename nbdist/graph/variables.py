@@ -10,6 +10,7 @@ import numpy as np
 from nbdist.graph import dtypes, state_ops
 from nbdist.graph.array_ops import identity
 from nbdist.graph.control_flow_ops import group, no_op
+from nbdist.graph.default_session import get_default_session
 from nbdist.graph.op_def import REQUIRED, register_op
 from nbdist.graph.ops import (GraphKeys, Operation, Tensor, convert_to_tensor,
                               get_default_graph,
@@ -136,8 +137,6 @@ class Variable:
 
     def load(self, value, session=None):
         """Writes ``value`` into the variable through its initializer."""
-        from nbdist.runtime.session import get_default_session
-
         session = session or get_default_session()
         if session is None:
             raise ValueError("Either session argument should be provided or default "

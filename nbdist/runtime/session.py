@@ -8,13 +8,13 @@ local master); any other target goes through gRPC.
 from __future__ import annotations
 
 import collections
-import contextlib
 import threading
 
 import numpy as np
 
 from nbdist import errors
 from nbdist.graph import dtypes
+from nbdist.graph.default_session import default_session, get_default_session
 from nbdist.graph.ops import Graph, Operation, Tensor, get_default_graph
 from nbdist.proto import config_pb2
 from nbdist.runtime.master import Master, tensor_value_for_client
@@ -136,19 +136,6 @@ class _FetchMapper:
 
 
 # -- sessions -------------------------------------------------------------------
-class _DefaultSessionStack(threading.local):
-    def __init__(self):
-        super().__init__()
-        self.stack: list = []
-
-
-_default_sessions = _DefaultSessionStack()
-
-
-def get_default_session():
-    return _default_sessions.stack[-1] if _default_sessions.stack else None
-
-
 class BaseSession:
     def __init__(self, target: str = "", graph: Graph | None = None, config=None):
         if graph is None:
@@ -180,7 +167,7 @@ class BaseSession:
 
     def as_default(self):
         """A context manager making this the default session (not closing it)."""
-        return _default_session_controller(self)
+        return default_session(self)
 
     def __enter__(self):
         self._default_ctx = self.as_default()
@@ -370,28 +357,3 @@ class InteractiveSession(BaseSession):
                 ctx.__exit__(None, None, None)
             except (IndexError, ValueError):
                 pass
-
-
-@contextlib.contextmanager
-def _default_session_controller(session):
-    _default_sessions.stack.append(session)
-    try:
-        yield session
-    finally:
-        if _default_sessions.stack and _default_sessions.stack[-1] is session:
-            _default_sessions.stack.pop()
-        elif session in _default_sessions.stack:
-            _default_sessions.stack.remove(session)
-
-
-def _run_with_default_session(fetch, feed_dict=None, session=None):
-    if session is None:
-        session = get_default_session()
-        if session is None:
-            raise ValueError("Cannot evaluate tensor using `eval()`: No default "
-                             "session is registered. Use `with sess.as_default()` "
-                             "or pass an explicit session to `eval(session=sess)`")
-    if fetch.graph is not session.graph:
-        raise ValueError("Cannot use the given session to evaluate tensor: the "
-                         "tensor's graph is different from the session's graph.")
-    return session.run(fetch, feed_dict)

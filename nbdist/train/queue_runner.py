@@ -13,6 +13,7 @@ import threading
 import weakref
 
 from nbdist import errors
+from nbdist.graph.default_session import get_default_session
 from nbdist.graph.ops import GraphKeys, get_default_graph
 
 _log = logging.getLogger("nbdist")
@@ -127,8 +128,6 @@ def start_queue_runners(sess=None, coord=None, daemon=True, start=True,
                         collection=GraphKeys.QUEUE_RUNNERS) -> list:
     """Starts the queue runners of ``collection`` in ``sess`` (default session)."""
     if sess is None:
-        from nbdist.runtime.session import get_default_session
-
         sess = get_default_session()
         if sess is None:
             raise ValueError("Cannot start queue runners: No default session is "
