@@ -76,7 +76,7 @@ def __getattr__(name):
         "nn": "nbdist.nn",
         "notebook": "nbdist.notebook",
         "random": "nbdist.random",
-        "Server": ("nbdist.runtime.grpc.server", "Server"),
+        "Server": ("nbdist.runtime.server_lib", "Server"),
         "ClusterSpec": ("nbdist.runtime.cluster_spec", "ClusterSpec"),
         "LocalCluster": ("nbdist.cluster.local_cluster", "LocalCluster"),
         "gradients": ("nbdist.graph.gradients", "gradients"),

@@ -99,7 +99,7 @@ def main(argv=None) -> int:
 
     from nbdist import errors
     from nbdist.proto import config_pb2, server_def_pb2
-    from nbdist.runtime.grpc.server import Server
+    from nbdist.runtime.server_lib import Server
 
     server_def = server_def_pb2.ServerDef(
         cluster=cluster.as_cluster_def(),

@@ -17,7 +17,9 @@ import nbdist as nd
 from nbdist import errors
 from nbdist.distribute.coordination import coordination_target, watch_events
 from nbdist.runtime.coordination import CONNECTED, DISCONNECTED, leader_task
-from nbdist.runtime.grpc.coordination import CoordinationClient
+from nbdist.runtime.grpc.coordination_client import (
+    GrpcCoordinationClient as CoordinationClient,
+)
 
 W0 = "/job:worker/replica:0/task:0"
 W1 = "/job:worker/replica:0/task:1"
@@ -233,12 +235,13 @@ def test_published_events_from_other_tasks_and_malformed_input():
 
 def test_agent_keeps_newest_events_while_the_leader_is_away():
     from nbdist.runtime.coordination import resolve_config
-    from nbdist.runtime.grpc.coordination import CoordinationAgent
+    from nbdist.runtime.coordination_agent import CoordinationAgent
 
     cluster = local_cluster(worker=2)
     agent = CoordinationAgent(W1, 77, cluster["worker"][1],
-                              config=resolve_config(FAST),
-                              leader_address=cluster["worker"][0], max_pending=5)
+                              CoordinationClient(cluster["worker"][0], tls=False,
+                                                 task=W1),
+                              config=resolve_config(FAST), max_pending=5)
     agent.start()
     leader = None
     try:

@@ -122,9 +122,11 @@ def test_stop_really_stops(graph):
     # The port is free again and the local master is gone.
     with socket.socket() as s:
         s.bind(("127.0.0.1", port))
-    from nbdist.runtime.session import _local_masters, _norm_target
+    from nbdist.runtime import transports
 
-    assert _norm_target(server.target) not in _local_masters
+    master, owned = transports.connect_master(server.target)
+    assert owned and master is not server.master  # a remote client, not in process
+    master.close()
 
 
 def test_port_in_use_is_one_clear_line():

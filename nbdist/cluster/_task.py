@@ -19,7 +19,8 @@ _WARM_UP_WAIT_SECS = 30.0
 
 
 def _watch_parent(parent_pid: int):
-    # Reparenting (to init or a subreaper) means the parent died, even by SIGKILL.
+    # Reparenting (to init or a subreaper) means the parent died, even by SIGKILL;
+    # nothing portable notifies a child of that, so it polls.
     while True:
         if os.getppid() != parent_pid:
             os._exit(0)

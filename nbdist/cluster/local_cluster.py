@@ -21,6 +21,7 @@ import weakref
 from dataclasses import dataclass
 
 from nbdist import errors
+from nbdist.runtime import transports
 from nbdist.runtime.cluster_spec import ClusterSpec
 
 _live_clusters: weakref.WeakSet = weakref.WeakSet()
@@ -289,8 +290,6 @@ class LocalCluster:
         interval to every start); once it accepts connections, one
         ``GetStatus`` confirms that the right task is serving there.
         """
-        from nbdist.runtime.grpc.client import GrpcWorkerClient
-
         token = self._config.auth_token if self._config is not None else None
         deadline = time.monotonic() + self._start_timeout
         pending = list(keys)
@@ -312,8 +311,8 @@ class LocalCluster:
                         listening.add(key)
                     c = clients.get(key)
                     if c is None:
-                        c = clients[key] = GrpcWorkerClient(t.name, t.address,
-                                                            token=token or None)
+                        c = clients[key] = transports.connect_worker(
+                            t.name, t.address, token=token or None)
                     try:
                         c.get_status(timeout_s=1.0)
                     except errors.InvalidArgumentError:
@@ -334,6 +333,7 @@ class LocalCluster:
                         raise errors.DeadlineExceededError(
                             None, None, f"LocalCluster: task(s) {names} did not "
                             f"answer within {self._start_timeout:.0f} s")
+                    # A child says nothing when it starts listening: poll its port.
                     time.sleep(_POLL_SECS)
         finally:
             for c in clients.values():

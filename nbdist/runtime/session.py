@@ -1,8 +1,8 @@
 """``Session`` and ``InteractiveSession``: the client side of running a graph.
 
-``Session("")`` has its own in-process master and worker; a ``grpc://`` target
-served by a ``Server`` of this process is used in-process (no RPC, like TF's
-local master); any other target goes through gRPC.
+``Session("")`` has its own in-process master and worker; any other target is
+resolved by ``runtime.transports`` (a ``grpc://`` target served by a ``Server`` of
+this process is used in-process, with no RPC, like TF's local master).
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ import numpy as np
 
 from nbdist import errors
 from nbdist.graph import dtypes
-from nbdist.graph.default_session import default_session, get_default_session
+from nbdist.graph.default_session import default_session
 from nbdist.graph.ops import Graph, Operation, Tensor, get_default_graph
 from nbdist.proto import config_pb2
+from nbdist.runtime import transports
 from nbdist.runtime.master import Master, tensor_value_for_client
 from nbdist.runtime.worker import Worker
 
@@ -32,40 +33,14 @@ class FetchError(errors.InvalidArgumentError, ValueError):
 
 
 # -- targets ------------------------------------------------------------------------
-_local_masters: dict[str, Master] = {}
-_local_lock = threading.Lock()
-
-
-def register_local_master(target: str, master: Master):
-    """Lets sessions in this process reach ``target``'s master without RPC."""
-    with _local_lock:
-        _local_masters[_norm_target(target)] = master
-
-
-def unregister_local_master(target: str):
-    with _local_lock:
-        _local_masters.pop(_norm_target(target), None)
-
-
-def _norm_target(target: str) -> str:
-    t = target[len("grpc://"):] if target.startswith("grpc://") else target
-    if t.startswith("localhost:"):
-        t = "127.0.0.1:" + t[len("localhost:"):]
-    return t
-
-
 def _master_for(target: str, config):
+    """``(master, owned)``: a private in-process master for ``""``, else what the
+    target's transport gives (a server of this process is reached without RPC)."""
     if not target:
         n = int(config.device_count.get("CPU", 1)) if config is not None else 1
         worker = Worker(LOCAL_TASK, num_cpus=n)
         return Master(LOCAL_TASK, worker), True
-    with _local_lock:
-        m = _local_masters.get(_norm_target(target))
-    if m is not None:
-        return m, False
-    from nbdist.runtime.grpc.client import GrpcMasterClient
-
-    return GrpcMasterClient(target, config), True
+    return transports.connect_master(target, config)
 
 
 # -- fetch structures -----------------------------------------------------------

@@ -10,24 +10,40 @@ import itertools
 import random
 import threading
 import time
+from typing import Callable
 
 from nbdist import errors
 from nbdist.executor.executor import Executor, StepContext
 from nbdist.executor.rendezvous import Rendezvous, parse_key
 from nbdist.executor.resources import ResourceMgr
 from nbdist.graph.device import DeviceSpec
+from nbdist.runtime.interfaces import TensorTransport
 from nbdist.runtime.partition import task_of
+from nbdist.runtime.tensor_store import ParkedTensors, PushedTensors
 
 _STEP_EXPIRY_S = 600.0
+
+
+def new_incarnation() -> int:
+    """A random nonzero 63-bit id: a restarted task gets a new one."""
+    return random.SystemRandom().getrandbits(63) | 1
+
+
+def _ignore(kind: str, payload: dict) -> None:
+    """Events of a worker nobody watches (``Session("")``)."""
 
 
 class Worker:
     """One task: ``/job:J/replica:0/task:T`` with ``num_cpus`` CPU devices."""
 
     def __init__(self, task_name: str = "/job:localhost/replica:0/task:0",
-                 num_cpus: int = 1):
+                 num_cpus: int = 1, *, incarnation: int | None = None,
+                 transport: TensorTransport | None = None,
+                 publish: Callable[[str, dict], None] | None = None):
+        """``transport`` brings tensors from other tasks (None: this task is the
+        whole cluster); ``publish(kind, payload)`` reports runtime events."""
         self.task_name = task_name
-        self.incarnation = random.SystemRandom().getrandbits(63) | 1
+        self.incarnation = incarnation or new_incarnation()
         self.devices = [f"{task_name}/device:CPU:{i}" for i in range(max(1, num_cpus))]
         self._resources = {d: ResourceMgr() for d in self.devices}
         self._resources_by_short: dict[str, ResourceMgr] = {}
@@ -38,10 +54,10 @@ class Worker:
         self._steps: dict[int, StepContext] = {}
         self._graph_ids = itertools.count(1)
         self._runs = 0
-        # Set by a server: pulls a tensor from another task (step, task, key).
-        self.remote_recv = None
-        # Set by a server: publishes runtime events (kind, payload dict).
-        self.publish = None
+        self._transport = transport
+        self._publish = publish or _ignore
+        self.parked = ParkedTensors(self)
+        self.pushed = PushedTensors(self)
         self.steps_served = 0
 
     # -- executor environment ---------------------------------------------------
@@ -68,9 +84,21 @@ class Worker:
     def recv(self, step: StepContext, src_device: str, key: str):
         if src_device.startswith(self.task_name + "/"):
             return self.rendezvous.recv(step, key)
-        if self.remote_recv is None:
+        if self._transport is None:
             raise errors.InternalError(None, None, f"No route to {src_device}")
-        return self.remote_recv(step, task_of(src_device), key)
+        return self._transport.recv(step, task_of(src_device), key)
+
+    def pull(self, ref, timeout_s: float, should_cancel=None):
+        """A tensor another task parked for this one (a large feed by reference)."""
+        if self._transport is None or ref.src_device.startswith(self.task_name + "/"):
+            raise errors.InvalidArgumentError(
+                None, None, f"{self.task_name} cannot pull the tensor reference "
+                f"{ref.key[:200]!r}")
+        return self._transport.pull(ref, timeout_s, should_cancel)
+
+    def publish(self, kind: str, payload: dict) -> None:
+        """Reports a runtime event of this task (kernels report variables)."""
+        self._publish(kind, payload)
 
     # -- worker service ----------------------------------------------------------
     def get_status(self) -> list[tuple[str, int]]:
@@ -98,10 +126,9 @@ class Worker:
         handle = f"{session_handle}/g{next(self._graph_ids)}"
         with self._lock:
             self._graphs[handle] = (session_handle, executor)
-        if self.publish is not None:
-            self.publish("graph_registered", {
-                "task": self.task_name, "graph_handle": handle,
-                "nodes": [(n.name, n.op, n.device) for n in graph_def.node]})
+        self._publish("graph_registered", {
+            "task": self.task_name, "graph_handle": handle,
+            "nodes": [(n.name, n.op, n.device) for n in graph_def.node]})
         return handle
 
     def deregister_graph(self, session_handle: str, graph_handle: str):
@@ -126,10 +153,9 @@ class Worker:
         try:
             entry[1].run(step)
         except errors.OpError as e:
-            if self.publish is not None:
-                self.publish("error", {"task": self.task_name, "step_id": step_id,
-                                       "code": e.error_code, "message": e.message,
-                                       "op": str(getattr(e.op, "name", e.op) or "")})
+            self._publish("error", {"task": self.task_name, "step_id": step_id,
+                                    "code": e.error_code, "message": e.message,
+                                    "op": str(getattr(e.op, "name", e.op) or "")})
             raise
         finally:
             self._steps.pop(step_id, None)
@@ -137,10 +163,9 @@ class Worker:
             self._runs += 1
             if self._runs % 1000 == 0:
                 self.rendezvous.expire(_STEP_EXPIRY_S)
-        if self.publish is not None:
-            self.publish("step", {"task": self.task_name, "step_id": step_id,
-                                  "graph_handle": graph_handle,
-                                  "duration_ms": (time.time() - start) * 1e3})
+        self._publish("step", {"task": self.task_name, "step_id": step_id,
+                               "graph_handle": graph_handle,
+                               "duration_ms": (time.time() - start) * 1e3})
         out = step.fetches
         missing = [k for k in fetch_keys if k not in out]
         if missing:
@@ -156,6 +181,11 @@ class Worker:
         if step is not None:
             step.cancel(error)
         self.rendezvous.abort_step(step_id, error)
+
+    def abort_all_steps(self, error: errors.OpError):
+        """Cancels every running step (the task is stopping)."""
+        for step_id in list(self._steps):
+            self.abort_step(step_id, error)
 
     def cleanup_graph(self, step_id: int):
         step = self._steps.get(step_id)

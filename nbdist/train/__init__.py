@@ -73,7 +73,7 @@ from nbdist.train.sync_replicas_optimizer import SyncReplicasOptimizer
 _LAZY = {
     # The runtime layer's entry points, loaded on first use (grpc is heavy).
     "ClusterSpec": ("nbdist.runtime.cluster_spec", "ClusterSpec"),
-    "Server": ("nbdist.runtime.grpc.server", "Server"),
+    "Server": ("nbdist.runtime.server_lib", "Server"),
 }
 
 

@@ -40,6 +40,7 @@ from nbdist.proto import (
     worker_service_pb2_grpc,
 )
 from nbdist.runtime.grpc import auth, coding
+from nbdist.runtime.grpc.wire import connect_failed
 
 __all__ = ["GrpcMasterClient", "GrpcWorkerClient", "channel_options", "make_channel"]
 
@@ -93,15 +94,6 @@ def _request_id() -> int:
 
 def _first_line(text: str) -> str:
     return text.strip().splitlines()[0] if text and text.strip() else ""
-
-
-def _connect_failed(e: grpc.RpcError) -> bool:
-    """Nothing listens at the address (yet): the request never reached a server,
-    so retrying is safe, and a restarting task may soon be back."""
-    if e.code() != grpc.StatusCode.UNAVAILABLE:
-        return False
-    d = (e.details() or "").lower()
-    return "connection refused" in d or "failed to connect to remote host" in d
 
 
 def error_from_status(code: int, message: str) -> errors.OpError:
@@ -221,7 +213,7 @@ class _Rpc:
                     may_reconnect
                     and not reconnect
                     and not wait_for_ready
-                    and _connect_failed(e)
+                    and connect_failed(e)
                 ):
                     reconnect = True
                     continue
@@ -287,7 +279,7 @@ def _pull(
         except grpc.RpcError as e:
             if (
                 reconnect
-                or not _connect_failed(e)
+                or not connect_failed(e)
                 or (should_cancel is not None and should_cancel())
             ):
                 raise
@@ -513,7 +505,7 @@ class GrpcWorkerClient:
                         wait_for_ready=reconnect,
                     )
                 except grpc.RpcError as e:
-                    if reconnect or step.cancelled or not _connect_failed(e):
+                    if reconnect or step.cancelled or not connect_failed(e):
                         raise
                     reconnect = True
                     continue

@@ -1,17 +1,17 @@
-"""``Server`` (``nd.Server``, ``nd.train.Server``): one task of a cluster.
+"""``GrpcServer``: the gRPC ``nd.Server`` (``nd.train.Server``), one task of a cluster.
 
 A server holds one ``Worker`` (this task's devices, resources and registered
 graph partitions) and one ``Master`` (sessions whose target is this task),
 and serves both over gRPC. Sessions in the same process reach its master
-without RPC; the master reaches the other tasks of the cluster through
-``GrpcWorkerClient``s, and a ``_Recv`` pulls tensors from them by RecvTensor.
+without RPC (``protocol.connect_master`` finds it with ``live_server_at``); the
+master reaches the other tasks of the cluster through ``GrpcPeers``, and a
+``_Recv`` pulls tensors from them through the ``GrpcTensorTransport``.
 
 The leader task of the cluster (``coordination.leader_task``: the chief, else
 worker 0, else the first ps; a single-task server is its own) also hosts the
 cluster's CoordinationService; every server runs a ``CoordinationAgent`` that
-registers with it, heartbeats and forwards its worker's events (see
-``nbdist.runtime.grpc.coordination``). Servers still running when the
-interpreter exits are stopped gracefully first.
+registers with it, heartbeats and forwards its worker's events. Servers still
+running when the interpreter exits are stopped gracefully first.
 """
 
 from __future__ import annotations
@@ -26,21 +26,20 @@ from nbdist import errors
 from nbdist.proto import config_pb2, server_def_pb2
 from nbdist.runtime import coordination
 from nbdist.runtime.cluster_spec import ClusterSpec, task_device
+from nbdist.runtime.coordination_agent import CoordinationAgent
+from nbdist.runtime.coordination_local import LocalCoordinationClient
 from nbdist.runtime.grpc import auth
-from nbdist.runtime.grpc.client import GrpcWorkerClient
-from nbdist.runtime.grpc.coordination import CoordinationAgent, CoordinationServicer
-from nbdist.runtime.grpc.servicers import (
-    MasterServicer,
-    Parking,
-    RecentRequests,
-    WorkerServicer,
-)
+from nbdist.runtime.grpc.coordination_client import GrpcCoordinationClient
+from nbdist.runtime.grpc.coordination_service import CoordinationServicer
+from nbdist.runtime.grpc.master_service import MasterServicer
+from nbdist.runtime.grpc.recent_requests import RecentRequests
+from nbdist.runtime.grpc.transport import GrpcPeers, GrpcTensorTransport
+from nbdist.runtime.grpc.worker_service import WorkerServicer
 from nbdist.runtime.master import Master
-from nbdist.runtime.partition import task_of
-from nbdist.runtime.session import register_local_master, unregister_local_master
-from nbdist.runtime.worker import Worker
+from nbdist.runtime.server_lib import Server
+from nbdist.runtime.worker import Worker, new_incarnation
 
-__all__ = ["Server"]
+__all__ = ["GrpcServer", "live_server_at"]
 
 DEFAULT_BIND = "127.0.0.1"
 _RPC_THREADS = 256  # blocked RecvTensor/RunGraph calls each hold one
@@ -144,6 +143,22 @@ def _make_server_def(
     return server_def
 
 
+def _norm_address(target: str) -> str:
+    t = target[len("grpc://"):] if target.startswith("grpc://") else target
+    if t.startswith("localhost:"):
+        t = "127.0.0.1:" + t[len("localhost:"):]
+    return t
+
+
+def live_server_at(target: str) -> GrpcServer | None:
+    """The started, not stopped server of this process serving ``target``."""
+    address = _norm_address(target)
+    for server in list(_live_servers):
+        if server._serving and _norm_address(server.target) == address:
+            return server
+    return None
+
+
 def _split_address(address: str) -> tuple[str, int]:
     host, sep, port = address.rpartition(":")
     if not sep or not port.isdigit():
@@ -178,8 +193,8 @@ def _check_free(bind: str, port: int) -> None:
                 ) from None
 
 
-class Server:
-    """An in-process nbdist server: one task of a cluster.
+class GrpcServer(Server):
+    """``nd.Server`` over gRPC.
 
     ``server_or_cluster_def`` is a ``ServerDef``, ``ClusterDef``,
     ``ClusterSpec`` or dict; ``job_name``/``task_index`` choose this task when
@@ -222,22 +237,50 @@ class Server:
             server_or_cluster_def, job_name, task_index, protocol, config
         )
         self._cluster = ClusterSpec(sd.cluster)
-        address = self._cluster.task_address(sd.job_name, sd.task_index)
-        host, port = _split_address(address)
-        port = sd.port or port
-        bind = sd.bind_address or DEFAULT_BIND
         self.task_name = task_device(sd.job_name, sd.task_index)
+        session_config = self._session_config(sd, token, tls)
+        self._make_runtime(session_config)
+        self._make_coordination_service(coordination_config)
+        self._grpc = self._make_grpc_server()
+        try:
+            self._listen(sd)
+        except errors.OpError:
+            if self._coordination is not None:
+                self._coordination.stop()
+            raise
+        self._agent = self._make_agent()
+        self._state_lock = threading.Lock()
+        self._started = False
+        self._serving = False
+        self._stopped = threading.Event()
+        _live_servers.add(self)
+        _register_exit_hook()
+        if start:
+            self.start()
+
+    # -- construction steps ----------------------------------------------------------
+    def _session_config(self, sd, token, tls) -> config_pb2.ConfigProto:
+        """The sessions' default config, with the auth token taken out of it."""
         session_config = config_pb2.ConfigProto()
         session_config.CopyFrom(sd.default_session_config)
         self._token = auth.resolve_token(token, session_config)
         self._tls = auth.resolve_tls(tls)
         session_config.auth_token = ""
         sd.default_session_config.auth_token = ""
-        num_cpus = int(session_config.device_count.get("CPU", 1))
-        self._worker = Worker(self.task_name, num_cpus=max(1, num_cpus))
-        self._worker.remote_recv = self._remote_recv
-        self._clients: dict[str, GrpcWorkerClient] = {}
-        self._clients_lock = threading.Lock()
+        return session_config
+
+    def _make_runtime(self, session_config):
+        """This task's worker (pulling from peers over gRPC) and master."""
+        self._incarnation = new_incarnation()
+        self._peers = GrpcPeers(self._cluster, self.task_name, token=self._token,
+                                tls=self._tls or False, park=self._park)
+        self._worker = Worker(
+            self.task_name,
+            num_cpus=max(1, int(session_config.device_count.get("CPU", 1))),
+            incarnation=self._incarnation,
+            transport=GrpcTensorTransport(self._peers),
+            publish=self._publish,
+        )
         self._master = Master(
             self.task_name,
             self._worker,
@@ -245,47 +288,51 @@ class Server:
             cluster_tasks=self._cluster.task_names,
             default_config=session_config,
         )
-        recent = RecentRequests()
-        self._parking = Parking(self._worker)
+
+    def _make_coordination_service(self, coordination_config):
+        """The cluster's coordination service when this task is its leader."""
         self._coordination_config = coordination.resolve_config(coordination_config)
-        leader = coordination.leader_task(self._cluster)
+        self._leader = coordination.leader_task(self._cluster)
         self._coordination = None
-        if leader == self.task_name:
+        if self._leader == self.task_name:
             cc = self._coordination_config
             self._coordination = coordination.CoordinationService(
                 self._cluster.task_names(),
                 heartbeat_interval_ms=cc.heartbeat_interval_ms,
                 heartbeat_timeout_ms=cc.heartbeat_timeout_ms,
                 max_events=cc.max_events,
-                incarnation=self._worker.incarnation,
+                incarnation=self._incarnation,
             )
             self._coordination_servicer = CoordinationServicer(self._coordination)
         else:
             self._coordination_servicer = CoordinationServicer(
-                None, leader, self._task_address(leader)
+                None, self._leader, self._peers.address(self._leader)
             )
+
+    def _make_grpc_server(self) -> grpc.Server:
+        recent = RecentRequests()
         interceptors = [auth.TokenInterceptor(self._token)] if self._token else []
-        self._grpc = grpc.server(
+        return grpc.server(
             futures.ThreadPoolExecutor(
                 _RPC_THREADS, thread_name_prefix=f"nbdist-rpc{self.task_name}"
             ),
             handlers=[
-                MasterServicer(self._master, recent, self._parking).handler(),
-                WorkerServicer(
-                    self._worker, recent, self._parking, self._pull
-                ).handler(),
+                MasterServicer(self._master, recent).handler(),
+                WorkerServicer(self._worker, recent).handler(),
                 self._coordination_servicer.handler(),
             ],
             interceptors=interceptors,
             options=_server_options(),
         )
+
+    def _listen(self, sd):
+        """Binds the task's port (a free one for port 0, written into the cluster)."""
+        host, port = _split_address(
+            self._cluster.task_address(sd.job_name, sd.task_index))
+        port = sd.port or port
+        bind = sd.bind_address or DEFAULT_BIND
         if port:
-            try:
-                _check_free(bind, port)
-            except errors.OpError:
-                if self._coordination is not None:
-                    self._coordination.stop()
-                raise
+            _check_free(bind, port)
         where = _join(bind, port)
         try:
             if self._tls is not None:
@@ -297,15 +344,13 @@ class Server:
         except RuntimeError:
             bound = 0
         if not bound:
-            if self._coordination is not None:
-                self._coordination.stop()
             raise errors.UnavailableError(None, None, f"Cannot listen on {where}")
         if bound != port:
-            # Port 0: the real port goes into the cluster (and so the target).
             for job in sd.cluster.job:
                 if job.name == sd.job_name:
                     job.tasks[sd.task_index] = _join(host, bound)
             self._cluster = ClusterSpec(sd.cluster)
+            self._peers.cluster = self._cluster
         self._server_def = sd
         self._address = _join(host, bound)
         self._bind_address = _join(bind, bound)
@@ -313,39 +358,26 @@ class Server:
         if self._coordination is not None:
             self._coordination_target = self._target
         else:
-            self._coordination_target = "grpc://" + self._task_address(leader)
-        self._agent = CoordinationAgent(
+            self._coordination_target = "grpc://" + self._peers.address(self._leader)
+
+    def _make_agent(self) -> CoordinationAgent:
+        """Registers this task with the coordination service and heartbeats."""
+        if self._coordination is not None:
+            client = LocalCoordinationClient(self._coordination)
+        else:
+            client = GrpcCoordinationClient(
+                self._coordination_target, token=self._token,
+                tls=self._tls or False, task=self.task_name)
+        return CoordinationAgent(
             self.task_name,
-            self._worker.incarnation,
+            self._incarnation,
             self._address,
+            client,
             config=self._coordination_config,
-            service=self._coordination,
-            leader_address=self._coordination_target,
-            token=self._token,
-            tls=self._tls or False,
             steps_served=lambda: self._worker.steps_served,
         )
-        self._worker.publish = self._agent.publish
-        self._state_lock = threading.Lock()
-        self._started = False
-        self._stopped = threading.Event()
-        _live_servers.add(self)
-        _register_exit_hook()
-        if start:
-            self.start()
 
     # -- public API ----------------------------------------------------------------
-    @staticmethod
-    def create_local_server(config=None, start=True, **kwargs) -> Server:
-        """A single-task server on a free port of 127.0.0.1 (job ``localhost``)."""
-        return Server(
-            {"localhost": ["localhost:0"]},
-            protocol="grpc",
-            config=config,
-            start=start,
-            **kwargs,
-        )
-
     @property
     def target(self) -> str:
         """The session target of this server, e.g. ``grpc://localhost:2222``."""
@@ -380,6 +412,11 @@ class Server:
     def coordination_config(self) -> coordination.Config:
         return self._coordination_config
 
+    @property
+    def master(self) -> Master:
+        """This task's master: what sessions of this process use, without RPC."""
+        return self._master
+
     def start(self):
         """Starts serving (idempotent). A stopped server cannot restart."""
         with self._state_lock:
@@ -391,13 +428,8 @@ class Server:
                 return
             self._grpc.start()
             self._started = True
-            register_local_master(self._target, self._master)
+            self._serving = True
             self._agent.start()
-
-    def join(self):
-        """Blocks until ``stop()`` is called (from another thread or a signal)."""
-        while not self._stopped.wait(0.5):
-            pass
 
     def stop(self, grace: float = _STOP_GRACE_S):
         """Stops serving: in-flight RPCs get ``grace`` seconds, this server's
@@ -406,15 +438,14 @@ class Server:
             if self._stopped.is_set():
                 return
             self._stopped.set()
-        unregister_local_master(self._target)
+            self._serving = False
         _live_servers.discard(self)
         self._agent.stop()
         self._coordination_servicer.stop()
         if self._coordination is not None:
             self._coordination.stop()
-        err = errors.CancelledError(None, None, f"Server {self.task_name} stopped")
-        for step_id in list(self._worker._steps):
-            self._worker.abort_step(step_id, err)
+        self._worker.abort_all_steps(
+            errors.CancelledError(None, None, f"Server {self.task_name} stopped"))
         try:
             self._master.close()
         finally:
@@ -422,59 +453,19 @@ class Server:
                 self._grpc.start()  # grpc frees the port of a never-started server
                 grace = 0  # only by stopping it after a start
             self._grpc.stop(grace).wait(grace + 5.0)
-            with self._clients_lock:
-                clients, self._clients = list(self._clients.values()), {}
-            for c in clients:
-                c.close()
-
-    def __enter__(self):
-        self.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stop()
+            self._peers.close()
 
     def __repr__(self) -> str:
         return f"<nbdist.Server {self.task_name} at {self._target}>"
 
-    # -- master/worker plumbing -------------------------------------------------------
+    # -- collaborators of the worker and master -----------------------------------------
     def _worker_for(self, task: str):
         if task == self.task_name:
             return self._worker
-        with self._clients_lock:
-            client = self._clients.get(task)
-            if client is None:
-                client = self._clients[task] = GrpcWorkerClient(
-                    task,
-                    self._task_address(task),
-                    token=self._token,
-                    tls=self._tls or False,
-                    park=self._parking.park,
-                )
-            return client
+        return self._peers.client(task)
 
-    def _task_address(self, task: str) -> str:
-        from nbdist.graph.device import DeviceSpec
+    def _park(self, value) -> tuple[str, int]:
+        return self._worker.parked.park(value)
 
-        s = DeviceSpec.from_string(task)
-        try:
-            return self._cluster.task_address(s.job, s.task or 0)
-        except ValueError:
-            raise errors.InvalidArgumentError(
-                None,
-                None,
-                f"Task {task} is not in the cluster of {self.task_name}: "
-                f"{self._cluster}",
-            ) from None
-
-    def _remote_recv(self, step, src_task: str, key: str):
-        return self._worker_for(src_task).recv_tensor(step, key)
-
-    def _pull(self, ref, timeout_s: float, should_cancel):
-        """A tensor another task parked for this one (a large RunGraph feed)."""
-        client = self._worker_for(task_of(ref.src_device))
-        if client is self._worker:
-            raise errors.InvalidArgumentError(
-                None, None, "A tensor reference to this task itself"
-            )
-        return client.pull(ref.step_id, ref.key, timeout_s, should_cancel)
+    def _publish(self, kind: str, payload: dict) -> None:
+        self._agent.publish(kind, payload)

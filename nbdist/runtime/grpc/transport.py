@@ -1,0 +1,78 @@
+"""The gRPC ``TensorTransport``: tensors from the other tasks of a cluster.
+
+``GrpcPeers`` keeps one ``GrpcWorkerClient`` per other task (made on first use,
+closed with the server); the master reaches remote workers through it and
+``GrpcTensorTransport`` pulls tensors through it: ``RecvTensorUnary`` for small
+values, a chunked ``RecvTensor`` stream for large ones and for parked references.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from nbdist import errors
+from nbdist.graph.device import DeviceSpec
+from nbdist.runtime.cluster_spec import ClusterSpec
+from nbdist.runtime.grpc.client import GrpcWorkerClient
+from nbdist.runtime.partition import task_of
+
+
+class GrpcPeers:
+    """Worker clients of the tasks of ``cluster`` other than ``own_task``.
+
+    ``park(value) -> (key, step_id)`` parks a large feed on this task for the
+    peer to pull (``Worker.parked.park``)."""
+
+    def __init__(self, cluster: ClusterSpec, own_task: str, *, token=None, tls=False,
+                 park=None):
+        self.cluster = cluster
+        self._own_task = own_task
+        self._token = token
+        self._tls = tls
+        self._park = park
+        self._clients: dict[str, GrpcWorkerClient] = {}
+        self._lock = threading.Lock()
+
+    def address(self, task: str) -> str:
+        spec = DeviceSpec.from_string(task)
+        try:
+            return self.cluster.task_address(spec.job, spec.task or 0)
+        except ValueError:
+            raise errors.InvalidArgumentError(
+                None, None, f"Task {task} is not in the cluster of {self._own_task}: "
+                f"{self.cluster}") from None
+
+    def client(self, task: str) -> GrpcWorkerClient:
+        with self._lock:
+            client = self._clients.get(task)
+            if client is None:
+                client = self._clients[task] = GrpcWorkerClient(
+                    task, self.address(task), token=self._token, tls=self._tls,
+                    park=self._park)
+            return client
+
+    def close(self):
+        with self._lock:
+            clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            client.close()
+
+
+class GrpcTensorTransport:
+    """``interfaces.TensorTransport`` over the peers' WorkerService."""
+
+    def __init__(self, peers: GrpcPeers):
+        self._peers = peers
+
+    def recv(self, step, src_task: str, key: str):
+        return self._peers.client(src_task).recv_tensor(step, key)
+
+    def pull(self, ref, timeout_s: float, should_cancel=None):
+        client = self._peers.client(task_of(ref.src_device))
+        return client.pull(ref.step_id, ref.key, timeout_s, should_cancel)
+
+    def close(self):
+        self._peers.close()
+
+
+__all__ = ["GrpcPeers", "GrpcTensorTransport"]

@@ -1,0 +1,134 @@
+"""The runtime's seams: what a master, a worker, the coordination service and a
+tensor transport offer, whoever implements them.
+
+Each has an in-process implementation and a gRPC one (TF's ``rpc/`` seam):
+
+======================  ==============================  =================================
+interface               in process                      over gRPC (``runtime/grpc``)
+======================  ==============================  =================================
+``MasterInterface``     ``runtime.master.Master``       ``client.GrpcMasterClient``
+``WorkerInterface``     ``runtime.worker.Worker``       ``client.GrpcWorkerClient``
+``CoordinationClient``  ``coordination_local.``         ``coordination_client.``
+                        ``LocalCoordinationClient``     ``GrpcCoordinationClient``
+``TensorTransport``     (a task's own rendezvous)       ``transport.GrpcTensorTransport``
+======================  ==============================  =================================
+
+Callers above the runtime never name an implementation: they ask
+``runtime.transports`` for one by target (``grpc://host:port``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator, Protocol, runtime_checkable
+
+from nbdist.executor.executor import StepContext
+
+
+@runtime_checkable
+class MasterInterface(Protocol):
+    """Sessions: graphs in, steps run across the cluster, values out."""
+
+    def create_session(self, graph_def, config=None) -> tuple[str, int]: ...
+
+    def extend_session(self, handle: str, graph_def, current_version: int) -> int: ...
+
+    def run_step(self, handle: str, feeds: dict, fetches: list, targets: list,
+                 options=None, metadata=None) -> list: ...
+
+    def close_session(self, handle: str) -> None: ...
+
+    def list_devices(self, config=None) -> list: ...
+
+    def reset(self, containers=None, device_filters=None) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class WorkerInterface(Protocol):
+    """One task: registered graph partitions and the steps that run them."""
+
+    task_name: str
+
+    def get_status(self) -> list[tuple[str, int]]: ...
+
+    def create_worker_session(self, session_handle: str) -> None: ...
+
+    def delete_worker_session(self, session_handle: str) -> None: ...
+
+    def register_graph(self, session_handle: str, graph_def, config=None) -> str: ...
+
+    def deregister_graph(self, session_handle: str, graph_handle: str) -> None: ...
+
+    def run_graph(self, session_handle: str, graph_handle: str, step_id: int,
+                  feeds: dict, fetch_keys, trace: bool = False,
+                  timeout_s: float | None = None,
+                  op_timeout_s: float | None = None) -> tuple[dict, list]: ...
+
+    def abort_step(self, step_id: int, error=None) -> None: ...
+
+    def cleanup_graph(self, step_id: int) -> None: ...
+
+    def cleanup_all(self, containers=None) -> None: ...
+
+
+@runtime_checkable
+class TensorTransport(Protocol):
+    """Moves tensor bytes between the tasks of one cluster.
+
+    ``recv`` takes the value another task sends under a rendezvous key (a
+    ``_Recv`` whose producer is remote); ``pull`` fetches a value another task
+    parked for this one by reference (a large feed that went ahead of its step).
+    A transport serves the other direction by reading the task's rendezvous and
+    its ``tensor_store.ParkedTensors``; both live in the runtime, not in it.
+    """
+
+    def recv(self, step: StepContext, src_task: str, key: str) -> Any: ...
+
+    def pull(self, ref, timeout_s: float,
+             should_cancel: Callable[[], bool] | None = None) -> Any: ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class CoordinationClient(Protocol):
+    """A client of the cluster's coordination service (liveness, barriers,
+    key-value, events), wherever the service runs."""
+
+    def register_task(self, task: str, incarnation: int, address: str = "",
+                      pid: int = 0, timeout_s: float | None = None,
+                      wait_for_ready: bool = False) -> tuple[int, int]: ...
+
+    def heartbeat(self, task: str, incarnation: int, steps_served: int = 0,
+                  timeout_s: float | None = None,
+                  retry_connect: bool = True) -> int: ...
+
+    def report_error(self, task: str, code: int, message: str) -> None: ...
+
+    def task_states(self, tasks=None, timeout_s: float | None = None) -> list: ...
+
+    def barrier(self, barrier_id: str, timeout_s: float, tasks=None,
+                source_task: str | None = None) -> None: ...
+
+    def cancel_barrier(self, barrier_id: str,
+                       source_task: str | None = None) -> None: ...
+
+    def insert(self, key: str, value, allow_overwrite: bool = False) -> None: ...
+
+    def get(self, key: str, timeout_s: float = ...) -> bytes: ...
+
+    def try_get(self, key: str) -> bytes | None: ...
+
+    def delete(self, key: str) -> None: ...
+
+    def publish_events(self, events, timeout_s: float = ...,
+                       retry_connect: bool = True) -> int: ...
+
+    def watch(self, from_seq: int = 0, kinds=None) -> Iterator: ...
+
+    def close(self) -> None: ...
+
+
+__all__ = ["CoordinationClient", "MasterInterface", "TensorTransport",
+           "WorkerInterface"]
