@@ -1,6 +1,7 @@
-"""The master: sessions over a cluster's workers, placement, partitioning and
-running steps. ``Session("")`` uses it with one in-process worker; a server
-uses it with its own worker in-process and the others through gRPC clients.
+"""The master (``interfaces.MasterInterface``, in process): sessions over a
+cluster's workers, placement, partitioning and running steps. ``Session("")``
+uses it with one in-process worker; a server uses it with its own worker in
+process and the others through its transport's worker clients.
 """
 
 from __future__ import annotations
@@ -9,14 +10,16 @@ import concurrent.futures as futures
 import itertools
 import random
 import threading
-import time
+from typing import NamedTuple
 
 import numpy as np
 
 from nbdist import errors
+from nbdist.graph.device import DeviceSpec
 from nbdist.graph.graph_def import infer_specs, parse_input, topological_order
 from nbdist.proto import config_pb2, step_stats_pb2
-from nbdist.runtime.partition import normalize_tensor_name, partition, task_of
+from nbdist.runtime.interfaces import WorkerInterface
+from nbdist.runtime.partition import normalize_tensor_name, partition
 from nbdist.runtime.placement import place
 
 _pool = futures.ThreadPoolExecutor(max_workers=64, thread_name_prefix="nbdist-step")
@@ -26,8 +29,6 @@ _DISCOVERY_TIMEOUT_S = 10.0
 def _matches_filter(task: str, filters) -> bool:
     if not filters:
         return True
-    from nbdist.graph.device import DeviceSpec
-
     t = DeviceSpec.from_string(task)
     for f in filters:
         s = DeviceSpec.from_string(f)
@@ -36,13 +37,25 @@ def _matches_filter(task: str, filters) -> bool:
     return False
 
 
-class _Plan:
-    __slots__ = ("parts", "fetch_task", "single")
+class PlanPart(NamedTuple):
+    """One task's share of a step: its partition, registered with its worker."""
 
-    def __init__(self, parts, fetch_task, single):
-        self.parts = parts  # list of (task, worker, graph_handle, feeds, fetches)
-        self.fetch_task = fetch_task
-        self.single = single
+    task: str
+    worker: WorkerInterface
+    graph_handle: str
+    feeds: tuple[str, ...]  # feed names this partition takes
+    fetches: tuple[str, ...]  # fetch keys it returns
+    graph_def: object  # the partition's GraphDef (for RunMetadata)
+
+
+class Plan(NamedTuple):
+    """How to run one (feeds, fetches, targets) signature: a part per task."""
+
+    parts: tuple[PlanPart, ...]
+
+    @property
+    def single(self) -> bool:
+        return len(self.parts) == 1
 
 
 class MasterSession:
@@ -64,7 +77,7 @@ class MasterSession:
         self.plans: dict = {}
         self.registered: list[tuple] = []
         self.closed = False
-        self.running: dict[int, _Plan] = {}
+        self.running: dict[int, Plan] = {}
 
     def extend(self, graph_def):
         nodes = list(graph_def.node)
@@ -101,7 +114,7 @@ class MasterSession:
         self.version += len(nodes)
         return self.version
 
-    def plan(self, feeds: tuple, fetches: tuple, targets: tuple) -> _Plan:
+    def plan(self, feeds: tuple, fetches: tuple, targets: tuple) -> Plan:
         key = (feeds, fetches, targets)
         p = self.plans.get(key)
         if p is not None:
@@ -128,9 +141,9 @@ class MasterSession:
                 handle = worker.register_graph(self.handle, part.graph_def,
                                                self.config)
                 self.registered.append((worker, handle))
-                plan_parts.append((task, worker, handle, tuple(part.feeds),
-                                   tuple(part.fetches), part.graph_def))
-            p = _Plan(plan_parts, None, len(plan_parts) == 1)
+                plan_parts.append(PlanPart(task, worker, handle, tuple(part.feeds),
+                                           tuple(part.fetches), part.graph_def))
+            p = Plan(tuple(plan_parts))
             self.plans[key] = p
             return p
 
@@ -165,19 +178,20 @@ class MasterSession:
                 _fill_step_stats(metadata.step_stats, stats)
             if options is not None and options.output_partition_graphs:
                 for part in plan.parts:
-                    metadata.partition_graphs.add().CopyFrom(part[5])
+                    metadata.partition_graphs.add().CopyFrom(part.graph_def)
         return [results[normalize_tensor_name(f)] for f in fetches]
 
     def _run(self, plan, step_id, feeds, trace, timeout_s, op_timeout_s, results,
              stats):
         if plan.single:
-            task, worker, handle, pfeeds, pfetches, _ = plan.parts[0]
-            out, st = worker.run_graph(self.handle, handle, step_id,
-                                       {k: feeds[k] for k in pfeeds}, pfetches,
-                                       trace, timeout_s, op_timeout_s)
+            part = plan.parts[0]
+            out, st = part.worker.run_graph(
+                self.handle, part.graph_handle, step_id,
+                {k: feeds[k] for k in part.feeds}, part.fetches, trace, timeout_s,
+                op_timeout_s)
             results.update(out)
             if st:
-                stats.append((task, st))
+                stats.append((part.task, st))
         else:
             self._run_parallel(plan, step_id, feeds, trace, timeout_s, op_timeout_s,
                                results, stats)
@@ -198,25 +212,25 @@ class MasterSession:
                       not isinstance(e, errors.CancelledError)):
                     first_error[0] = e
             if first:  # the first error cancels every other partition
-                for _t, w, *_ in plan.parts:
+                for part in plan.parts:
                     try:
-                        w.abort_step(step_id, e)
+                        part.worker.abort_step(step_id, e)
                     except Exception:  # noqa: BLE001 - best effort
                         pass
 
-        def run_part(part):
-            task, worker, handle, pfeeds, pfetches, _ = part
+        def run_part(part: PlanPart):
             try:
-                out, st = worker.run_graph(self.handle, handle, step_id,
-                                           {k: feeds[k] for k in pfeeds}, pfetches,
-                                           trace, timeout_s, op_timeout_s)
+                out, st = part.worker.run_graph(
+                    self.handle, part.graph_handle, step_id,
+                    {k: feeds[k] for k in part.feeds}, part.fetches, trace,
+                    timeout_s, op_timeout_s)
             except Exception as e:  # noqa: BLE001 - reported once, below
                 fail(e)
                 return
             with lock:
                 results.update(out)
                 if st:
-                    stats.append((task, st))
+                    stats.append((part.task, st))
 
         # This thread runs one partition itself (the local one if any): one
         # thread handoff less per step.
@@ -224,7 +238,7 @@ class MasterSession:
             return
         inline = plan.parts[-1]
         for part in plan.parts:
-            if part[1] is self.master.local_worker:
+            if part.worker is self.master.local_worker:
                 inline = part
         futs = [_pool.submit(run_part, part) for part in plan.parts
                 if part is not inline]
@@ -237,9 +251,9 @@ class MasterSession:
     def cancel_step(self, step_id: int, error: errors.OpError):
         """Cancels a running step of this session on every task it runs on."""
         plan = self.running.get(step_id)
-        for _t, w, *_ in plan.parts if plan is not None else ():
+        for part in plan.parts if plan is not None else ():
             try:
-                w.abort_step(step_id, error)
+                part.worker.abort_step(step_id, error)
             except Exception:  # noqa: BLE001 - best effort
                 pass
 
@@ -248,9 +262,9 @@ class MasterSession:
         cancelled = errors.CancelledError(None, None, "The session was closed while "
                                           "this step was running")
         for step_id, plan in list(self.running.items()):
-            for _t, w, *_ in plan.parts:
+            for part in plan.parts:
                 try:
-                    w.abort_step(step_id, cancelled)
+                    part.worker.abort_step(step_id, cancelled)
                 except Exception:  # noqa: BLE001 - best effort
                     pass
         for worker, handle in self.registered:
@@ -433,4 +447,4 @@ def tensor_value_for_client(v):
     return v
 
 
-__all__ = ["Master", "MasterSession", "task_of", "time"]
+__all__ = ["Master", "MasterSession", "Plan", "PlanPart"]

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
+from nbdist.graph import dtypes
 from nbdist.graph.device import DeviceSpec
 from nbdist.graph.graph_def import parse_input, python_to_attr_value
-from nbdist.proto import graph_pb2, node_def_pb2
+from nbdist.proto import graph_pb2
 
 
 def task_of(device: str) -> str:
@@ -63,60 +66,98 @@ def partition(order: list, by_name: dict, placement: dict, specs: dict,
     """Splits the pruned graph. ``order`` is the client graph's node order;
     ``specs`` maps tensor names to (dtype, shape); ``feed_task`` hosts a fed
     tensor that nothing consumes but a fetch."""
-    feed_set = set(feeds)
-    needed = prune(by_name, feed_set, fetches, targets)
-    nodes = [by_name[n] for n in order if n in needed]
-    task = {n.name: task_of(placement[n.name]) for n in nodes}
-    parts: dict[str, Partition] = {}
+    return _Partitioner(order, by_name, placement, specs, feeds, fetches, targets,
+                        incarnations, feed_task).run()
 
-    def part(t: str) -> Partition:
-        if t not in parts:
-            parts[t] = Partition(t)
-        return parts[t]
 
-    # Which tasks consume each tensor / need each control signal.
-    consumers: dict[str, dict[str, str]] = {}  # src tensor -> dst task -> dst device
-    ctrl_consumers: dict[str, dict[str, str]] = {}
-    for n in nodes:
-        t = task[n.name]
-        for inp in n.input:
-            src, idx = parse_input(inp)
-            if idx < 0:
-                if src in needed and task[src] != t:
-                    ctrl_consumers.setdefault(src, {}).setdefault(t, placement[n.name])
-                continue
-            key = f"{src}:{idx}"
-            if key in feed_set or task[src] == t:
-                continue
-            consumers.setdefault(key, {}).setdefault(t, placement[n.name])
-    outputs_sent: dict[str, list] = {}
-    for key in consumers:
-        outputs_sent.setdefault(parse_input(key)[0], []).append(key)
-    # Feeds: one _Feed per task that uses the tensor.
-    feed_node: dict[tuple, str] = {}
+class _Partitioner:
+    """One ``partition()`` call: its inputs and the partitions it is building."""
 
-    def feed_in(name: str, t: str, device: str) -> str:
+    def __init__(self, order, by_name, placement, specs, feeds, fetches, targets,
+                 incarnations, feed_task):
+        self.by_name = by_name
+        self.placement = placement
+        self.specs = specs
+        self.feed_set = set(feeds)
+        self.fetches = fetches
+        self.incarnations = incarnations
+        self.feed_task = feed_task
+        needed = prune(by_name, self.feed_set, fetches, targets)
+        self.needed = needed
+        self.nodes = [by_name[n] for n in order if n in needed]
+        self.task = {n.name: task_of(placement[n.name]) for n in self.nodes}
+        self.parts: dict[str, Partition] = {}
+        self.feed_node: dict[tuple, str] = {}  # (tensor, task) -> its _Feed
+        self.recv_name: dict[tuple, str] = {}  # (tensor or ^node, task) -> _Recv
+        self.edge_id = 0
+
+    def run(self) -> dict[str, Partition]:
+        consumers, ctrl_consumers = self._cross_task_consumers()
+        outputs_sent: dict[str, list] = {}
+        for key in consumers:
+            outputs_sent.setdefault(parse_input(key)[0], []).append(key)
+        for n in self.nodes:
+            src_part = self._copy_node(n)
+            dev = self.placement[n.name]
+            # Sends for this node's outputs and control signal, right after it.
+            for key in outputs_sent.get(n.name, ()):
+                for dst_t, dst_dev in consumers[key].items():
+                    self._send(src_part, key, key, dev, dst_t, dst_dev,
+                               self.specs[key][0].base_dtype, n.name)
+            for dst_t, dst_dev in ctrl_consumers.get(n.name, {}).items():
+                self._send_control(src_part, n.name, dev, dst_t, dst_dev)
+        self._add_fetches()
+        return self.parts
+
+    def _part(self, t: str) -> Partition:
+        if t not in self.parts:
+            self.parts[t] = Partition(t)
+        return self.parts[t]
+
+    def _cross_task_consumers(self):
+        """For each tensor (and each control signal) another task uses: which
+        tasks, on which device."""
+        consumers: dict[str, dict[str, str]] = {}
+        ctrl_consumers: dict[str, dict[str, str]] = {}
+        task, placement = self.task, self.placement
+        for n in self.nodes:
+            t = task[n.name]
+            for inp in n.input:
+                src, idx = parse_input(inp)
+                if idx < 0:
+                    if src in self.needed and task[src] != t:
+                        ctrl_consumers.setdefault(src, {}).setdefault(
+                            t, placement[n.name])
+                    continue
+                key = f"{src}:{idx}"
+                if key in self.feed_set or task[src] == t:
+                    continue
+                consumers.setdefault(key, {}).setdefault(t, placement[n.name])
+        return consumers, ctrl_consumers
+
+    def _feed_in(self, name: str, t: str, device: str) -> str:
+        """The ``_Feed`` of tensor ``name`` on task ``t`` (one per task)."""
         k = (name, t)
-        if k not in feed_node:
-            p = part(t)
+        if k not in self.feed_node:
+            p = self._part(t)
             nd = p.graph_def.node.add()
             nd.name = f"_feed/{name.replace(':', '_')}"
             nd.op = "_Feed"
             nd.device = device
-            dt, sh = specs[name]
+            dt, sh = self.specs[name]
             _attr(nd, "key", name, "string")
             _attr(nd, "dtype", dt.base_dtype, "type")
             _attr(nd, "shape", sh, "shape")
             p.feeds.append(name)
-            feed_node[k] = nd.name
-        return feed_node[k]
+            self.feed_node[k] = nd.name
+        return self.feed_node[k]
 
-    recv_name: dict[tuple, str] = {}
-    edge_id = 0
-    for n in nodes:
-        t = task[n.name]
-        dev = placement[n.name]
-        p = part(t)
+    def _copy_node(self, n) -> Partition:
+        """Copies ``n`` into its task's partition, its inputs rewired to feeds and
+        receives; returns that partition."""
+        t = self.task[n.name]
+        dev = self.placement[n.name]
+        p = self._part(t)
         nd = p.graph_def.node.add()
         nd.CopyFrom(n)
         nd.device = dev
@@ -124,64 +165,65 @@ def partition(order: list, by_name: dict, placement: dict, specs: dict,
         for inp in n.input:
             src, idx = parse_input(inp)
             if idx < 0:
-                nd.input.append(inp if task[src] == t else "^" + recv_name[(src, t)])
+                same = self.task[src] == t
+                nd.input.append(inp if same else "^" + self.recv_name[(src, t)])
                 continue
             key = f"{src}:{idx}"
-            if key in feed_set:
-                nd.input.append(feed_in(key, t, dev))
-            elif task[src] == t:
+            if key in self.feed_set:
+                nd.input.append(self._feed_in(key, t, dev))
+            elif self.task[src] == t:
                 nd.input.append(inp)
             else:
-                nd.input.append(recv_name[(key, t)])
-        # Sends for this node's outputs and control signal, right after it.
-        for key in outputs_sent.get(n.name, ()):
-            for dst_t, dst_dev in consumers[key].items():
-                edge_id += 1
-                recv_name[(key, dst_t)] = _send_recv(
-                    parts, part, p, dst_t, key, dev, dst_dev, specs[key][0].base_dtype,
-                    f"edge_{edge_id}_{n.name}", incarnations, edge_id)
-        for dst_t, dst_dev in ctrl_consumers.get(n.name, {}).items():
-            edge_id += 1
-            c = p.graph_def.node.add()
-            c.name = f"_ctrl/{n.name}/{edge_id}"
-            c.op = "Const"
-            c.device = dev
-            c.input.append("^" + n.name)
-            import numpy as np
+                nd.input.append(self.recv_name[(key, t)])
+        return p
 
-            from nbdist.graph import dtypes
+    def _send(self, src_part, tensor, recv_key, src_dev, dst_task, dst_dev, dtype,
+              node_name):
+        self.edge_id += 1
+        self.recv_name[(recv_key, dst_task)] = _send_recv(
+            self._part, src_part, dst_task, tensor, src_dev, dst_dev, dtype,
+            f"edge_{self.edge_id}_{node_name}", self.incarnations)
 
-            _attr(c, "value", np.zeros((0,), np.float32), "tensor")
-            _attr(c, "dtype", dtypes.float32, "type")
-            recv_name[(n.name, dst_t)] = _send_recv(
-                parts, part, p, dst_t, c.name + ":0", dev, dst_dev, dtypes.float32,
-                f"edge_{edge_id}_{n.name}", incarnations, edge_id)
-    # Fetches: a _Fetch next to the producer (or the feed, for fed tensors).
-    for f in fetches:
-        src, idx = parse_input(f)
-        key = f"{src}:{idx}"
-        if key in feed_set:
-            t = task.get(src, feed_task) if src in task else feed_task
-            dev = placement.get(src, feed_task + "/device:CPU:0")
-            inp = feed_in(key, t, dev)
-        else:
-            t, dev, inp = task[src], placement[src], f if idx else src
-            inp = key if idx else src
-        p = part(t)
-        if key in p.fetches:
-            continue
-        nd = p.graph_def.node.add()
-        nd.name = f"_fetch/{key.replace(':', '_')}"
-        nd.op = "_Fetch"
-        nd.device = dev
-        nd.input.append(inp)
-        _attr(nd, "key", key, "string")
-        p.fetches.append(key)
-    return parts
+    def _send_control(self, src_part, node_name, dev, dst_task, dst_dev):
+        """A control edge across tasks: an empty constant after the node, sent."""
+        c = src_part.graph_def.node.add()
+        c.name = f"_ctrl/{node_name}/{self.edge_id + 1}"
+        c.op = "Const"
+        c.device = dev
+        c.input.append("^" + node_name)
+        _attr(c, "value", np.zeros((0,), np.float32), "tensor")
+        _attr(c, "dtype", dtypes.float32, "type")
+        self._send(src_part, c.name + ":0", node_name, dev, dst_task, dst_dev,
+                   dtypes.float32, node_name)
+
+    def _add_fetches(self):
+        """A ``_Fetch`` next to each fetched tensor's producer (or its feed)."""
+        for f in self.fetches:
+            src, idx = parse_input(f)
+            key = f"{src}:{idx}"
+            if key in self.feed_set:
+                t = self.task.get(src, self.feed_task)
+                dev = self.placement.get(src, self.feed_task + "/device:CPU:0")
+                inp = self._feed_in(key, t, dev)
+            else:
+                t, dev = self.task[src], self.placement[src]
+                inp = key if idx else src
+            p = self._part(t)
+            if key in p.fetches:
+                continue
+            nd = p.graph_def.node.add()
+            nd.name = f"_fetch/{key.replace(':', '_')}"
+            nd.op = "_Fetch"
+            nd.device = dev
+            nd.input.append(inp)
+            _attr(nd, "key", key, "string")
+            p.fetches.append(key)
 
 
-def _send_recv(parts, part, src_part, dst_task, tensor, src_dev, dst_dev, dtype,
-               tensor_name, incarnations, edge_id) -> str:
+def _send_recv(part, src_part, dst_task, tensor, src_dev, dst_dev, dtype,
+               tensor_name, incarnations) -> str:
+    """A ``_Send`` of ``tensor`` in ``src_part`` and its ``_Recv`` on
+    ``dst_task``; returns the ``_Recv``'s name."""
     inc = incarnations.get(src_dev, 0)
     s = src_part.graph_def.node.add()
     s.name = f"_send/{tensor_name}"
@@ -208,4 +250,4 @@ def _send_recv(parts, part, src_part, dst_task, tensor, src_dev, dst_dev, dtype,
     return r.name
 
 
-__all__ = ["partition", "prune", "task_of", "normalize_tensor_name", "node_def_pb2"]
+__all__ = ["Partition", "normalize_tensor_name", "partition", "prune", "task_of"]
