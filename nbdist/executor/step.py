@@ -14,7 +14,8 @@ class StepContext:
     """One run of one graph on one task."""
 
     __slots__ = ("step_id", "feeds", "fetches", "deadline", "trace", "stats",
-                 "_cancel_error", "_cancel_event", "op_timeout_s", "node_name")
+                 "_cancel_error", "_cancel_event", "_on_cancel", "op_timeout_s",
+                 "node_name")
 
     def __init__(self, step_id: int, feeds=None, deadline: float | None = None,
                  trace: bool = False, op_timeout_s: float | None = None):
@@ -27,6 +28,7 @@ class StepContext:
         self.stats: list | None = [] if trace else None
         self._cancel_error: errors.OpError | None = None
         self._cancel_event = threading.Event()
+        self._on_cancel: list | None = None
         self.node_name = ""
 
     def cancel(self, error: errors.OpError | None = None):
@@ -34,6 +36,19 @@ class StepContext:
             self._cancel_error = error or errors.CancelledError(
                 None, None, "Step was cancelled")
         self._cancel_event.set()
+        callbacks, self._on_cancel = self._on_cancel or [], None
+        for fn in callbacks:
+            fn()
+
+    def add_cancel_callback(self, fn) -> bool:
+        """Calls ``fn()`` once if the step is cancelled (an RPC in flight for it
+        cancels itself). False, and no call, when it already is."""
+        if self._on_cancel is None:
+            self._on_cancel = []
+        self._on_cancel.append(fn)
+        if self._cancel_event.is_set():  # cancelled meanwhile: cancel() may have run
+            return False
+        return True
 
     @property
     def cancelled(self) -> bool:

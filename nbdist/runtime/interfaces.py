@@ -78,7 +78,9 @@ class TensorTransport(Protocol):
 
     ``recv`` takes the value another task sends under a rendezvous key (a
     ``_Recv`` whose producer is remote); ``pull`` fetches a value another task
-    parked for this one by reference (a large feed that went ahead of its step).
+    parked for this one by reference (a large feed that went ahead of its step);
+    ``on_cancel(fn)`` registers what stops the transfer when its caller is
+    cancelled, returning False if it already is.
     A transport serves the other direction by reading the task's rendezvous and
     its ``tensor_store.ParkedTensors``; both live in the runtime, not in it.
     """
@@ -86,7 +88,8 @@ class TensorTransport(Protocol):
     def recv(self, step: StepContext, src_task: str, key: str) -> Any: ...
 
     def pull(self, ref, timeout_s: float,
-             should_cancel: Callable[[], bool] | None = None) -> Any: ...
+             on_cancel: Callable[[Callable[[], None]], bool] | None = None
+             ) -> Any: ...
 
     def close(self) -> None: ...
 

@@ -88,13 +88,13 @@ class Worker:
             raise errors.InternalError(None, None, f"No route to {src_device}")
         return self._transport.recv(step, task_of(src_device), key)
 
-    def pull(self, ref, timeout_s: float, should_cancel=None):
+    def pull(self, ref, timeout_s: float, on_cancel=None):
         """A tensor another task parked for this one (a large feed by reference)."""
         if self._transport is None or ref.src_device.startswith(self.task_name + "/"):
             raise errors.InvalidArgumentError(
                 None, None, f"{self.task_name} cannot pull the tensor reference "
                 f"{ref.key[:200]!r}")
-        return self._transport.pull(ref, timeout_s, should_cancel)
+        return self._transport.pull(ref, timeout_s, on_cancel)
 
     def publish(self, kind: str, payload: dict) -> None:
         """Reports a runtime event of this task (kernels report variables)."""

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import random
 import re
-import threading
 import time
 
 import grpc
@@ -100,50 +99,6 @@ def error_from_status(code: int, message: str) -> errors.OpError:
     """The error a body status (RunStep/RunGraph) stands for, with its op name."""
     m = _NODE_RE.search(message or "")
     return errors.make_error(code, message, m.group(1) if m else None)
-
-
-class _Watcher:
-    """One thread that cancels in-flight streams whose step was cancelled."""
-
-    _inst = None
-    _inst_lock = threading.Lock()
-
-    @classmethod
-    def instance(cls) -> _Watcher:
-        with cls._inst_lock:
-            if cls._inst is None:
-                cls._inst = cls()
-            return cls._inst
-
-    def __init__(self):
-        self._cond = threading.Condition()
-        self._calls: dict[int, tuple] = {}
-        threading.Thread(
-            target=self._loop, name="nbdist-recv-watch", daemon=True
-        ).start()
-
-    def add(self, call, should_cancel):
-        with self._cond:
-            self._calls[id(call)] = (call, should_cancel)
-            self._cond.notify()
-
-    def remove(self, call):
-        with self._cond:
-            self._calls.pop(id(call), None)
-
-    def _loop(self):
-        while True:
-            with self._cond:
-                while not self._calls:
-                    self._cond.wait()
-                items = list(self._calls.values())
-            for call, should_cancel in items:
-                try:
-                    if should_cancel():
-                        call.cancel()
-                except Exception:  # noqa: BLE001, S110 - the watcher must not die
-                    pass
-            time.sleep(0.02)
 
 
 class _Rpc:
@@ -253,10 +208,13 @@ def _recv_tensor_method(channel):
 
 
 def _pull(
-    rpc: _Rpc, method, step_id: int, key: str, timeout_s: float, should_cancel=None
+    rpc: _Rpc, method, step_id: int, key: str, timeout_s: float, on_cancel=None
 ):
-    """Streams one tensor into a fresh array; ``should_cancel()`` stops it.
-    Raises grpc.RpcError (the caller maps it) or DataLossError."""
+    """Streams one tensor into a fresh array. ``on_cancel(fn)`` registers ``fn``
+    to run when the caller is cancelled (``StepContext.add_cancel_callback``,
+    grpc's ``context.add_callback``) and returns False if it already was; the
+    stream is then cancelled at once. Raises grpc.RpcError (the caller maps it)
+    or DataLossError."""
     deadline = time.monotonic() + timeout_s
     request = worker_pb2.RecvTensorRequest(step_id=step_id, rendezvous_key=key)
     reconnect = False
@@ -268,20 +226,17 @@ def _pull(
             metadata=rpc._metadata,
             wait_for_ready=reconnect,
         )
-        watcher = _Watcher.instance() if should_cancel is not None else None
-        if watcher is not None:
-            watcher.add(call, should_cancel)
+        cancelled = False
+        if on_cancel is not None and not on_cancel(call.cancel):
+            call.cancel()
+            cancelled = True
         receiver = coding.ChunkReceiver()
         try:
             for chunk in call:
                 receiver.add(chunk)
             return receiver.result()
         except grpc.RpcError as e:
-            if (
-                reconnect
-                or not connect_failed(e)
-                or (should_cancel is not None and should_cancel())
-            ):
+            if reconnect or cancelled or not connect_failed(e):
                 raise
             reconnect = True
         except ValueError as e:
@@ -289,9 +244,6 @@ def _pull(
             raise errors.DataLossError(
                 None, None, f"Malformed RecvTensor stream from {rpc.who}: {e}"
             ) from None
-        finally:
-            if watcher is not None:
-                watcher.remove(call)
 
 
 def _deadline_left(deadline: float) -> float:
@@ -529,7 +481,7 @@ class GrpcWorkerClient:
                             ref.step_id,
                             ref.key,
                             _deadline_left(deadline),
-                            lambda: step.cancelled,
+                            step.add_cancel_callback,
                         ),
                     )[0][1]
                 return got
@@ -551,7 +503,7 @@ class GrpcWorkerClient:
             f"{self._rpc.who}",
         )
 
-    def pull(self, step_id: int, key: str, timeout_s: float, should_cancel=None):
+    def pull(self, step_id: int, key: str, timeout_s: float, on_cancel=None):
         """Streams the tensor parked under ``key`` for ``step_id`` on this task."""
         if not key.startswith(self.task_name + "/"):
             raise errors.InvalidArgumentError(
@@ -559,7 +511,7 @@ class GrpcWorkerClient:
             )
         try:
             return _pull(
-                self._rpc, self._recv_tensor, step_id, key, timeout_s, should_cancel
+                self._rpc, self._recv_tensor, step_id, key, timeout_s, on_cancel
             )
         except grpc.RpcError as e:
             raise self._rpc.error("RecvTensor", e, timeout_s) from None

@@ -67,9 +67,9 @@ class GrpcTensorTransport:
     def recv(self, step, src_task: str, key: str):
         return self._peers.client(src_task).recv_tensor(step, key)
 
-    def pull(self, ref, timeout_s: float, should_cancel=None):
+    def pull(self, ref, timeout_s: float, on_cancel=None):
         client = self._peers.client(task_of(ref.src_device))
-        return client.pull(ref.step_id, ref.key, timeout_s, should_cancel)
+        return client.pull(ref.step_id, ref.key, timeout_s, on_cancel)
 
     def close(self):
         self._peers.close()

@@ -163,7 +163,7 @@ class WorkerServicer(ServicerBase, worker_service_pb2_grpc.WorkerServiceServicer
             lambda ref: self.worker.pull(
                 ref,
                 max(deadline - time.monotonic(), 0.001),
-                lambda: not context.is_active(),
+                context.add_callback,
             ),
         )
 
