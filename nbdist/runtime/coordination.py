@@ -217,7 +217,7 @@ class CoordinationService:
                 remaining = end - time.monotonic()
                 if remaining <= 0:
                     return []
-                self._lock.wait(min(remaining, 0.5))
+                self._lock.wait(remaining)  # publish() and stop() notify
 
     def wait_events_from(self, seq: int, timeout_s: float, kinds=None,
                          limit: int = 1000) -> tuple[list[Event], int]:
@@ -245,7 +245,7 @@ class CoordinationService:
                 remaining = end - time.monotonic()
                 if remaining <= 0:
                     return [], seq
-                self._lock.wait(min(remaining, 0.5))
+                self._lock.wait(remaining)  # publish() and stop() notify
 
     @property
     def stopped(self) -> bool:
@@ -396,6 +396,7 @@ class CoordinationService:
                         None, None, f"Barrier '{barrier_id}' timed out after "
                         f"{timeout_s:.1f} s: task(s) {', '.join(missing)} never "
                         "arrived")
+                # is_cancelled is a predicate nothing signals: look every 0.25 s.
                 self._lock.wait(min(remaining, 0.25))
             return my_round
 
@@ -438,6 +439,7 @@ class CoordinationService:
                 if remaining <= 0 or is_cancelled():
                     raise errors.DeadlineExceededError(
                         None, None, f"Key '{key}' was not set within {timeout_s:.1f} s")
+                # is_cancelled is a predicate nothing signals: look every 0.25 s.
                 self._lock.wait(min(remaining, 0.25))
             return self._kv[key]
 

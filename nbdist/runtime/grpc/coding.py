@@ -482,7 +482,7 @@ class _Prefetch:
 
 def _prefetch(chunks, q: queue.Queue, stop: threading.Event):
     def put(item) -> bool:
-        while not stop.is_set():
+        while not stop.is_set():  # a full queue.put cannot also wait on stop
             try:
                 q.put(item, timeout=0.1)
                 return True

@@ -160,7 +160,7 @@ class GrpcCoordinationClient:
                               wait_for_ready=wait_for_ready or bool(reconnect))
                 fut = fn.future(request, timeout=left, metadata=self._metadata,
                                 wait_for_ready=wait_for_ready or bool(reconnect))
-                while True:
+                while True:  # should_cancel is a predicate nothing signals: poll it
                     try:
                         return fut.result(timeout=0.1)
                     except grpc.FutureTimeoutError:
