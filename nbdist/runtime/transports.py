@@ -14,7 +14,9 @@ A *protocol* is an object with
 ``grpc`` is built in: its module is imported by name the first time a ``grpc://``
 target (or ``protocol="grpc"``) is used, so nothing here imports it. A new
 transport is one module that calls ``register_protocol("name", protocol)`` when
-imported, plus its line in ``_BUILT_IN``.
+imported, plus its line in ``_BUILT_IN``. A transport for tensor bytes only
+(same-host shared memory, say) is one module that calls
+``register_tensor_transport``: servers wrap their protocol's transport with it.
 
 >>> from nbdist.runtime import transports
 >>> transports.scheme_of("grpc://localhost:2222")
@@ -31,13 +33,18 @@ DEFAULT_PROTOCOL = "grpc"
 _BUILT_IN = {"grpc": "nbdist.runtime.grpc.protocol"}
 
 _protocols: dict[str, object] = {}
+_tensor_transports: dict[str, object] = {}
 _lock = threading.Lock()
 
 
 def register_protocol(name: str, protocol) -> None:
-    """Makes ``name://...`` targets (and ``Server(protocol=name)``) use ``protocol``."""
+    """Makes ``name://...`` targets (and ``Server(protocol=name)``) use ``protocol``;
+    ``None`` removes it."""
     with _lock:
-        _protocols[name] = protocol
+        if protocol is None:
+            _protocols.pop(name, None)
+        else:
+            _protocols[name] = protocol
 
 
 def protocol(name: str | None = None):
@@ -80,11 +87,36 @@ def connect_coordination(target: str, token=None, tls=None, config=None,
         target, token=token, tls=tls, config=config, task=task)
 
 
+def register_tensor_transport(name: str, wrap) -> None:
+    """Adds a tensor transport to the servers made from now on in this process.
+
+    ``wrap(inner, cluster, task) -> TensorTransport`` gets the transport built so
+    far (the protocol's own, and any registered before) and returns one that
+    moves the tensors it can (say, from tasks on this host) and hands the rest to
+    ``inner``. Registering ``name`` again replaces it; ``None`` removes it.
+    """
+    with _lock:
+        if wrap is None:
+            _tensor_transports.pop(name, None)
+        else:
+            _tensor_transports[name] = wrap
+
+
+def tensor_transport(inner, cluster, task: str):
+    """``inner`` wrapped by every registered tensor transport, oldest innermost."""
+    with _lock:
+        wraps = list(_tensor_transports.values())
+    for wrap in wraps:
+        inner = wrap(inner, cluster, task)
+    return inner
+
+
 def server_class(name: str | None = None):
     """The ``server_lib.Server`` subclass serving protocol ``name``."""
     return protocol(name).server_class
 
 
 __all__ = ["DEFAULT_PROTOCOL", "connect_coordination", "connect_master",
-           "connect_worker", "protocol", "register_protocol", "scheme_of",
-           "server_class"]
+           "connect_worker", "protocol", "register_protocol",
+           "register_tensor_transport", "scheme_of", "server_class",
+           "tensor_transport"]

@@ -24,7 +24,7 @@ from concurrent import futures
 import grpc
 from nbdist import errors
 from nbdist.proto import config_pb2, server_def_pb2
-from nbdist.runtime import coordination
+from nbdist.runtime import coordination, transports
 from nbdist.runtime.cluster_spec import ClusterSpec, task_device
 from nbdist.runtime.coordination_agent import CoordinationAgent
 from nbdist.runtime.coordination_local import LocalCoordinationClient
@@ -278,7 +278,8 @@ class GrpcServer(Server):
             self.task_name,
             num_cpus=max(1, int(session_config.device_count.get("CPU", 1))),
             incarnation=self._incarnation,
-            transport=GrpcTensorTransport(self._peers),
+            transport=transports.tensor_transport(
+                GrpcTensorTransport(self._peers), self._cluster, self.task_name),
             publish=self._publish,
         )
         self._master = Master(
