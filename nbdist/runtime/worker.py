@@ -163,9 +163,10 @@ class Worker:
             self._runs += 1
             if self._runs % 1000 == 0:
                 self.rendezvous.expire(_STEP_EXPIRY_S)
-        self._publish("step", {"task": self.task_name, "step_id": step_id,
-                               "graph_handle": graph_handle,
-                               "duration_ms": (time.time() - start) * 1e3})
+        if self._publish is not _ignore:  # the step event is not built for nobody
+            self._publish("step", {"task": self.task_name, "step_id": step_id,
+                                   "graph_handle": graph_handle,
+                                   "duration_ms": (time.time() - start) * 1e3})
         out = step.fetches
         missing = [k for k in fetch_keys if k not in out]
         if missing:
