@@ -99,6 +99,7 @@ class LiveView:
     ):
         self.cluster = cluster
         self._lock = threading.RLock()
+        self._state_changed = threading.Condition(self._lock)  # the state changed
         self.received = 0  # events delivered to this view
         self.last_seq = 0
         self.out_of_order = 0
@@ -145,6 +146,8 @@ class LiveView:
             if self.kinds is not None and event.kind not in self.kinds:
                 return
             changed = self._apply(event)
+            if changed:
+                self._state_changed.notify_all()
         if changed:
             self._throttle.poke()
 

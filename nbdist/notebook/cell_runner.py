@@ -153,6 +153,7 @@ def run_cell_on_tasks(
     behind ``wait_for_other_workers`` (default: one of the coordination
     service, see ``worker_context``).
     """
+    from nbdist.graph.ops import Graph
     from nbdist.notebook.worker_context import make_barrier, make_context
 
     selected = select_tasks(cluster_spec, tasks)
@@ -169,8 +170,6 @@ def run_cell_on_tasks(
     notify = on_change or (lambda run: None)
 
     def body(run: TaskRun):
-        import nbdist as nd
-
         def out(name, text):
             run.output.append((name, text))
             notify(run)
@@ -182,7 +181,7 @@ def run_cell_on_tasks(
         ns = dict(namespace)
         ctx = make_context(cluster_spec, run.job, run.index, barrier)
         try:
-            with nd.Graph().as_default(), ctx:
+            with Graph().as_default(), ctx:
                 exec(code, ns)  # noqa: S102 - the user's own cell
                 if last is not None:
                     run.result = eval(last, ns)
@@ -217,6 +216,8 @@ def run_cell_on_tasks(
                     left = None if end is None else end - time.monotonic()
                     if left is not None and left <= 0:
                         break
+                    # Short joins: a blocking join() is not interruptible (the
+                    # kernel's KeyboardInterrupt) on every platform.
                     t.join(0.05 if left is None else min(0.05, left))
         except KeyboardInterrupt:
             for t in threads:

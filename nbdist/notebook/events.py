@@ -3,7 +3,7 @@
 An *event source* is anything with ``watch(from_seq=0)`` returning an iterator of
 events (objects with ``seq``, ``wall_time_us``, ``kind``, ``task`` and a
 ``payload`` dict), oldest first, that blocks for new ones. The coordination
-service's client is one (``CoordinationClient(target).watch``);
+service's client is one (``transports.connect_coordination(target).watch``);
 ``ServiceEventSource`` wraps the in-process ``CoordinationService`` (tests, and
 servers in this process). If the iterator has ``cancel()`` or ``stop()``,
 stopping the follower ends it at once; otherwise the follower stops at the
@@ -94,11 +94,12 @@ def event_source_for(cluster=None, target: str | None = None):
             target = _leader_target(cluster)
     if not target:
         return None
+    from nbdist.runtime import transports
+
     try:
-        from nbdist.runtime.grpc.coordination import CoordinationClient
-    except ImportError:
+        return transports.connect_coordination(target)
+    except ImportError:  # the target's transport is not installed
         return None
-    return CoordinationClient(target)
 
 
 def cluster_gone(cluster) -> bool:
@@ -385,4 +386,5 @@ class Throttle:
                     return
                 self._dirty = False
             self._call()
-            time.sleep(self._interval)
+            with self._cond:  # pokes meanwhile make one call; close() ends it at once
+                self._cond.wait_for(lambda: self._closed, self._interval)

@@ -8,9 +8,6 @@ help ``%cluster?`` shows. A command that cannot be done is one line
 
 from __future__ import annotations
 
-import os
-import time
-
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
@@ -172,8 +169,7 @@ class ClusterMagics(Magics):
             )
 
     def _started(self, cluster, target):
-        from nbdist.notebook import event_source_for
-        from nbdist.notebook.events import EventFollower, cluster_gone
+        from nbdist.notebook.events import EventFollower, cluster_gone, event_source_for
         from nbdist.notebook.widget_cluster import ClusterView
 
         self.running = cluster
@@ -193,7 +189,7 @@ class ClusterMagics(Magics):
         """An in-process server, made the notebook's `target`."""
         self._no_args(args, "local")
         self._check_free()
-        from nbdist.runtime.grpc.server import Server
+        from nbdist.runtime.server_lib import Server
 
         server = Server.create_local_server()
         return self._started(server, server.target)
@@ -275,9 +271,10 @@ class ClusterMagics(Magics):
         return self._keep(PlacementView(graph, cluster, follower=self.follower))
 
     def _timeline(self, args):
-        import nbdist as nd
+        from nbdist.graph.default_session import get_default_session
         from nbdist.notebook.widget_timeline import TimelineView
         from nbdist.proto.config_pb2 import RunMetadata
+        from nbdist.runtime.session import Session
 
         if not args.args:
             raise UsageError(
@@ -289,10 +286,10 @@ class ClusterMagics(Magics):
             return TimelineView(value)
         self._need_cluster()
         target = self._pushed.get("target")
-        session = nd.get_default_session()
+        session = get_default_session()
         if session is not None:
             return TimelineView.trace(session, value, title=" ".join(args.args))
-        with nd.Session(target) as sess:
+        with Session(target) as sess:
             return TimelineView.trace(sess, value, title=" ".join(args.args))
 
     # -- %%cluster ------------------------------------------------------------------------
@@ -379,9 +376,7 @@ class ClusterMagics(Magics):
         cluster, self.running = self.running, None
         if cluster is not None:
             if hasattr(cluster, "shutdown"):
-                pids = [t.pid for t in cluster.tasks if t.pid]
-                cluster.shutdown()
-                _wait_gone(pids)
+                cluster.shutdown()  # returns once each process has exited (Popen.wait)
             else:
                 cluster.stop()
         for v in self._views:
@@ -396,19 +391,6 @@ class ClusterMagics(Magics):
                 del ns[k]
         self._pushed = {}
         self.view = None
-
-
-def _wait_gone(pids, timeout: float = 5.0):
-    end = time.monotonic() + timeout
-    for pid in pids:
-        while time.monotonic() < end:
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                break
-            except PermissionError:
-                break
-            time.sleep(0.02)
 
 
 def _one_line(e: BaseException) -> str:

@@ -200,6 +200,8 @@ class ClusterView(LiveView):
             return False
         with self._lock:
             changed = self._state.update_processes(tasks)
+            if changed:
+                self._state_changed.notify_all()
         if changed:
             self._changed()
         return changed
@@ -227,16 +229,19 @@ class ClusterView(LiveView):
         super().close()
 
     def wait_for(self, predicate, timeout: float = 10.0) -> bool:
-        """Waits until ``predicate(state)`` holds (polling); returns whether it did."""
-
+        """Waits until ``predicate(state)`` holds; returns whether it did."""
         end = time.monotonic() + timeout
-        while time.monotonic() < end:
+        while True:
             self._poll()
             with self._lock:
                 if predicate(self._state):
                     return True
-            time.sleep(0.05)
-        return False
+                left = end - time.monotonic()
+                if left <= 0:
+                    return False
+                # An event wakes us at once; a process's exit is seen only by
+                # polling the cluster, so look again after poll_s.
+                self._state_changed.wait(min(left, self.poll_s))
 
     # -- actions (the buttons) ------------------------------------------------------------
     def kill(self, task: str) -> str:

@@ -22,10 +22,10 @@ class CellBarrier:
     def __init__(self, cluster_spec, participants, barrier_id: str):
         from nbdist.distribute.distribute_coordinator import _WorkerBarrier
         from nbdist.notebook.events import _leader_target
-        from nbdist.runtime.grpc.coordination import CoordinationClient
+        from nbdist.runtime import transports
 
         self._aborted = threading.Event()
-        self.client = CoordinationClient(_leader_target(cluster_spec))
+        self.client = transports.connect_coordination(_leader_target(cluster_spec))
         self._barrier = _WorkerBarrier(
             self.client,
             participants,
