@@ -16,7 +16,7 @@ import numpy as np
 from nbdist import errors
 from nbdist.executor.kernel import KernelNode, get_kernel_factory
 from nbdist.executor.step import StepContext
-from nbdist.graph import dtypes, op_def
+from nbdist.graph import op_def
 from nbdist.graph.graph_def import node_def_attrs, parse_input, topological_order
 from nbdist.graph.shapes import TensorShape
 
@@ -239,4 +239,4 @@ def output_bytes(value) -> int:
     return 0
 
 
-__all__ = ["Executor", "StepContext", "output_bytes", "dtypes"]
+__all__ = ["Executor", "StepContext", "output_bytes"]

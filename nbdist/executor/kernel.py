@@ -3,10 +3,16 @@
 A factory gets a ``KernelNode`` once, when a graph is registered, and returns
 ``compute(step, *inputs)`` which returns one output, or a tuple for several.
 Work that depends only on attrs (dtype lookups, seeds) belongs in the factory.
+
+The kernels live in ``nbdist.executor.kernels``, one module per op family, each
+registering its kernels when imported. They are found by name
+(``KERNEL_MODULES``) and imported on the first lookup, so this registry imports
+none of them.
 """
 
 from __future__ import annotations
 
+import importlib
 import threading
 from typing import Callable
 
@@ -27,6 +33,13 @@ def get_kernel_factory(op_type: str):
     return _KERNELS.get(op_type)
 
 
+KERNEL_MODULES = (
+    "array_kernels", "control_kernels", "state_kernels", "math_kernels",
+    "array_manipulation_kernels", "nn_kernels", "random_kernels",
+    "data_flow_kernels", "training_kernels", "function_kernels",
+    "accumulator_kernels", "dataset_kernels",
+)
+
 _loaded = False
 _load_lock = threading.Lock()
 
@@ -37,8 +50,13 @@ def _load_all():
         return
     with _load_lock:
         if not _loaded:
-            import nbdist.executor.kernels  # noqa: F401  (registers every kernel)
-
+            for m in KERNEL_MODULES:
+                name = f"nbdist.executor.kernels.{m}"
+                try:
+                    importlib.import_module(name)
+                except ModuleNotFoundError as e:
+                    if e.name != name:
+                        raise
             _loaded = True
 
 

@@ -7,7 +7,7 @@ import numpy as np
 
 from nbdist.graph import dtypes
 from nbdist.graph import math_grad as _mg
-from nbdist.graph.gradients import NotDifferentiable, register_gradient
+from nbdist.graph.gradient_registry import NotDifferentiable, register_gradient
 from nbdist.graph.ops import Tensor, convert_to_tensor
 
 

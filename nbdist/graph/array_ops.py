@@ -6,7 +6,11 @@ import numpy as np
 
 from nbdist.graph import dtypes
 from nbdist.graph.op_def import REQUIRED, register_op, unchanged
-from nbdist.graph.ops import convert_to_tensor, get_default_graph
+from nbdist.graph.ops import (
+    convert_to_tensor,
+    get_default_graph,
+    register_constant_function,
+)
 from nbdist.graph.shapes import TensorShape, as_shape
 
 register_op("Const", lambda c: [(c.attr("dtype"), TensorShape(c.attr("value").shape))],
@@ -86,6 +90,9 @@ def constant(value, dtype=None, shape=None, name="Const", verify_shape=False):
     g = get_default_graph()
     op = g.create_op("Const", [], {"value": arr, "dtype": dt}, name=name)
     return op.outputs[0]
+
+
+register_constant_function(constant)
 
 
 def placeholder(dtype, shape=None, name=None):

@@ -6,16 +6,13 @@ from __future__ import annotations
 from nbdist.graph.array_ops import identity
 from nbdist.graph.array_ops_more import ones_like, where
 from nbdist.graph.math_ops import (
-    NUMERIC,
     add,
     add_n,
     cast,
-    check_type,
     greater,
     maximum,
     minimum,
     multiply,
-    op_scope,
     reduce_sum,
     sqrt,
     square,
@@ -23,6 +20,7 @@ from nbdist.graph.math_ops import (
     truediv,
 )
 from nbdist.graph.op_def import register_op
+from nbdist.graph.op_util import NUMERIC, check_type, op_scope
 from nbdist.graph.ops import colocate_with, convert_to_tensor
 from nbdist.graph.shapes import broadcast_shapes
 

@@ -5,7 +5,8 @@ As TF1, the gradient is built as graph ops: starting from ``ys`` (seeded with
 its registered gradient function called, under the name scope
 ``gradients/<op name>_grad/``; several gradients reaching one tensor are summed
 with ``AddN``. Gradient functions live in ``math_grad``, ``array_grad`` and
-``nn_grad`` and are registered with ``@register_gradient("OpType")``.
+``nn_grad`` and are registered with ``@register_gradient("OpType")`` in the
+table of ``gradient_registry``.
 
 >>> import nbdist as nd
 >>> x = nd.constant(3.0)
@@ -21,66 +22,16 @@ import collections
 
 import numpy as np
 
+# The gradient modules fill the table when imported.
+from nbdist.graph import array_grad, math_grad, nn_grad  # noqa: F401
+from nbdist.graph.gradient_registry import (
+    NotDifferentiable,
+    RegisterGradient,
+    get_gradient_function,
+    no_gradient,
+    register_gradient,
+)
 from nbdist.graph.ops import Operation, Tensor, _graph_of, convert_to_tensor
-
-_GRADIENTS: dict[str, object] = {}
-
-
-class RegisterGradient:
-    """Decorator: ``@RegisterGradient("Add") def _add_grad(op, grad): ...``."""
-
-    def __init__(self, op_type: str):
-        if not isinstance(op_type, str):
-            raise TypeError("op_type must be a string")
-        self._op_type = op_type
-
-    def __call__(self, fn):
-        if self._op_type in _GRADIENTS:
-            raise KeyError(f"Registering two gradient with name '{self._op_type}'!")
-        _GRADIENTS[self._op_type] = fn
-        return fn
-
-
-def register_gradient(op_type: str):
-    """``@register_gradient("Mul") def _mul_grad(op, grad): return [gx, gy]``."""
-    return RegisterGradient(op_type)
-
-
-def NotDifferentiable(op_type: str):  # TF's name
-    """Declares that ``op_type`` has no gradient: its inputs get None."""
-    if not isinstance(op_type, str):
-        raise TypeError("op_type must be a string")
-    if op_type in _GRADIENTS:
-        raise KeyError(f"Registering two gradient with name '{op_type}'!")
-    _GRADIENTS[op_type] = None
-
-
-no_gradient = NotDifferentiable
-
-
-def get_gradient_function(op):
-    """The gradient function of ``op`` (an Operation or an op type name).
-
-    Returns None for a NotDifferentiable op; raises LookupError when none is
-    registered. An op's ``_gradient_op_type`` attr overrides its type, as TF's
-    ``gradient_override_map`` does.
-    """
-    _load_gradients()
-    if isinstance(op, Operation):
-        override = op._attrs.get("_gradient_op_type")
-        op_type = override.decode() if isinstance(override, bytes) else (
-            override or op.type)
-    else:
-        op_type = op
-    if op_type not in _GRADIENTS:
-        raise LookupError(f"No gradient defined for operation type '{op_type}'")
-    return _GRADIENTS[op_type]
-
-
-def _load_gradients():
-    # The gradient modules register themselves when imported (at the end of
-    # this module); importing them again is free.
-    pass  # noqa: F401
 
 
 # -- the graph walk --------------------------------------------------------------------
@@ -185,7 +136,6 @@ def gradients(ys, xs, grad_ys=None, name="gradients",
     if unconnected not in ("none", "zero"):
         raise ValueError(f"Unknown value for unconnected_gradients: "
                          f"{unconnected_gradients!r}")
-    _load_gradients()
     graph = _graph_of(ys_list + xs_list)
     if graph._capture_fn is not None:
         # Inside nd.function: outer variables are the function's captures.
@@ -360,9 +310,6 @@ def hessians(ys, xs, name="hessians", colocate_gradients_with_ops=False,
                                               shape + shape))
     return out
 
-
-# Registers every gradient function (those modules use the decorators above).
-from nbdist.graph import array_grad, math_grad, nn_grad  # noqa: E402,F401
 
 __all__ = ["gradients", "hessians", "RegisterGradient", "register_gradient",
            "NotDifferentiable", "no_gradient", "get_gradient_function"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nbdist.graph.gradients import NotDifferentiable, register_gradient
+from nbdist.graph.gradient_registry import NotDifferentiable, register_gradient
 from nbdist.graph.ops import Tensor, _static_value, convert_to_tensor
 
 

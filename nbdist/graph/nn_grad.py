@@ -4,7 +4,7 @@ cross-entropies, ``BiasAdd``, ``L2Loss``...)."""
 from __future__ import annotations
 
 from nbdist.graph import nn_ops
-from nbdist.graph.gradients import NotDifferentiable, register_gradient
+from nbdist.graph.gradient_registry import NotDifferentiable, register_gradient
 
 
 def _m():

@@ -11,6 +11,7 @@ import numpy as np
 from nbdist.graph import dtypes, op_def
 from nbdist.graph.default_session import run_with_default_session
 from nbdist.graph.device import merge_device
+from nbdist.graph.node_def import graph_to_graph_def, operation_to_node_def
 from nbdist.graph.shapes import TensorShape, as_shape
 
 _VALID_OP_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-/>]*$")
@@ -142,8 +143,6 @@ class Operation:
 
     @property
     def node_def(self):
-        from nbdist.graph.graph_def import operation_to_node_def
-
         return operation_to_node_def(self)
 
     @property
@@ -283,8 +282,6 @@ class Graph:
         return _default_graph_stack.get_controller(self)
 
     def as_graph_def(self, from_version=None, add_shapes=False):
-        from nbdist.graph.graph_def import graph_to_graph_def
-
         return graph_to_graph_def(self, from_version=from_version,
                                   add_shapes=add_shapes)
 
@@ -681,10 +678,21 @@ def _graph_of(values) -> Graph:
 
 # -- conversion to tensors -----------------------------------------------------------
 _conversion_functions: list = []
+# How any other value becomes a tensor: array_ops installs its ``constant`` here
+# when imported (as TF's constant_op registers itself), so ops imports nothing
+# above it.
+_constant = None
 
 
 def register_tensor_conversion_function(base_type, conversion_func):
     _conversion_functions.append((base_type, conversion_func))
+
+
+def register_constant_function(constant_fn):
+    """Sets ``constant(value, dtype=, name=)``: how ``convert_to_tensor`` makes
+    a tensor of a value no conversion function claims."""
+    global _constant
+    _constant = constant_fn
 
 
 def convert_to_tensor(value, dtype=None, name=None, preferred_dtype=None,
@@ -700,14 +708,14 @@ def convert_to_tensor(value, dtype=None, name=None, preferred_dtype=None,
     for base, fn in _conversion_functions:
         if isinstance(value, base):
             return fn(value, dtype=dtype, name=name, as_ref=as_ref)
-    from nbdist.graph.array_ops import constant
-
+    if _constant is None:
+        op_def.get_op_def("Const")  # loads the op library, array_ops among it
     if dtype is None and preferred_dtype is not None:
         try:
-            return constant(value, dtype=preferred_dtype, name=name)
+            return _constant(value, dtype=preferred_dtype, name=name)
         except (TypeError, ValueError):
             pass
-    return constant(value, dtype=dtype, name=name)
+    return _constant(value, dtype=dtype, name=name)
 
 
 def get_seed(op_seed):
