@@ -27,11 +27,12 @@ this module only feeds it events and carries out its actions:
 * one thread per worker (``WorkerClosureProcessingLoop-i``) runs what is
   dispatched to it with ``ConcreteFunction.run(worker_target, *args)``; when
   several closures of one function are queued, up to ``max_batch`` of them
-  run as one step (the function graph imported once per closure into one
-  graph: one RPC instead of several; functions that use iterators, queues,
-  random ops or nested functions always run one per step);
-* a heartbeat watcher (``ClusterCoordinator-Watcher``) polls the cluster's
-  coordination service (``CoordinationClient.task_states()``) every 100 ms:
+  run as one step (``closure_batching``: the function graph imported once
+  per closure into one graph, one RPC instead of several; functions that use
+  iterators, queues, random ops or nested functions always run one per step);
+* a heartbeat watcher (``ClusterCoordinator-Watcher``; it and the prober are
+  in ``task_liveness``) polls the cluster's coordination service
+  (``CoordinationClient.task_states()``) every 100 ms:
   a worker that stops heartbeating is failed and its closures run elsewhere;
   one that heartbeats again, or restarts, rejoins (its per-worker iterators
   rebuilt if it restarted); a ps that stops is an ``UnavailableError`` at the
@@ -57,13 +58,10 @@ not initialised yet) at the next ``schedule``.
 
 from __future__ import annotations
 
-import collections
-import inspect
 import itertools
 import logging
 import queue
 import threading
-import time
 import uuid
 import weakref
 
@@ -71,147 +69,35 @@ import numpy as np
 
 from nbdist import errors
 from nbdist.distribute import coordinator_state as cs
-from nbdist.distribute.function import (
-    ConcreteFunction,
-    Function,
-    flatten,
-    map_structure,
-)
+from nbdist.distribute.closure_batching import BatchedFunction, batchable, copy_index
+from nbdist.distribute.data_ops import Dataset
+from nbdist.distribute.function import ConcreteFunction, Function
 from nbdist.distribute.function import function as _function
+from nbdist.distribute.nest import flatten, map_structure
+from nbdist.distribute.task_liveness import TaskLiveness, task_name
 from nbdist.distribute.values import (
     PerWorkerResource,
     PerWorkerValues,
     RemoteValue,
 )
-from nbdist.graph import dtypes, op_def
 from nbdist.graph.device import DeviceSpec
-from nbdist.graph.ops import Graph, Tensor
+from nbdist.graph.ops import Graph
+from nbdist.graph.variables import is_variable_initialized
+from nbdist.proto.config_pb2 import ConfigProto
+from nbdist.runtime.coordination import leader_task
+from nbdist.runtime.session import Session
 
 __all__ = ["ClusterCoordinator", "PerWorkerDataset", "PerWorkerIterator"]
 
 _log = logging.getLogger("nbdist.distribute.coordinator")
 
-POLL_INTERVAL_S = 0.1  # heartbeat watcher: task_states() every ...
-PROBE_INTERVAL_S = 0.25  # prober: failed tasks (and all, without the service)
-PROBE_TIMEOUT_S = 0.5
-WAIT_SLICE_S = 0.5  # blocked callers re-check the state at least this often
 DEFAULT_MAX_BATCH = 16
 _RETRYABLE = (errors.UnavailableError, errors.AbortedError, errors.CancelledError,
               errors.DeadlineExceededError)
-# Stateful ops that a batch of closures may run side by side in one step.
-_BATCH_SAFE_STATEFUL = {"VariableV2", "Assign", "AssignAdd", "AssignSub",
-                        "ScatterAdd", "ScatterSub", "ScatterUpdate",
-                        "IsVariableInitialized"}
 
 
 def _session_config(*device_filters):
-    from nbdist.proto.config_pb2 import ConfigProto
-
     return ConfigProto(device_filters=list(device_filters))
-
-
-def _first_line(e: BaseException) -> str:
-    text = str(e).strip()
-    return f"{type(e).__name__}: {text.splitlines()[0] if text else ''}"
-
-
-def _task_name(job: str, index: int) -> str:
-    return f"/job:{job}/replica:0/task:{index}"
-
-
-# -- batching ---------------------------------------------------------------------------
-def _batchable(concrete) -> bool:
-    for op in concrete.graph.get_operations():
-        if op.type == "_FunctionCall":
-            return False
-        od = op_def.get_op_def(op.type)
-        if od is None or (od.stateful and op.type not in _BATCH_SAFE_STATEFUL):
-            return False
-        if any(t.dtype.base_dtype is dtypes.resource for t in op.outputs) or any(
-                t.dtype.base_dtype is dtypes.resource for t in op.inputs):
-            return False
-    return True
-
-
-class _BatchedFunction:
-    """``k`` copies of a traced function in one graph (``c0/``, ``c1/`` ...),
-    run as one step: variables keep their resource (shared name = the name
-    in the function), constants are shared, each copy has its own inputs."""
-
-    def __init__(self, concrete, k: int):
-        from nbdist.graph.graph_def import import_graph_def
-
-        self.concrete, self.k = concrete, k
-        gd = concrete.graph.as_graph_def()
-        for n in gd.node:
-            if n.op == "VariableV2" and not n.attr["shared_name"].s:
-                n.attr["shared_name"].s = n.name.encode()
-        shared = [n.name for n in gd.node
-                  if n.op == "Const" and not any(i.startswith("^") for i in n.input)]
-        g = Graph()
-        self._feeds, self._fetches = [], []
-        with g.as_default():
-            consts = {}
-            for j in range(k):
-                im = {f"{name}:0": consts[name] for name in shared} if j else None
-                import_graph_def(gd, name=f"c{j}", input_map=im)
-                if j == 0:
-                    consts = {name: g.get_tensor_by_name(f"c0/{name}:0")
-                              for name in shared}
-                self._feeds.append([g.get_tensor_by_name(f"c{j}/{t.name}")
-                                    for t in concrete._inputs])
-                self._fetches.append([
-                    g.get_tensor_by_name(f"c{j}/{t.name}") if isinstance(t, Tensor)
-                    else g.get_operation_by_name(f"c{j}/{t.name}")
-                    for t in concrete._fetches])
-        g.finalize()
-        self.graph = g
-        self._flat_fetches = [t for f in self._fetches for t in f]
-        self._n = len(concrete._fetches)
-        self._sessions: dict = {}
-        self._lock = threading.Lock()
-
-    def _session(self, target, config):
-        from nbdist.runtime.session import Session
-
-        with self._lock:
-            s = self._sessions.get(target)
-            if s is None or s._closed:
-                s = self._sessions[target] = Session(target, graph=self.graph,
-                                                     config=config)
-            return s
-
-    def run(self, target: str, config, values_per_copy) -> list:
-        feeds = {}
-        for phs, values in zip(self._feeds, values_per_copy):
-            feeds.update(zip(phs, values))
-        sess = self._session(target, config)
-        try:
-            out = sess.run(self._flat_fetches, feeds)
-        except (errors.AbortedError, errors.UnavailableError):
-            self.release(target)
-            raise
-        n = self._n
-        return [self.concrete._pack(out[j * n:(j + 1) * n]) for j in range(self.k)]
-
-    def release(self, target=None):
-        with self._lock:
-            keys = list(self._sessions) if target is None else [target]
-            dropped = [self._sessions.pop(t) for t in keys if t in self._sessions]
-        for s in dropped:
-            try:
-                s.close()
-            except Exception:  # noqa: BLE001, S110 - the task may be gone
-                pass
-
-
-def _copy_index(error: errors.OpError, k: int) -> int | None:
-    """Which copy of a batch an op error names (``c3/...`` -> 3)."""
-    name = error.op if isinstance(error.op, str) else getattr(error.op, "name", None)
-    if not name or not name.startswith("c"):
-        return None
-    head = name[1:].split("/", 1)[0]
-    return int(head) if head.isdigit() and int(head) < k else None
 
 
 # -- payloads ---------------------------------------------------------------------------
@@ -346,16 +232,13 @@ class ClusterCoordinator:
         # creating one never waits for another (perhaps dead) worker.
         self._worker_configs = [_session_config(f"/job:worker/task:{i}", "/job:ps")
                                 for i in range(self._num_workers)]
-        self._ps_tasks = [_task_name("ps", k) for k in range(self._num_ps)]
-        self._addresses = {_task_name(j, i): spec.task_address(j, i)
-                           for j in ("worker", "ps") if j in spec.jobs
-                           for i in range(spec.num_tasks(j))}
+        ps_tasks = [task_name("ps", k) for k in range(self._num_ps)]
+        addresses = {task_name(j, i): spec.task_address(j, i)
+                     for j in ("worker", "ps") if j in spec.jobs
+                     for i in range(spec.num_tasks(j))}
         if coordination_target is None:
-            from nbdist.runtime.coordination import leader_task
-
             leader = DeviceSpec.from_string(leader_task(spec))
             coordination_target = ext.task_target(leader.job, leader.task or 0)
-        self._coordination_target = coordination_target
         self._state = cs.CoordinatorState(self._num_workers, max_batch=max_batch)
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
@@ -364,27 +247,23 @@ class ClusterCoordinator:
         self._ids = itertools.count(1)
         self._wrapped: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._traced: dict = {}  # _signature_key -> (concrete, batch key, ...)
-        self._batched: dict = {}  # (id(concrete), k) -> _BatchedFunction
+        self._batched: dict = {}  # (id(concrete), k) -> BatchedFunction
         self._used: dict = {}  # id(concrete) -> concrete (sessions to release)
         self._vars_done = 0
         self._var_lock = threading.Lock()
         self._data_lock = threading.Lock()
-        self._clients: dict = {}
-        self._client_locks = collections.defaultdict(threading.Lock)
-        self._ps_incarnations: dict = {}
         self._inboxes = [queue.SimpleQueue() for _ in range(self._num_workers)]
-        self._stop = threading.Event()
-        self._service_up = True
-        self._threads = [threading.Thread(target=self._worker_loop, args=(i,),
-                                          name=f"WorkerClosureProcessingLoop-{i}",
-                                          daemon=True)
-                         for i in range(self._num_workers)]
-        self._threads.append(threading.Thread(target=self._watch, daemon=True,
-                                              name="ClusterCoordinator-Watcher"))
-        self._threads.append(threading.Thread(target=self._probe_loop, daemon=True,
-                                              name="ClusterCoordinator-Prober"))
-        for t in self._threads:
+        self._liveness = TaskLiveness(addresses, self._num_workers, ps_tasks,
+                                      coordination_target, self._handle,
+                                      self._failed_tasks)
+        workers = [threading.Thread(target=self._worker_loop, args=(i,),
+                                    name=f"WorkerClosureProcessingLoop-{i}",
+                                    daemon=True)
+                   for i in range(self._num_workers)]
+        self._threads = workers + self._liveness.threads
+        for t in workers:
             t.start()
+        self._liveness.start()
         strategy._cluster_coordinator = self
         self._initialized = True
 
@@ -428,7 +307,7 @@ class ClusterCoordinator:
                                                     **_slice(kwargs, 0))
             else:
                 concrete = fn.get_concrete_function(*args, **kwargs)
-            entry = (concrete, id(concrete) if _batchable(concrete) else None,
+            entry = (concrete, id(concrete) if batchable(concrete) else None,
                      fn, args, kwargs)  # the objects keep the ids of sig alive
             self._used[id(concrete)] = concrete
             if sig is not None:
@@ -472,8 +351,6 @@ class ClusterCoordinator:
         restarts. As TF advises, repeat the dataset and schedule a finite
         number of steps; variables cannot be created in ``dataset_fn``.
         """
-        from nbdist.distribute.data_ops import Dataset
-
         if isinstance(dataset_fn, PerWorkerDataset):
             return dataset_fn
         if isinstance(dataset_fn, Dataset):
@@ -500,7 +377,7 @@ class ClusterCoordinator:
                 return
             self._closed = True
             self._cond.notify_all()
-        self._stop.set()
+        self._liveness.stop()
         for box in self._inboxes:
             box.put(None)
         for t in self._threads:
@@ -511,11 +388,7 @@ class ClusterCoordinator:
                 c.release(target)
         for b in list(self._batched.values()):
             b.release()
-        for c in list(self._clients.values()):
-            try:
-                c.close()
-            except Exception:  # noqa: BLE001, S110
-                pass
+        self._liveness.close()
         if getattr(self._strategy, "_cluster_coordinator", None) is self:
             self._strategy._cluster_coordinator = None
 
@@ -562,6 +435,11 @@ class ClusterCoordinator:
                     rv = r.payload.values[a.worker]
                     rv._set_value(rv.handle)
 
+    def _failed_tasks(self) -> tuple:
+        """(failed worker indices, failed ps tasks), for the prober."""
+        with self._lock:
+            return self._state.failed_workers, sorted(self._state.failed_ps)
+
     def _handle(self, *events) -> list:
         out = []
         with self._lock:
@@ -592,9 +470,10 @@ class ClusterCoordinator:
                         wait = True
                 if not wait:
                     return actions
+                # Every change of the state (``_handle``) and ``close`` notify.
                 self._waiters += 1
                 try:
-                    self._cond.wait(WAIT_SLICE_S)
+                    self._cond.wait()
                 finally:
                     self._waiters -= 1
 
@@ -619,9 +498,6 @@ class ClusterCoordinator:
             new = pending[self._vars_done:]
             if not new:
                 return
-            from nbdist.graph.variables import is_variable_initialized
-            from nbdist.runtime.session import Session
-
             by_graph: dict = {}
             for v in new:
                 by_graph.setdefault(id(v.graph), (v.graph, []))[1].append(v)
@@ -691,7 +567,7 @@ class ClusterCoordinator:
             concrete = call.concrete
             b = self._batched.get((id(concrete), len(closures)))
             if b is None or b.concrete is not concrete:
-                b = self._batched[(id(concrete), len(closures))] = _BatchedFunction(
+                b = self._batched[(id(concrete), len(closures))] = BatchedFunction(
                     concrete, len(closures))
             values = []
             for c in closures:
@@ -704,10 +580,10 @@ class ClusterCoordinator:
             return [cs.ClosureDone(c.id, i, v) for c, v in zip(closures, outs)]
         except _RETRYABLE as e:
             self._handle(*[cs.ClosureFailed(c.id, i, e, True) for c in closures])
-            self._after_task_error(i, e)
+            self._liveness.after_task_error(i, e)
             return []
         except Exception as e:  # noqa: BLE001 - the function's own error
-            j = _copy_index(e, len(closures)) if isinstance(e, errors.OpError) else None
+            j = copy_index(e, len(closures)) if isinstance(e, errors.OpError) else None
             j = 0 if j is None else j
             # The failing closure first (it becomes the pending error); the
             # others of its step are put back, and cancelled when it is raised.
@@ -716,8 +592,6 @@ class ClusterCoordinator:
                        for k, c in enumerate(closures) if k != j])
 
     def _build_resources(self, i: int, resources) -> list:
-        from nbdist.runtime.session import Session
-
         target = self._worker_targets[i]
         ids = tuple(r.id for r in resources)
         try:
@@ -727,157 +601,8 @@ class ClusterCoordinator:
                     sess.run(r.payload.iterator.initializer)
         except _RETRYABLE as e:
             self._handle(cs.ResourceBuildFailed(i, ids, e, True))
-            self._after_task_error(i, e)
+            self._liveness.after_task_error(i, e)
             return []
         except errors.OpError as e:
             return [cs.ResourceBuildFailed(i, ids, e, False)]
         return [cs.ResourcesBuilt(i, ids)]
-
-    def _after_task_error(self, i: int, error: BaseException):
-        """After an RPC-class error on worker i: is it the worker, a ps, or
-        neither? Asked with GetStatus probes, not by reading the message."""
-        inc = self._probe(_task_name("worker", i))
-        if inc is None:
-            _log.warning("Worker %d does not answer after %s", i, _first_line(error))
-            self._handle(cs.WorkerFailed(i, _first_line(error)))
-            return
-        self._handle(cs.WorkerRecovered(i, inc))
-        for task in self._ps_tasks:
-            inc = self._probe(task)
-            known = self._ps_incarnations.get(task)
-            if inc is None:
-                self._ps_failed(task, f"it does not answer ({_first_line(error)})")
-            elif known is not None and inc != known:
-                self._ps_failed(task, "it restarted (its variables are lost)")
-                self._ps_incarnations[task] = inc
-                self._handle(cs.PsRecovered(task))
-
-    def _ps_failed(self, task: str, why: str):
-        _log.warning("Parameter server %s failed: %s", task, why)
-        self._handle(cs.PsFailed(task, errors.UnavailableError(
-            None, None, f"Parameter server {task} is unavailable: {why}. Its "
-            "variables are lost: create the coordinator's variables again or "
-            "restore them from a checkpoint")))
-
-    # -- liveness -------------------------------------------------------------------------
-    def _client(self, task: str):
-        c = self._clients.get(task)
-        if c is None:
-            from nbdist.runtime.grpc.client import GrpcWorkerClient
-
-            c = self._clients[task] = GrpcWorkerClient(task, self._addresses[task])
-        return c
-
-    def _probe(self, task: str, timeout_s: float = PROBE_TIMEOUT_S) -> int | None:
-        """The task's incarnation, or None when it does not answer in time."""
-        with self._client_locks[task]:
-            try:
-                c = self._client(task)
-                c.get_status(timeout_s=timeout_s)
-                return c.incarnation
-            except Exception:  # noqa: BLE001 - an OpError, or a closed channel
-                return None
-
-    def _task_states(self, client):
-        if "timeout_s" in inspect.signature(client.task_states).parameters:
-            return client.task_states(timeout_s=1.0)
-        return client.task_states()
-
-    def _watch(self):
-        """Heartbeat watcher: task states from the coordination service."""
-        client = None
-        last: dict = {}
-        while not self._stop.is_set():
-            started = time.monotonic()
-            try:
-                if client is None:
-                    from nbdist.runtime.grpc.coordination import CoordinationClient
-
-                    client = CoordinationClient(self._coordination_target)
-                records = self._task_states(client)
-                if not self._service_up:
-                    _log.info("Coordination service at %s is back",
-                              self._coordination_target)
-                self._service_up = True
-            except Exception as e:  # noqa: BLE001 - fall back to probing
-                if self._service_up:
-                    _log.warning("Coordination service at %s unavailable (%s); "
-                                 "probing tasks directly", self._coordination_target,
-                                 _first_line(e))
-                self._service_up = False
-                last.clear()
-                records = None
-            if records is not None:
-                try:
-                    self._observe({r.task: (r.state, r.incarnation)
-                                   for r in records}, last, "heartbeats")
-                except Exception:  # noqa: BLE001 - the watcher must not die
-                    _log.exception("ClusterCoordinator-Watcher")
-            self._stop.wait(max(0.0, POLL_INTERVAL_S - (time.monotonic() - started)))
-        if client is not None:
-            client.close()
-
-    def _observe(self, seen: dict, last: dict, how: str):
-        """Feeds task transitions (state, incarnation) as events."""
-        events = []
-        for task, (state, inc) in seen.items():
-            if state not in ("CONNECTED", "DISCONNECTED", "ERROR"):
-                continue  # not registered yet
-            up = state == "CONNECTED"
-            prev = last.get(task)
-            last[task] = (up, inc)
-            spec = DeviceSpec.from_string(task)
-            if spec.job == "worker" and spec.task is not None and (
-                    spec.task < self._num_workers):
-                i = spec.task
-                if up and (prev is None or not prev[0] or prev[1] != inc):
-                    events.append(cs.WorkerRecovered(i, inc))
-                elif not up and (prev is None or prev[0]):
-                    events.append(cs.WorkerFailed(i, f"{state} ({how})"))
-            elif spec.job == "ps" and task in self._ps_tasks:
-                known = self._ps_incarnations.get(task)
-                if up:
-                    if known is not None and inc != known:
-                        self._ps_failed(task, "it restarted (its variables are lost)")
-                    self._ps_incarnations[task] = inc
-                    if prev is None or not prev[0] or prev[1] != inc:
-                        events.append(cs.PsRecovered(task))
-                elif prev is None or prev[0]:
-                    self._ps_failed(task, f"{state}: no heartbeat within the "
-                                    f"coordination service's timeout ({how})")
-        if events:
-            self._handle(*events)
-
-    def _probe_loop(self):
-        """Failed tasks are probed until they answer; without the coordination
-        service every task is."""
-        last: dict = {}
-        while not self._stop.wait(PROBE_INTERVAL_S):
-            try:
-                self._probe_round(last)
-            except Exception:  # noqa: BLE001 - the prober must not die
-                _log.exception("ClusterCoordinator-Prober")
-
-    def _probe_round(self, last: dict):
-        """One round of the prober."""
-        with self._lock:
-            failed = self._state.failed_workers
-            failed_ps = sorted(self._state.failed_ps)
-        if self._service_up:
-            last.clear()
-            for i in failed:
-                inc = self._probe(_task_name("worker", i))
-                if inc is not None and not self._stop.is_set():
-                    self._handle(cs.WorkerRecovered(i, inc))
-            for task in failed_ps:
-                inc = self._probe(task)
-                if inc is not None and not self._stop.is_set():
-                    self._observe({task: ("CONNECTED", inc)}, {}, "probe")
-        else:
-            seen = {}
-            for task in self._addresses:
-                inc = self._probe(task)
-                seen[task] = ("CONNECTED", inc) if inc is not None else (
-                    "DISCONNECTED", None)
-            if not self._stop.is_set():
-                self._observe(seen, last, "probes")

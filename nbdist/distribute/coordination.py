@@ -18,6 +18,7 @@ does not host the service points the client to the one that does).
 
 from __future__ import annotations
 
+from nbdist.runtime import transports
 from nbdist.runtime.cluster_spec import ClusterSpec
 from nbdist.runtime.coordination import Event, leader_task
 
@@ -46,10 +47,8 @@ def coordination_target(target) -> str:
 
 def coordination_client(target, token=None, tls=None, config=None, task=None):
     """A ``CoordinationClient`` of the cluster ``target`` names."""
-    from nbdist.runtime.grpc.coordination import CoordinationClient
-
-    return CoordinationClient(coordination_target(target), token=token, tls=tls,
-                              config=config, task=task)
+    return transports.connect_coordination(coordination_target(target), token=token,
+                                           tls=tls, config=config, task=task)
 
 
 def watch_events(target, from_seq: int = 0, kinds=None, token=None, tls=None,
@@ -64,7 +63,5 @@ def watch_events(target, from_seq: int = 0, kinds=None, token=None, tls=None,
     ``barrier_arrival``, ``barrier_passed``, ``barrier_timeout``,
     ``barrier_cancelled``, ``error``, ``key_value``, ``events_dropped``.
     """
-    from nbdist.runtime.grpc.coordination import EventWatch
-
     client = coordination_client(target, token=token, tls=tls, config=config)
-    return EventWatch(client, from_seq, kinds, owns_client=True)
+    return client.watch(from_seq, kinds, owns_client=True)

@@ -34,13 +34,13 @@ from __future__ import annotations
 import numpy as np
 
 from nbdist.distribute import function as _function
-from nbdist.distribute.function import (
-    TensorSpec,
-    flatten,
-    map_structure,
-    pack_sequence_as,
+from nbdist.distribute.func_graph import (
+    register_copyable_op,
+    register_rebinder,
     tracing_graph,
 )
+from nbdist.distribute.nest import flatten, map_structure, pack_sequence_as
+from nbdist.distribute.tensor_spec import TensorSpec
 from nbdist.graph import dtypes
 from nbdist.graph import ops as _ops
 from nbdist.graph.op_def import REQUIRED, register_op
@@ -166,7 +166,7 @@ register_op("IteratorGetNext", _get_next_infer, attrs=_SPEC_ATTRS, num_inputs=1,
             ref_inputs=(0,), stateful=True)
 
 for _t in DATASET_OPS:
-    _function.register_copyable_op(_t)
+    register_copyable_op(_t)
 
 
 def _rebind_iterator(fg, op):
@@ -180,8 +180,8 @@ def _rebind_iterator(fg, op):
                         a.get("_class")).outputs[0]
 
 
-_function.register_rebinder("IteratorV2", _rebind_iterator)
-_function.register_rebinder("OneShotIterator", _rebind_iterator)
+register_rebinder("IteratorV2", _rebind_iterator)
+register_rebinder("OneShotIterator", _rebind_iterator)
 
 
 # -- Python API ------------------------------------------------------------------------

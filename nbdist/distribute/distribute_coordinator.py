@@ -51,16 +51,21 @@ TensorFlow uses it: copied per task and configured.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import logging
 import threading
-import time
+from collections.abc import Callable
+from typing import Any
 
 from nbdist.cluster import env
 from nbdist.distribute import distribute_coordinator_context
 from nbdist.proto import cluster_pb2, config_pb2
+from nbdist.runtime import transports
 from nbdist.runtime.cluster_spec import ClusterSpec, task_device
 from nbdist.runtime.coordination import leader_task
+from nbdist.runtime.server_lib import Server
+from nbdist.train.coordinator import Coordinator
 
 __all__ = [
     "DEFAULT_BARRIER_TIMEOUT_S",
@@ -237,14 +242,12 @@ def _worker_tasks(cluster_spec) -> list[str]:
 
 def _coordination_client(cluster_spec, session_config, target=None):
     """A client of the coordination service of the training cluster."""
-    from nbdist.runtime.grpc.coordination import CoordinationClient
-
     if target is None:
         training = _split_cluster_for_evaluator(cluster_spec, _TaskType.CHIEF)
         leader = leader_task(training)
         job, index = leader.split("/")[1][4:], int(leader.rsplit(":", 1)[1])
         target = training.task_address(job, index)
-    return CoordinationClient(target, config=session_config)
+    return transports.connect_coordination(target, config=session_config)
 
 
 class _WorkerBarrier:
@@ -441,6 +444,7 @@ class _FakeServer:
     def __init__(self, target, session_config):
         self.target = target
         self._config = session_config
+        self._stopped = threading.Event()
 
     def start(self):
         from nbdist.runtime.session import Session
@@ -449,8 +453,11 @@ class _FakeServer:
         Session(target=self.target, config=self._config)
 
     def join(self):
-        while True:
-            time.sleep(5)
+        """Blocks until ``stop()`` (the server itself lives in another process)."""
+        self._stopped.wait()
+
+    def stop(self):
+        self._stopped.set()
 
 
 def _run_std_server(cluster_spec=None, task_type=None, task_id=None,
@@ -479,8 +486,6 @@ def _run_std_server(cluster_spec=None, task_type=None, task_id=None,
     if environment == "google":
         server = _FakeServer(target, session_config)
     else:
-        from nbdist.runtime.grpc.server import Server
-
         _log.info("Starting standard server, target = %r", target)
         cluster_spec = _split_cluster_for_evaluator(cluster_spec, task_type)
         server = Server(cluster_spec, job_name=task_type, task_index=task_id,
@@ -490,44 +495,71 @@ def _run_std_server(cluster_spec=None, task_type=None, task_id=None,
     return server
 
 
-def _join(coord, threads):
-    """``coord.join(threads)`` without its 1 s polling delay when all goes well."""
-    while any(t.is_alive() for t in threads) and not coord.wait_for_stop(0.02):
-        pass
-    coord.join(threads)
+class _TaskThreads:
+    """The threads a standalone client runs its tasks in, under one
+    ``Coordinator``: ``join`` wakes when the last one ends or one fails."""
+
+    def __init__(self, coord):
+        self.coord = coord
+        self.threads: list[threading.Thread] = []
+        self._ended = threading.Condition()
+        self._running = 0
+
+    def start(self, name, *args, **kwargs):
+        """``_run_single_worker(*args, **kwargs, coord=...)`` in a new thread."""
+        t = threading.Thread(target=self._run, name=name, args=args,
+                             kwargs={**kwargs, "coord": self.coord}, daemon=True)
+        with self._ended:
+            self._running += 1
+        self.threads.append(t)
+        t.start()
+
+    def start_evaluator(self, cluster_spec, eval_fn, eval_strategy, session_config,
+                        rpc_layer):
+        """The evaluator's thread, when the cluster has one."""
+        if _TaskType.EVALUATOR in cluster_spec.jobs:
+            self.start("distribute_coordinator-evaluator-0", eval_fn, eval_strategy,
+                       cluster_spec, _TaskType.EVALUATOR, 0, session_config,
+                       rpc_layer=rpc_layer)
+
+    def _run(self, *args, **kwargs):
+        try:
+            _run_single_worker(*args, **kwargs)
+        finally:
+            with self._ended:
+                self._running -= 1
+                self._ended.notify_all()
+
+    def join(self):
+        """Waits for every thread, or for the first failure (a failing thread
+        requests a stop before it ends); then ``coord.join`` gives the others
+        its grace period and raises the first error."""
+        with self._ended:
+            self._ended.wait_for(
+                lambda: not self._running or self.coord.should_stop())
+        if not self.coord.should_stop():
+            for t in self.threads:  # all past their last line: no wait
+                t.join()
+        self.coord.join(self.threads)
 
 
 def _run_between_graph_client(worker_fn, strategy, eval_fn, eval_strategy,
                               cluster_spec, session_config, rpc_layer):
     """One thread per chief/worker task (and one for the evaluator)."""
-    from nbdist.train.coordinator import Coordinator
-
-    coord = Coordinator()
-    eval_thread = None
-    if _TaskType.EVALUATOR in cluster_spec.jobs:
-        eval_thread = threading.Thread(
-            target=_run_single_worker, name="distribute_coordinator-evaluator-0",
-            args=(eval_fn, eval_strategy, cluster_spec, _TaskType.EVALUATOR, 0,
-                  session_config),
-            kwargs={"rpc_layer": rpc_layer, "coord": coord}, daemon=True)
-        eval_thread.start()
+    tasks = _TaskThreads(Coordinator())
+    tasks.start_evaluator(cluster_spec, eval_fn, eval_strategy, session_config,
+                          rpc_layer)
     client = _coordination_client(cluster_spec, session_config)
     barrier = _WorkerBarrier(client, _worker_tasks(cluster_spec),
-                             should_cancel=coord.should_stop)
-    threads = []
+                             should_cancel=tasks.coord.should_stop)
     try:
         for task_type in (_TaskType.CHIEF, _TaskType.WORKER):
             for task_id in range(len(cluster_spec.as_dict().get(task_type, []))):
-                t = threading.Thread(
-                    target=_run_single_worker,
-                    name=f"distribute_coordinator-{task_type}-{task_id}",
-                    args=(worker_fn, strategy, cluster_spec, task_type, task_id,
-                          session_config),
-                    kwargs={"rpc_layer": rpc_layer, "worker_barrier": barrier,
-                            "coord": coord}, daemon=True)
-                t.start()
-                threads.append(t)
-        _join(coord, threads + ([eval_thread] if eval_thread else []))
+                tasks.start(f"distribute_coordinator-{task_type}-{task_id}",
+                            worker_fn, strategy, cluster_spec, task_type, task_id,
+                            session_config, rpc_layer=rpc_layer,
+                            worker_barrier=barrier)
+        tasks.join()
     finally:
         client.close()
 
@@ -535,21 +567,14 @@ def _run_between_graph_client(worker_fn, strategy, eval_fn, eval_strategy,
 def _run_in_graph_client(worker_fn, strategy, eval_fn, eval_strategy, cluster_spec,
                          session_config, rpc_layer):
     """One call of ``worker_fn`` against chief 0 (else worker 0)."""
-    from nbdist.train.coordinator import Coordinator
-
-    coord = Coordinator()
-    eval_thread = None
-    if _TaskType.EVALUATOR in cluster_spec.jobs:
-        eval_thread = threading.Thread(
-            target=_run_single_worker, name="distribute_coordinator-evaluator-0",
-            args=(eval_fn, eval_strategy, cluster_spec, _TaskType.EVALUATOR, 0,
-                  session_config),
-            kwargs={"rpc_layer": rpc_layer, "coord": coord}, daemon=True)
-        eval_thread.start()
+    tasks = _TaskThreads(Coordinator())
+    tasks.start_evaluator(cluster_spec, eval_fn, eval_strategy, session_config,
+                          rpc_layer)
     result = _run_single_worker(worker_fn, strategy, cluster_spec, None, None,
-                                session_config, rpc_layer=rpc_layer, coord=coord)
-    if eval_thread:
-        _join(coord, [eval_thread])
+                                session_config, rpc_layer=rpc_layer,
+                                coord=tasks.coord)
+    if tasks.threads:
+        tasks.join()
     return result
 
 
@@ -603,6 +628,120 @@ def run_standard_tensorflow_server(session_config=None):
 run_standard_server = run_standard_tensorflow_server
 
 
+# -- the steps of run_distribute_coordinator -----------------------------------------
+@dataclasses.dataclass
+class _Run:
+    """What ``run_distribute_coordinator`` runs, its cluster resolved."""
+
+    worker_fn: Callable
+    strategy: Any
+    eval_fn: Callable | None
+    eval_strategy: Any
+    cluster_spec: ClusterSpec | None
+    task_type: str | None
+    task_id: int | None
+    session_config: config_pb2.ConfigProto
+    rpc_layer: str
+    environment: str | None
+
+
+def _resolve_cluster(strategy, cluster_spec, task_type, task_id, rpc_layer):
+    """``(cluster_spec, task_type, task_id, rpc_layer, environment)`` from the
+    arguments, ``TF_CONFIG`` or the strategy's cluster resolver, as TF reads them."""
+    tf_config = env.tf_config()
+    rpc_layer = tf_config.get("rpc_layer", rpc_layer)
+    environment = tf_config.get("environment", None)
+    if not cluster_spec:
+        cluster_spec = tf_config.get("cluster", {})
+        task_env = tf_config.get("task", {})
+        if task_env:
+            task_type = task_env.get("type", task_type)
+            index = task_env.get("index", task_id)
+            task_id = int(index) if index is not None else None
+    extended = getattr(strategy, "extended", None)
+    if cluster_spec:
+        cluster_spec = _normalize_cluster_spec(cluster_spec)
+    elif hasattr(extended, "_cluster_resolver"):
+        resolver = extended._cluster_resolver
+        task_type = resolver.task_type
+        task_id = resolver.task_id
+        rpc_layer = resolver.rpc_layer or rpc_layer
+        environment = resolver.environment
+        cluster_spec = resolver.cluster_spec()
+    return cluster_spec, task_type, task_id, rpc_layer, environment
+
+
+def _run_local(run: _Run):
+    """No cluster: ``worker_fn`` (then ``eval_fn``) in this process."""
+    result = _run_single_worker(run.worker_fn, run.strategy, None, None, None,
+                                run.session_config, run.rpc_layer)
+    if run.eval_fn:
+        _run_single_worker(run.eval_fn, run.eval_strategy, None, None, None,
+                           run.session_config, run.rpc_layer)
+    return result
+
+
+def _start_std_server(run: _Run):
+    """This task's standard server, its session config set by the strategy."""
+    _configure_session_config_for_std_servers(run.strategy, run.eval_strategy,
+                                              run.session_config, run.cluster_spec,
+                                              run.task_type, run.task_id)
+    return _run_std_server(cluster_spec=run.cluster_spec, task_type=run.task_type,
+                           task_id=run.task_id, session_config=run.session_config,
+                           rpc_layer=run.rpc_layer, environment=run.environment)
+
+
+def _run_standalone_client(run: _Run):
+    """A client drives the tasks' servers; a cluster task serves until stopped."""
+    if run.task_type in (_TaskType.CLIENT, None):
+        client = (_run_between_graph_client if _between_graph(run.strategy)
+                  else _run_in_graph_client)
+        return client(run.worker_fn, run.strategy, run.eval_fn, run.eval_strategy,
+                      run.cluster_spec, run.session_config, run.rpc_layer)
+    _start_std_server(run).join()
+    return None
+
+
+def _run_independent_worker(run: _Run):
+    """This task starts its server, then runs its part: ``worker_fn`` on the
+    chief and workers (in-graph: the chief only), ``eval_fn`` on the evaluator;
+    the others serve until stopped."""
+    task_type, task_id, cluster_spec = run.task_type, run.task_id, run.cluster_spec
+    extended = getattr(run.strategy, "extended", None)
+    if task_type != _TaskType.EVALUATOR and not getattr(
+            extended, "_std_server_started", False):
+        server = _start_std_server(run)
+    else:
+        server = None
+        _configure_session_config_for_std_servers(
+            run.strategy, run.eval_strategy, run.session_config, cluster_spec,
+            task_type, task_id)
+    if task_type in (_TaskType.CHIEF, _TaskType.WORKER):
+        if _between_graph(run.strategy):
+            target = getattr(server, "coordination_target", None)
+            client = _coordination_client(cluster_spec, run.session_config, target)
+            try:
+                barrier = _WorkerBarrier(client, _worker_tasks(cluster_spec))
+                return _run_single_worker(run.worker_fn, run.strategy, cluster_spec,
+                                          task_type, task_id, run.session_config,
+                                          run.rpc_layer, worker_barrier=barrier)
+            finally:
+                client.close()
+        context = _WorkerContext(run.strategy, cluster_spec, task_type, task_id)
+        if context.is_chief:
+            return _run_single_worker(run.worker_fn, run.strategy, cluster_spec, None,
+                                      None, run.session_config, run.rpc_layer)
+    elif task_type == _TaskType.EVALUATOR:
+        return _run_single_worker(run.eval_fn, run.eval_strategy, cluster_spec,
+                                  task_type, task_id, run.session_config,
+                                  run.rpc_layer)
+    elif task_type != _TaskType.PS:
+        raise ValueError(f"Unexpected task_type: {task_type!r}")
+    if server is not None:
+        server.join()
+    return None
+
+
 def run_distribute_coordinator(worker_fn, strategy, eval_fn=None, eval_strategy=None,
                                mode=CoordinatorMode.STANDALONE_CLIENT,
                                cluster_spec=None, task_type=None, task_id=None,
@@ -631,99 +770,21 @@ def run_distribute_coordinator(worker_fn, strategy, eval_fn=None, eval_strategy=
     Raises:
       ValueError: for a bad ``cluster_spec``, ``mode`` or ``task_type``.
     """
-    tf_config = env.tf_config()
-    rpc_layer = tf_config.get("rpc_layer", rpc_layer)
-    environment = tf_config.get("environment", None)
-
-    if not cluster_spec:
-        cluster_spec = tf_config.get("cluster", {})
-        task_env = tf_config.get("task", {})
-        if task_env:
-            task_type = task_env.get("type", task_type)
-            index = task_env.get("index", task_id)
-            task_id = int(index) if index is not None else None
-
-    extended = getattr(strategy, "extended", None)
-    if cluster_spec:
-        cluster_spec = _normalize_cluster_spec(cluster_spec)
-    elif hasattr(extended, "_cluster_resolver"):
-        resolver = extended._cluster_resolver
-        task_type = resolver.task_type
-        task_id = resolver.task_id
-        rpc_layer = resolver.rpc_layer or rpc_layer
-        environment = resolver.environment
-        cluster_spec = resolver.cluster_spec()
-
-    session_config = session_config or config_pb2.ConfigProto(allow_soft_placement=True)
-
-    if cluster_spec:
-        _log.info("Running Distribute Coordinator with mode = %r, cluster_spec = %s, "
-                  "task_type = %r, task_id = %r, environment = %r, rpc_layer = %r",
-                  mode, json.dumps(cluster_spec.as_dict()), task_type, task_id,
-                  environment, rpc_layer)
-
+    cluster_spec, task_type, task_id, rpc_layer, environment = _resolve_cluster(
+        strategy, cluster_spec, task_type, task_id, rpc_layer)
+    run = _Run(worker_fn, strategy, eval_fn, eval_strategy, cluster_spec, task_type,
+               task_id, session_config or config_pb2.ConfigProto(
+                   allow_soft_placement=True), rpc_layer, environment)
     if not cluster_spec:
         _log.info("Running local Distribute Coordinator.")
-        result = _run_single_worker(worker_fn, strategy, None, None, None,
-                                    session_config, rpc_layer)
-        if eval_fn:
-            _run_single_worker(eval_fn, eval_strategy, None, None, None,
-                               session_config, rpc_layer)
-        return result
-
+        return _run_local(run)
+    _log.info("Running Distribute Coordinator with mode = %r, cluster_spec = %s, "
+              "task_type = %r, task_id = %r, environment = %r, rpc_layer = %r",
+              mode, json.dumps(cluster_spec.as_dict()), task_type, task_id,
+              environment, rpc_layer)
+    run.eval_fn = eval_fn or worker_fn
     if mode == CoordinatorMode.STANDALONE_CLIENT:
-        eval_fn = eval_fn or worker_fn
-        if task_type in (_TaskType.CLIENT, None):
-            if _between_graph(strategy):
-                return _run_between_graph_client(worker_fn, strategy, eval_fn,
-                                                 eval_strategy, cluster_spec,
-                                                 session_config, rpc_layer)
-            return _run_in_graph_client(worker_fn, strategy, eval_fn, eval_strategy,
-                                        cluster_spec, session_config, rpc_layer)
-        _configure_session_config_for_std_servers(strategy, eval_strategy,
-                                                  session_config, cluster_spec,
-                                                  task_type, task_id)
-        server = _run_std_server(cluster_spec=cluster_spec, task_type=task_type,
-                                 task_id=task_id, session_config=session_config,
-                                 rpc_layer=rpc_layer, environment=environment)
-        server.join()
-        return None
-
+        return _run_standalone_client(run)
     if mode != CoordinatorMode.INDEPENDENT_WORKER:
         raise ValueError(f"Unexpected coordinator mode: {mode!r}")
-
-    eval_fn = eval_fn or worker_fn
-    _configure_session_config_for_std_servers(strategy, eval_strategy, session_config,
-                                              cluster_spec, task_type, task_id)
-    server = None
-    if task_type != _TaskType.EVALUATOR and not getattr(
-            extended, "_std_server_started", False):
-        server = _run_std_server(cluster_spec=cluster_spec, task_type=task_type,
-                                 task_id=task_id, session_config=session_config,
-                                 rpc_layer=rpc_layer, environment=environment)
-    if task_type in (_TaskType.CHIEF, _TaskType.WORKER):
-        if _between_graph(strategy):
-            target = getattr(server, "coordination_target", None)
-            client = _coordination_client(cluster_spec, session_config, target)
-            try:
-                barrier = _WorkerBarrier(client, _worker_tasks(cluster_spec))
-                return _run_single_worker(worker_fn, strategy, cluster_spec, task_type,
-                                          task_id, session_config, rpc_layer,
-                                          worker_barrier=barrier)
-            finally:
-                client.close()
-        context = _WorkerContext(strategy, cluster_spec, task_type, task_id)
-        if context.is_chief:
-            return _run_single_worker(worker_fn, strategy, cluster_spec, None, None,
-                                      session_config, rpc_layer)
-        if server is not None:
-            server.join()
-        return None
-    if task_type == _TaskType.EVALUATOR:
-        return _run_single_worker(eval_fn, eval_strategy, cluster_spec, task_type,
-                                  task_id, session_config, rpc_layer)
-    if task_type != _TaskType.PS:
-        raise ValueError(f"Unexpected task_type: {task_type!r}")
-    if server is not None:
-        server.join()
-    return None
+    return _run_independent_worker(run)

@@ -50,17 +50,34 @@ import itertools
 import re
 import threading
 import types
+import weakref
 
 import numpy as np
 
 from nbdist import errors
 from nbdist.distribute import function_ops  # noqa: F401  (registers _FunctionCall)
+from nbdist.distribute.func_graph import (
+    CapturedVariable,
+    FuncGraph,
+    register_copyable_op,
+    register_rebinder,
+    trace_stack,
+    tracing_graph,
+)
+from nbdist.distribute.nest import (
+    flatten,
+    flatten_up_to,
+    is_namedtuple,
+    map_structure,
+    pack_sequence_as,
+)
+from nbdist.distribute.session_cache import SessionCache
+from nbdist.distribute.tensor_spec import TensorSpec, as_array
 from nbdist.graph import dtypes, op_def
 from nbdist.graph import ops as _ops
 from nbdist.graph.array_ops import constant, identity, placeholder
 from nbdist.graph.graph_def import import_graph_def, operation_to_node_def
-from nbdist.graph.ops import Graph, Operation, Tensor, _static_value
-from nbdist.graph.shapes import TensorShape, as_shape
+from nbdist.graph.ops import Graph, Operation, Tensor
 from nbdist.graph.variables import Variable
 from nbdist.proto import function_pb2, graph_pb2
 
@@ -70,327 +87,16 @@ __all__ = [
     "FuncGraph",
     "Function",
     "TensorSpec",
+    "flatten",
     "function",
+    "map_structure",
+    "pack_sequence_as",
+    "register_copyable_op",
+    "register_rebinder",
     "run_function",
+    "trace",
+    "tracing_graph",
 ]
-
-
-# -- nested structures ---------------------------------------------------------------
-def _is_namedtuple(x) -> bool:
-    return isinstance(x, tuple) and hasattr(type(x), "_fields")
-
-
-def flatten(structure, lists_are_leaves=False) -> list:
-    """Leaves of nested tuples, lists, namedtuples and dicts (dicts by sorted key)."""
-    if isinstance(structure, collections.abc.Mapping):
-        return [leaf for k in sorted(structure)
-                for leaf in flatten(structure[k], lists_are_leaves)]
-    if isinstance(structure, tuple) or (isinstance(structure, list)
-                                        and not lists_are_leaves):
-        return [leaf for s in structure for leaf in flatten(s, lists_are_leaves)]
-    return [structure]
-
-
-def pack_sequence_as(structure, flat, lists_are_leaves=False):
-    """``structure`` with its leaves replaced, in order, by ``flat``."""
-    it = iter(flat)
-
-    def build(s):
-        if isinstance(s, collections.abc.Mapping):
-            vals = {k: build(s[k]) for k in sorted(s)}
-            return type(s)((k, vals[k]) for k in s) if type(s) is not dict else \
-                {k: vals[k] for k in s}
-        if _is_namedtuple(s):
-            return type(s)(*[build(x) for x in s])
-        if isinstance(s, tuple) or (isinstance(s, list) and not lists_are_leaves):
-            return type(s)(build(x) for x in s)
-        return next(it)
-
-    out = build(structure)
-    rest = list(it)
-    if rest:
-        raise ValueError(f"pack_sequence_as: {len(rest)} value(s) too many")
-    return out
-
-
-def flatten_up_to(shallow, value) -> list:
-    """``value`` flattened as deep as ``shallow`` goes (a leaf of ``shallow``
-    takes the whole corresponding part of ``value``, e.g. a list)."""
-    if isinstance(shallow, collections.abc.Mapping):
-        if not isinstance(value, collections.abc.Mapping) or set(value) != set(
-                shallow):
-            raise TypeError(f"expected a dict with keys {sorted(shallow)}, got "
-                            f"{value!r:.60}")
-        return [x for k in sorted(shallow) for x in flatten_up_to(shallow[k],
-                                                                   value[k])]
-    if isinstance(shallow, (tuple, list)):
-        if not isinstance(value, (tuple, list)) or len(value) != len(shallow):
-            raise TypeError(f"expected a sequence of {len(shallow)} item(s), got "
-                            f"{value!r:.60}")
-        return [x for s, v in zip(shallow, value) for x in flatten_up_to(s, v)]
-    return [value]
-
-
-def map_structure(fn, structure, lists_are_leaves=False):
-    return pack_sequence_as(structure, [fn(x) for x in flatten(structure,
-                                                              lists_are_leaves)],
-                            lists_are_leaves)
-
-
-# -- TensorSpec --------------------------------------------------------------------
-class TensorSpec:
-    """The dtype and (possibly partial) shape of a tensor argument or element.
-
-    >>> TensorSpec([None, 3], "float32")
-    TensorSpec(shape=(None, 3), dtype=nd.float32, name=None)
-    """
-
-    __slots__ = ("_dtype", "_name", "_shape")
-
-    def __init__(self, shape, dtype=dtypes.float32, name=None):
-        self._shape = as_shape(shape)
-        self._dtype = dtypes.as_dtype(dtype).base_dtype
-        self._name = name
-
-    shape = property(lambda self: self._shape)
-    dtype = property(lambda self: self._dtype)
-    name = property(lambda self: self._name)
-
-    @classmethod
-    def from_tensor(cls, tensor, name=None) -> TensorSpec:
-        if isinstance(tensor, Tensor):
-            return cls(tensor.shape, tensor.dtype.base_dtype, name)
-        arr = _as_array(tensor)
-        return cls(arr.shape, dtypes.as_dtype(arr.dtype), name)
-
-    def is_compatible_with(self, other) -> bool:
-        if not isinstance(other, TensorSpec):
-            other = TensorSpec.from_tensor(other)
-        return (self._dtype is other.dtype
-                and self._shape.is_compatible_with(other.shape))
-
-    def _key(self):
-        return ("T", self._dtype.name, _shape_key(self._shape))
-
-    def __eq__(self, other):
-        return isinstance(other, TensorSpec) and self._key() == other._key() and (
-            self._name == other._name)
-
-    def __hash__(self):
-        return hash(self._key())
-
-    def __repr__(self):
-        dims = None if self._shape.rank is None else tuple(self._shape.as_list())
-        return f"TensorSpec(shape={dims}, dtype={self._dtype!r}, name={self._name!r})"
-
-
-def _shape_key(shape: TensorShape):
-    return None if shape.rank is None else tuple(shape.as_list())
-
-
-def _as_array(value) -> np.ndarray:
-    arr = np.asarray(value)
-    if arr.dtype.kind in "SUO":
-        from nbdist.graph.array_ops import to_numpy
-
-        return to_numpy(value, dtypes.string)
-    return arr
-
-
-# -- tracing state (per thread) ---------------------------------------------------------
-_tls = threading.local()
-
-
-def _trace_stack() -> list:
-    s = getattr(_tls, "stack", None)
-    if s is None:
-        s = _tls.stack = []
-    return s
-
-
-def tracing_graph() -> FuncGraph | None:
-    """The function graph being traced on this thread, if any."""
-    s = getattr(_tls, "stack", None)
-    return s[-1] if s else None
-
-
-def _redirect_to_function_graph(graph, op_type, inputs, attrs, name,
-                                control_inputs, output_specs):
-    """While a function is traced on this thread, ops that a wrapper builds in an
-    outer graph (``ref.graph.create_op(...)``, ``op_scope`` picking the graph of
-    a captured variable) are built in the function graph instead, where the
-    capture hook re-binds their outside inputs. This is TF's ``building_function``
-    rule for picking the graph of an op; other threads are not affected."""
-    stack = getattr(_tls, "stack", None)
-    if not stack:
-        return None
-    fg = stack[-1]
-    inputs = list(inputs)
-    if graph is fg or not fg._takes_ops_of(graph, inputs):
-        return None
-    if name and name.endswith("/"):
-        name = name.rstrip("/") or None
-    ctrl = []
-    for c in control_inputs or ():
-        c = c.op if isinstance(c, Tensor) else c
-        if c.graph is not fg:
-            raise ValueError(f"nd.function: op {c.name} of an outer graph cannot be "
-                             "a control input of an op in a function")
-        ctrl.append(c)
-    return fg._create_op(op_type, inputs, attrs, name, ctrl, output_specs)
-
-
-_ops._create_op_interceptor = _redirect_to_function_graph
-
-# Op types whose outputs a function graph may copy when captured (datasets),
-# and re-binders for resource handles captured by name (iterators). The data
-# module registers its ops here.
-_COPYABLE_OPS: set[str] = set()
-_REBINDERS: dict = {}
-
-
-def register_copyable_op(op_type: str):
-    _COPYABLE_OPS.add(op_type)
-
-
-def register_rebinder(op_type: str, fn):
-    """``fn(func_graph, outer_op) -> Tensor`` re-binds a captured resource handle."""
-    _REBINDERS[op_type] = fn
-
-
-CapturedVariable = collections.namedtuple(
-    "CapturedVariable", ["name", "dtype", "shape", "device", "container",
-                         "shared_name"])
-
-
-class FuncGraph(Graph):
-    """The graph of one traced function; captures outside tensors on use."""
-
-    def __init__(self, name: str, outer_graphs=()):
-        super().__init__()
-        self.name = name
-        self._capture_fn = self._capture
-        self._captures: dict = {}
-        self._var_ops: dict[str, Operation] = {}
-        self._var_reads: dict[str, tuple] = {}
-        self.captured_variables: list[CapturedVariable] = []
-        self._functions: dict = {}
-        self._outer = list(outer_graphs)
-        self._outer_ids = {id(g) for g in self._outer}
-
-    # -- redirect rule ------------------------------------------------------------
-    def _takes_ops_of(self, graph, inputs) -> bool:
-        stack = _trace_stack()
-        if id(graph) in self._outer_ids or any(graph is g for g in stack):
-            return True
-        return any(isinstance(t, Tensor) and any(t.op._graph is g for g in stack)
-                   for t in inputs)
-
-    def _note_outer(self, graph):
-        if id(graph) not in self._outer_ids:
-            self._outer_ids.add(id(graph))
-            self._outer.append(graph)
-
-    # -- capturing ------------------------------------------------------------------
-    def _exact_op(self, op_type, inputs, attrs, name, device, cls=None):
-        """Builds an op named exactly ``name`` (else uniquely), on ``device``,
-        outside any control-dependency scope."""
-        exact = name not in self._ops_by_name
-        with self.control_dependencies(None):
-            op = self.create_op(op_type, inputs, attrs,
-                                name=(name + "/") if exact else name)
-        if exact:
-            self._names_in_use[name.lower()] = max(
-                self._names_in_use.get(name.lower(), 0), 1)
-        op._attrs.pop("_class", None)
-        if cls:
-            op._attrs["_class"] = list(cls)
-        op._device = device
-        return op
-
-    def _capture(self, t: Tensor) -> Tensor:
-        self._note_outer(t.op._graph)
-        op = t.op
-        if op.type == "VariableV2":
-            return self._bind_variable(op)
-        if (op.type == "Identity" and op._inputs
-                and op._inputs[0].op.type == "VariableV2"
-                and op._inputs[0].dtype.is_ref_dtype):
-            return self._read_variable(op._inputs[0].op)
-        got = self._captures.get(t)
-        if got is not None:
-            return got
-        if op.type in _REBINDERS:
-            got = _REBINDERS[op.type](self, op)
-        elif op.type in _COPYABLE_OPS:
-            inputs = [i if i.graph is self else self._capture(i) for i in op._inputs]
-            attrs = dict(op._attrs)
-            attrs.pop("_class", None)
-            blob = attrs.get("_fdef")
-            if blob:
-                fd = function_pb2.FunctionDef.FromString(blob)
-                self._functions[fd.name] = fd
-            with self.control_dependencies(None):
-                got = self.create_op(op.type, inputs, attrs,
-                                     name=op.name).outputs[t.value_index]
-        else:
-            value = _static_value(t)
-            if value is None:
-                raise ValueError(
-                    f"nd.function can only capture constants and variables; pass "
-                    f"{t.name} as an argument (it is an output of op '{op.name}' "
-                    f"of type {op.type} in an outer graph)")
-            with self.control_dependencies(None):
-                got = self.create_op(
-                    "Const", [], {"value": np.asarray(value),
-                                  "dtype": t.dtype.base_dtype},
-                    name=op.name).outputs[0]
-        self._captures[t] = got
-        return got
-
-    def _bind_variable(self, var_op: Operation) -> Tensor:
-        name = var_op.name
-        mine = self._var_ops.get(name)
-        if mine is None:
-            a = var_op._attrs
-            mine = self._exact_op(
-                "VariableV2", [], {"shape": a["shape"], "dtype": a["dtype"],
-                                   "container": a["container"],
-                                   "shared_name": a["shared_name"]},
-                name, var_op.device, a.get("_class"))
-            if mine.name != name:
-                raise ValueError(
-                    f"nd.function: cannot re-bind variable '{name}': the function "
-                    "already has an op of that name")
-            self._var_ops[name] = mine
-            self.captured_variables.append(CapturedVariable(
-                name, a["dtype"], a["shape"], var_op.device, a["container"],
-                a["shared_name"]))
-            self._new_read(name)
-        return mine.outputs[0]
-
-    def _new_read(self, name) -> Tensor:
-        var_op = self._var_ops[name]
-        k = len([1 for n in self._ops_by_name
-                 if n == f"{name}/read" or n.startswith(f"{name}/read_")])
-        read_name = f"{name}/read" if k == 0 else f"{name}/read_{k}"
-        read = self._exact_op("Identity", [var_op.outputs[0]],
-                              {"T": var_op.outputs[0].dtype.base_dtype}, read_name,
-                              var_op.device, [b"loc:@" + name.encode()])
-        out = read.outputs[0]
-        out._dtype = out.dtype.base_dtype
-        self._var_reads[name] = (out, len(self._ops_list))
-        return out
-
-    def _read_variable(self, var_op: Operation) -> Tensor:
-        """The variable's snapshot: the last read, unless an op has used the
-        variable's ref since (then a fresh read, so the value is current)."""
-        ref = self._bind_variable(var_op)
-        read, mark = self._var_reads[var_op.name]
-        for op in self._ops_list[mark:]:
-            if op.type != "Identity" and any(i is ref for i in op._inputs):
-                return self._new_read(var_op.name)
-        return read
 
 
 # -- the trace -------------------------------------------------------------------------
@@ -439,7 +145,7 @@ def _structure_key(structure, leaf_keys):
     def build(s):
         if isinstance(s, collections.abc.Mapping):
             return ("dict", tuple((k, build(s[k])) for k in sorted(s)))
-        if _is_namedtuple(s):
+        if is_namedtuple(s):
             return ("nt", type(s), tuple(build(x) for x in s))
         if isinstance(s, (tuple, list)):
             return (type(s).__name__, tuple(build(x) for x in s))
@@ -470,7 +176,7 @@ def _outer_graphs() -> list:
     outer = list(_ops._default_graph_stack.stack)
     if _ops._global_default_graph is not None:
         outer.append(_ops._global_default_graph)
-    outer.extend(_trace_stack())
+    outer.extend(trace_stack())
     return outer
 
 
@@ -493,7 +199,7 @@ def trace(python_function, args, kwargs, leaves, name=None, *,
         fg._var_store = dict(outer_default._var_store)
     flat = flatten((args, kwargs))
     names = _arg_names(python_function, args, kwargs)
-    stack = _trace_stack()
+    stack = trace_stack()
     stack.append(fg)
     try:
         with fg.as_default():
@@ -602,8 +308,7 @@ class ConcreteFunction:
         self._fetch_index = {t: i for i, t in enumerate(self._fetches)
                              if isinstance(t, Tensor)}
         self._fdef = None
-        self._sessions: dict = {}
-        self._lock = threading.Lock()
+        self._sessions = SessionCache(graph)
 
     name = property(lambda self: self._graph.name)
     graph = property(lambda self: self._graph)
@@ -713,28 +418,11 @@ class ConcreteFunction:
 
     def session(self, target: str = "", config=None):
         """The session this function runs in on ``target`` (created once)."""
-        s = self._sessions.get(target)
-        if s is not None and not s._closed:
-            return s
-        from nbdist.runtime.session import Session
-
-        with self._lock:
-            s = self._sessions.get(target)
-            if s is None or s._closed:
-                s = Session(target, graph=self._graph, config=config)
-                self._sessions[target] = s
-            return s
+        return self._sessions.get(target, config)
 
     def release(self, target: str | None = None):
         """Closes the cached session for ``target`` (all of them when None)."""
-        with self._lock:
-            keys = list(self._sessions) if target is None else [target]
-            dropped = [self._sessions.pop(k) for k in keys if k in self._sessions]
-        for s in dropped:
-            try:
-                s.close()
-            except Exception:  # noqa: BLE001, S110 - the task may be gone
-                pass
+        self._sessions.release(target)
 
     def run(self, target: str, *args, **kwargs):
         """Runs the function on ``target`` ("" for in-process) with concrete
@@ -754,9 +442,7 @@ class ConcreteFunction:
         try:
             vals = sess.run(self._fetches, feeds)
         except (errors.AbortedError, errors.UnavailableError):
-            with self._lock:
-                if self._sessions.get(target) is sess:
-                    del self._sessions[target]
+            self._sessions.forget(target, sess)
             raise
         return self._pack(vals)
 
@@ -880,7 +566,7 @@ class Function:
                 other = x if isinstance(x, TensorSpec) else TensorSpec.from_tensor(x)
             else:
                 try:
-                    arr = _as_array(x)
+                    arr = as_array(x)
                 except (TypeError, ValueError) as e:
                     raise TypeError(f"{self._name}: {x!r:.40} does not match "
                                     f"{s}: {e}") from None
@@ -944,8 +630,6 @@ class Function:
         key = id(instance)
         bound = self._bound.get(key)
         if bound is None or bound[0]() is not instance:
-            import weakref
-
             try:
                 ref = weakref.ref(instance)
             except TypeError:

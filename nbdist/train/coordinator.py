@@ -109,10 +109,13 @@ class Coordinator:
             else:
                 threads = self._registered_threads.union(set(threads))
             threads = list(threads)
+        # A thread's end has no event to wait on together with the stop event:
+        # check both every second (as TF does).
         while any(t.is_alive() for t in threads) and not self.wait_for_stop(1.0):
             pass
         stop_wait_secs = 0.001
         while any(t.is_alive() for t in threads) and stop_grace_period_secs >= 0.0:
+            # The grace period, in doubling steps (as TF).
             time.sleep(stop_wait_secs)
             stop_grace_period_secs -= stop_wait_secs
             stop_wait_secs = 2 * stop_wait_secs

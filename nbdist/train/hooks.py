@@ -507,6 +507,7 @@ class GlobalStepWaiterHook(SessionRunHook):
                 _log.info("Waiting for global step %d before starting training. "
                           "Current step is %d.", self._wait_until_step, current_step)
                 last_logged_step = current_step
+            # Nothing pushes a variable's new value: read it again (as TF does).
             time.sleep(0.5)
 
 

@@ -1,5 +1,6 @@
-"""``export_meta_graph`` / ``import_meta_graph``: a graph with its collections and
-saver as a ``MetaGraphDef`` (``nbdist/proto/meta_graph.proto``).
+"""``export_meta_graph`` / ``import_scoped_meta_graph``: a graph with its
+collections and saver as a ``MetaGraphDef`` (``nbdist/proto/meta_graph.proto``).
+``nd.train.import_meta_graph`` (in ``saver``, as in TF) adds the ``Saver``.
 
 Collections are stored in ``collection_def``:
 
@@ -20,9 +21,11 @@ import json
 import logging
 import os
 
+from nbdist.graph.graph_def import import_graph_def
 from nbdist.graph.ops import Operation, Tensor, get_default_graph
 from nbdist.graph.variables import Variable
 from nbdist.proto import meta_graph_pb2
+from nbdist.train.file_io import atomic_write
 
 _log = logging.getLogger(__name__)
 _VAR_KEY = "variable_name"
@@ -71,15 +74,13 @@ def export_meta_graph(filename=None, meta_info_def=None, graph_def=None,
             continue
         mg.collection_def[key].CopyFrom(cd)
     if filename:
-        from nbdist.train.saver import _atomic_write
-
         if as_text:
             from google.protobuf import text_format
 
             data = text_format.MessageToString(mg).encode()
         else:
             data = mg.SerializeToString()
-        _atomic_write(os.fspath(filename), lambda f: f.write(data))
+        atomic_write(os.fspath(filename), lambda f: f.write(data))
     return mg
 
 
@@ -101,14 +102,10 @@ def read_meta_graph_file(filename):
     return mg
 
 
-def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None,
-                      **kwargs):
-    """Imports a ``MetaGraphDef`` (or a ``.meta`` file) into the default graph;
-    rebuilds its collections and returns its ``Saver`` (None if it had none and
-    no variables)."""
-    from nbdist.graph.graph_def import import_graph_def
-    from nbdist.train.saver import Saver
-
+def import_scoped_meta_graph(meta_graph_or_file, clear_devices=False,
+                             import_scope=None):
+    """Imports a ``MetaGraphDef`` (or a ``.meta`` file) into the default graph
+    under ``import_scope``, rebuilds its collections and returns it."""
     if isinstance(meta_graph_or_file, meta_graph_pb2.MetaGraphDef):
         mg = meta_graph_or_file
     else:
@@ -137,18 +134,7 @@ def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None
                 if isinstance(d, dict) and _VAR_KEY in d:
                     item = Variable.from_proto(d, import_scope=import_scope)
                 graph.add_to_collection(key, item)
-    if mg.HasField("saver_def") and mg.saver_def.restore_op_name:
-        sd = meta_graph_pb2.SaverDef()
-        sd.CopyFrom(mg.saver_def)
-        for field in ("filename_tensor_name", "save_tensor_name", "restore_op_name"):
-            if getattr(sd, field):
-                setattr(sd, field, pre + getattr(sd, field))
-        return Saver(saver_def=sd)
-    from nbdist.graph.variables import global_variables
-
-    if global_variables():
-        return Saver()
-    return None
+    return mg
 
 
-__all__ = ["export_meta_graph", "import_meta_graph", "read_meta_graph_file"]
+__all__ = ["export_meta_graph", "import_scoped_meta_graph", "read_meta_graph_file"]

@@ -575,6 +575,7 @@ class _RecoverableSession(_WrappedSession):
                      "(attempt %d of %d).", type(e).__name__, where,
                      str(e).splitlines()[0] if str(e) else "", delay, self._failures,
                      self._max_recovery_attempts)
+        # A deliberate delay: a preempted task needs time to come back (as TF).
         time.sleep(delay)
 
     def _create_session(self):

@@ -51,7 +51,6 @@ from __future__ import annotations
 
 import logging
 import os
-import tempfile
 import time
 import zipfile
 
@@ -60,8 +59,10 @@ import numpy as np
 from nbdist import errors
 from nbdist.graph import dtypes
 from nbdist.graph.ops import Tensor, get_default_graph
-from nbdist.graph.variables import Variable
+from nbdist.graph.variables import Variable, global_variables
 from nbdist.proto import meta_graph_pb2
+from nbdist.train import meta_graph
+from nbdist.train.file_io import atomic_write as _atomic_write
 
 _log = logging.getLogger(__name__)
 
@@ -83,42 +84,6 @@ def _write_npz(fileobj, arrays):
             with zf.open(key + ".npy", "w", force_zip64=True) as member:
                 np.lib.format.write_array(member, np.asanyarray(arr),
                                           allow_pickle=False)
-
-
-def _fsync_dir(directory):
-    try:
-        fd = os.open(directory or ".", os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _atomic_write(path, write_fn):
-    """Calls ``write_fn(fileobj)`` on a temp file, fsyncs it, moves it to ``path``.
-
-    On any failure the temp file is removed and ``path`` is untouched.
-    """
-    directory = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp",
-                               dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write_fn(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    _fsync_dir(directory)
 
 
 # -- array encoding -------------------------------------------------------------
@@ -592,11 +557,9 @@ class Saver:
                           lambda f: _write_npz(f, arrays))
             model_checkpoint_path = checkpoint_file
         if write_meta_graph:
-            from nbdist.train.meta_graph import export_meta_graph
-
             graph = getattr(sess, "graph", None) or self._graph or get_default_graph()
-            mg = export_meta_graph(graph=graph, saver_def=self._saver_def,
-                                   strip_default_attrs=strip_default_attrs)
+            mg = meta_graph.export_meta_graph(graph=graph, saver_def=self._saver_def,
+                                              strip_default_attrs=strip_default_attrs)
             data = mg.SerializeToString()
             _atomic_write(meta_graph_filename(checkpoint_file, meta_graph_suffix),
                           lambda f: f.write(data))
@@ -706,13 +669,10 @@ class Saver:
                           export_scope=None, clear_devices=False,
                           clear_extra_defaults=False, strip_default_attrs=False,
                           save_debug_info=False):
-        from nbdist.train.meta_graph import export_meta_graph
-
-        return export_meta_graph(filename=filename, graph=self._graph,
-                                 saver_def=self._saver_def,
-                                 collection_list=collection_list, as_text=as_text,
-                                 clear_devices=clear_devices,
-                                 strip_default_attrs=strip_default_attrs)
+        return meta_graph.export_meta_graph(
+            filename=filename, graph=self._graph, saver_def=self._saver_def,
+            collection_list=collection_list, as_text=as_text,
+            clear_devices=clear_devices, strip_default_attrs=strip_default_attrs)
 
     def to_proto(self, export_scope=None):
         return self._saver_def
@@ -722,6 +682,26 @@ class Saver:
         return Saver(saver_def=saver_def, name=import_scope)
 
 
+def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None,
+                      **kwargs):
+    """Imports a ``MetaGraphDef`` (or a ``.meta`` file) into the default graph;
+    rebuilds its collections and returns its ``Saver`` (None if it had none and
+    no variables)."""
+    mg = meta_graph.import_scoped_meta_graph(meta_graph_or_file, clear_devices,
+                                             import_scope)
+    if mg.HasField("saver_def") and mg.saver_def.restore_op_name:
+        pre = (import_scope + "/") if import_scope else ""
+        sd = meta_graph_pb2.SaverDef()
+        sd.CopyFrom(mg.saver_def)
+        for field in ("filename_tensor_name", "save_tensor_name", "restore_op_name"):
+            if getattr(sd, field):
+                setattr(sd, field, pre + getattr(sd, field))
+        return Saver(saver_def=sd)
+    if global_variables():
+        return Saver()
+    return None
+
+
 __all__ = [
     "CheckpointState",
     "Saver",
@@ -729,6 +709,7 @@ __all__ = [
     "generate_checkpoint_state_proto",
     "get_checkpoint_mtimes",
     "get_checkpoint_state",
+    "import_meta_graph",
     "latest_checkpoint",
     "remove_checkpoint",
     "update_checkpoint_state",

@@ -90,6 +90,7 @@ class SessionManager:
             while not ckpt or not ckpt.model_checkpoint_path:
                 if wait_for_checkpoint and wait_time < max_wait_secs:
                     _log.info("Waiting for checkpoint to be available.")
+                    # A file appearing has no portable event: look again later.
                     time.sleep(self._recovery_wait_secs)
                     wait_time += self._recovery_wait_secs
                     ckpt = get_checkpoint_state(checkpoint_dir)
@@ -221,6 +222,7 @@ class SessionManager:
                 _log.info("Waiting for model to be ready.  Ready_for_local_init_op:  "
                           "%s, ready: %s", not_ready_local_msg, not_ready_msg)
                 last_logged, last_log_time = state, now
+            # The chief's initialisation pushes nothing to us: ask again, backing off.
             time.sleep(max(0.0, min(wait, remaining)))
             wait = min(wait * 2, self._recovery_wait_secs)
 
