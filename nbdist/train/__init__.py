@@ -4,7 +4,7 @@ cluster entry points (``ClusterSpec``, ``Server``), as ``tf.compat.v1.train``.
 
 from __future__ import annotations
 
-from nbdist.train.meta_graph import export_meta_graph, import_meta_graph
+from nbdist.train.meta_graph import export_meta_graph
 from nbdist.train.optimizer import Optimizer
 from nbdist.train.optimizers import (
     AdagradOptimizer,
@@ -20,6 +20,7 @@ from nbdist.train.saver import (
     generate_checkpoint_state_proto,
     get_checkpoint_mtimes,
     get_checkpoint_state,
+    import_meta_graph,
     latest_checkpoint,
     remove_checkpoint,
     update_checkpoint_state,
