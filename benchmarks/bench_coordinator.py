@@ -44,7 +44,7 @@ import nbdist as nd
 from nbdist.cluster.local_cluster import LocalCluster
 from nbdist.distribute.cluster_coordinator import ClusterCoordinator
 from nbdist.distribute.parameter_server_strategy import ParameterServerStrategy
-from nbdist.runtime.grpc.client import GrpcWorkerClient
+from nbdist.runtime import transports
 
 
 def _cpu_seconds(pid) -> float:
@@ -92,7 +92,7 @@ def _latency(cluster, coordinator, fn, n=200):
         samples.append(t1 - t0)
         raw.append(t2 - t1)
     w = next(t for t in cluster.tasks if t.job == "worker" and t.index == 0)
-    client = GrpcWorkerClient(w.name, w.address)
+    client = transports.connect_worker(w.name, w.address)
     rtt = []
     for _ in range(n):
         t0 = time.perf_counter()
