@@ -13,6 +13,7 @@ from nbdist.graph import dtypes as _dtypes
 from nbdist.graph.array_ops import (constant, identity, placeholder,
                                     placeholder_with_default, stop_gradient)
 from nbdist.graph.control_flow_ops import group, no_op, tuple  # noqa: A004
+from nbdist.graph.control_flow_api import cond, while_loop
 from nbdist.graph.device import DeviceSpec
 from nbdist.graph.dtypes import (DType, as_dtype, bool, double,  # noqa: A004
                                  float16, float32, float64, half, int8, int16,
@@ -24,6 +25,10 @@ from nbdist.graph.ops import (Graph, GraphKeys, Operation, Tensor,
                               convert_to_tensor, device, get_collection,
                               get_collection_ref, get_default_graph, name_scope,
                               reset_default_graph, set_random_seed)
+from nbdist.graph.partitioned_variables import (PartitionedVariable,
+                                                fixed_size_partitioner,
+                                                min_max_variable_partitioner,
+                                                variable_axis_size_partitioner)
 from nbdist.graph.shapes import TensorShape
 from nbdist.graph.state_ops import assign, assign_add, assign_sub
 from nbdist.graph.state_ops import scatter_add, scatter_sub, scatter_update
@@ -38,9 +43,12 @@ from nbdist.graph.variables import (AUTO_REUSE, Variable, VariableScope,
                                     random_normal_initializer,
                                     random_uniform_initializer,
                                     report_uninitialized_variables,
-                                    trainable_variables, variable_scope,
+                                    trainable_variables, variable_creator_scope,
+                                    variable_scope,
                                     variables_initializer, zeros_initializer)
 from nbdist.proto.config_pb2 import ConfigProto, RunMetadata, RunOptions
+from nbdist.proto.config_pb2 import GPUOptions
+from nbdist.graph.ops import container
 from nbdist.graph.default_session import get_default_session
 from nbdist.runtime.session import InteractiveSession, Session
 
@@ -76,12 +84,17 @@ def __getattr__(name):
         "nn": "nbdist.nn",
         "notebook": "nbdist.notebook",
         "random": "nbdist.random",
+        "summary": "nbdist.summary",
+        "compat": "nbdist.compat",
+        "app": "nbdist.app",
+        "contrib": "nbdist.contrib",
         "Server": ("nbdist.runtime.server_lib", "Server"),
         "ClusterSpec": ("nbdist.runtime.cluster_spec", "ClusterSpec"),
         "LocalCluster": ("nbdist.cluster.local_cluster", "LocalCluster"),
         "gradients": ("nbdist.graph.gradients", "gradients"),
         "function": ("nbdist.distribute.function", "function"),
         "FIFOQueue": ("nbdist.graph.data_flow_ops", "FIFOQueue"),
+        "RandomShuffleQueue": ("nbdist.graph.data_flow_ops", "RandomShuffleQueue"),
         "ConditionalAccumulator": ("nbdist.graph.accumulator_ops",
                                    "ConditionalAccumulator"),
         "hessians": ("nbdist.graph.gradients", "hessians"),

@@ -9,11 +9,11 @@
 
 from __future__ import annotations
 
+from nbdist.graph.embedding_ops import embedding_lookup
 from nbdist.graph.nn_ops import (
     bias_add,
     dropout,
     elu,
-    embedding_lookup,
     in_top_k,
     l2_loss,
     l2_normalize,
@@ -47,9 +47,25 @@ def tanh(x, name=None):
 
 
 __all__ = [
-    "relu", "relu6", "elu", "softplus", "leaky_relu", "sigmoid", "tanh", "softmax",
-    "log_softmax", "softmax_cross_entropy_with_logits",
-    "softmax_cross_entropy_with_logits_v2", "sparse_softmax_cross_entropy_with_logits",
-    "sigmoid_cross_entropy_with_logits", "bias_add", "xw_plus_b", "l2_loss",
-    "dropout", "in_top_k", "embedding_lookup", "l2_normalize", "moments",
+    "bias_add",
+    "dropout",
+    "elu",
+    "embedding_lookup",
+    "in_top_k",
+    "l2_loss",
+    "l2_normalize",
+    "leaky_relu",
+    "log_softmax",
+    "moments",
+    "relu",
+    "relu6",
+    "sigmoid",
+    "sigmoid_cross_entropy_with_logits",
+    "softmax",
+    "softmax_cross_entropy_with_logits",
+    "softmax_cross_entropy_with_logits_v2",
+    "softplus",
+    "sparse_softmax_cross_entropy_with_logits",
+    "tanh",
+    "xw_plus_b",
 ]

@@ -144,11 +144,9 @@ def test_strategy_speaks_the_distribute_coordinator_protocol():
     assert worker.variables == [v] and strategy.variables == []
 
 
-def test_strategy_needs_ps_and_workers_and_no_partitioner():
+def test_strategy_needs_ps_and_workers():
     with pytest.raises(ValueError, match="'ps'"):
         ParameterServerStrategy(nd.train.ClusterSpec({"worker": ["localhost:1"]}))
-    with pytest.raises(NotImplementedError, match="variable_partitioner"):
-        ParameterServerStrategy(_spec(), variable_partitioner=lambda shape: [2])
     with pytest.raises(TypeError):
         ParameterServerStrategy(42)
 

@@ -117,7 +117,9 @@ def test_evaluator_split_and_contexts():
     with pytest.raises(ValueError, match="cluster_spec"):
         dc._normalize_cluster_spec(["c:1"])
     ev = dc._WorkerContext(None, spec, "evaluator", 0)
-    assert (ev.master_target, ev.is_chief, ev.distributed_mode) == ("", True, False)
+    # As TF: the evaluator's master target is its own address.
+    assert (ev.master_target, ev.is_chief, ev.distributed_mode) == (
+        "grpc://e:1", True, False)
     w1 = dc._WorkerContext(None, spec, "worker", 1, rpc_layer="grpc")
     assert (w1.master_target, w1.is_chief, w1.num_workers) == ("grpc://w:2", False, 3)
     in_graph = dc._WorkerContext(None, spec, None, None, rpc_layer="")
@@ -189,7 +191,7 @@ def test_standalone_strategy_protocol_and_evaluator(in_process_cluster):
     assert got[("chief", 0)]["experimental_should_init"]
     assert not got[("worker", 1)]["experimental_should_init"]
     assert not any(c["should_checkpoint"] for c in got.values())
-    assert evals == [(None, "evaluator", "", True)]
+    assert evals == [(None, "evaluator", "grpc://localhost:1", True)]
 
 
 def test_a_failing_worker_releases_the_others_from_the_barrier(in_process_cluster):
@@ -269,11 +271,11 @@ def worker_fn(strategy):
     g = nd.Graph()
     with g.as_default(), nd.Session(ctx.master_target) as sess:
         ran = int(sess.run(nd.constant(1) + 1))
-    rnd = ctx.wait_for_other_workers(timeout=60)
+    assert ctx.wait_for_other_workers(timeout=60) is None  # as TF: no barrier
     print("CONTEXT " + json.dumps({
         "task_type": ctx.task_type, "task_id": ctx.task_id,
         "master_target": ctx.master_target, "is_chief": ctx.is_chief,
-        "num_workers": ctx.num_workers, "ran": ran,
+        "num_workers": ctx.num_workers, "ran": ran, "has_barrier": ctx.has_barrier,
         "should_checkpoint": ctx.should_checkpoint,
         "cluster": ctx.cluster_spec.as_dict()}), flush=True)
     return ran
@@ -289,7 +291,7 @@ def test_independent_workers_from_tf_config_in_three_processes():
     spec = local_cluster(chief=1, worker=2)
     procs = []
     try:
-        # Workers first: their barrier waits for the chief, which hosts the service.
+        # Workers first: their servers wait for the chief, which hosts the service.
         for job, index in (("worker", 1), ("worker", 0), ("chief", 0)):
             tf_config = {"cluster": spec, "task": {"type": job, "index": index},
                          "rpc_layer": "grpc"}
@@ -313,6 +315,7 @@ def test_independent_workers_from_tf_config_in_three_processes():
             assert ctx["num_workers"] == 3
             assert ctx["cluster"] == spec
             assert ctx["ran"] == 2
+            assert ctx["has_barrier"] is False  # as TF in INDEPENDENT_WORKER mode
     finally:
         for _, p in procs:
             if p.poll() is None:

@@ -176,3 +176,25 @@ def test_replicated_variables_equal_averaged_sgd():
     np.testing.assert_array_equal(finals[0][0], finals[1][0])
     np.testing.assert_array_equal(w_ps, finals[0][0])
     np.testing.assert_array_equal(b_ps, finals[0][1])
+
+
+@pytest.mark.timeout(300)
+def test_allreduce_trainer_keeps_mirrored_copies_equal():
+    out = run_example("allreduce_trainer.py", "--local", "--num_workers=2",
+                      "--steps=30", "--log_every=10")
+    for i in range(2):
+        ls = losses(out, f"worker {i} ")
+        assert len(ls) == 4 and ls[-1] < 0.7 * ls[0], out
+    digests = re.findall(r"^worker \d weights (\S+)$", out, re.MULTILINE)
+    assert len(digests) == 2 and digests[0] == digests[1], out
+
+
+@pytest.mark.timeout(300)
+def test_partitioned_embedding_trains_across_ps_and_restores_repartitioned():
+    out = run_example("partitioned_embedding.py", "--ps=2", "--shards=4",
+                      "--restore_shards=3", "--steps=40", "--log_every=20")
+    devices = re.findall(r"^embedding/part_\d \(1250, 16\) on (\S+)$", out, re.MULTILINE)
+    assert devices == ["/job:ps/task:0", "/job:ps/task:1"] * 2, out
+    ls = losses(out, "step ")
+    assert len(ls) == 3 and ls[-1] < ls[0], out
+    assert re.search(r"^restored 4 shards into 3: equal$", out, re.MULTILINE), out

@@ -1,5 +1,6 @@
 """``nd.distribute``: cluster resolvers, the distribute coordinator, the event
-stream, and (TF2 style) ``ParameterServerStrategy`` with ``ClusterCoordinator``.
+stream, (TF2 style) ``ParameterServerStrategy`` with ``ClusterCoordinator``, and
+``MultiWorkerMirroredStrategy`` (collective all-reduce between workers).
 """
 
 from __future__ import annotations
@@ -23,6 +24,12 @@ _LAZY = {
     "coordination_client": ("nbdist.distribute.coordination", "coordination_client"),
     "ParameterServerStrategy": ("nbdist.distribute.parameter_server_strategy",
                                 "ParameterServerStrategy"),
+    "MultiWorkerMirroredStrategy": ("nbdist.distribute.collective_all_reduce_strategy",
+                                    "MultiWorkerMirroredStrategy"),
+    "CollectiveAllReduceStrategy": ("nbdist.distribute.collective_all_reduce_strategy",
+                                    "CollectiveAllReduceStrategy"),
+    "ReduceOp": ("nbdist.distribute.collective_all_reduce_strategy", "ReduceOp"),
+    "InputContext": ("nbdist.distribute.input_context", "InputContext"),
 }
 _MODULES = {
     "distribute_coordinator": "nbdist.distribute.distribute_coordinator",

@@ -353,6 +353,8 @@ class ClusterCoordinator:
         """
         if isinstance(dataset_fn, PerWorkerDataset):
             return dataset_fn
+        if isinstance(dataset_fn, Function):  # TF's docs decorate it: trace it here
+            dataset_fn = dataset_fn._python_function
         if isinstance(dataset_fn, Dataset):
             ds = dataset_fn
             graph = ds._variant_tensor.graph

@@ -22,10 +22,12 @@ The cluster comes from ``cluster_spec`` or ``TF_CONFIG`` (``cluster``,
 TensorFlow reads it: ``rpc_layer`` of ``TF_CONFIG`` overrides the argument, and
 ``task`` is used only when the cluster comes from ``TF_CONFIG``.
 
-``wait_for_other_workers()`` is a barrier of the cluster's coordination service
-(``/job:chief`` and ``/job:worker`` tasks), so it works across processes, and
-the threads of one STANDALONE_CLIENT share it. Its arrivals and passes are
-events of the service. When one ``worker_fn`` of a STANDALONE_CLIENT fails,
+In a STANDALONE_CLIENT, ``wait_for_other_workers()`` is a barrier of the
+cluster's coordination service (``/job:chief`` and ``/job:worker`` tasks) that
+the task threads share; its arrivals and passes are events of the service. As
+in TF, an INDEPENDENT_WORKER's context has no barrier (``has_barrier`` is False,
+the call returns at once), and an evaluator's ``master_target`` is its own
+address. When one ``worker_fn`` of a STANDALONE_CLIENT fails,
 the others are released from the barrier with ``CancelledError`` and the first
 error is raised.
 
@@ -59,7 +61,9 @@ from collections.abc import Callable
 from typing import Any
 
 from nbdist.cluster import env
-from nbdist.distribute import distribute_coordinator_context
+from nbdist.distribute.worker_context import TaskType as _TaskType
+from nbdist.distribute.worker_context import WorkerContext as _WorkerContext
+from nbdist.distribute.worker_context import is_chief as _is_chief
 from nbdist.proto import cluster_pb2, config_pb2
 from nbdist.runtime import transports
 from nbdist.runtime.cluster_spec import ClusterSpec, task_device
@@ -85,14 +89,6 @@ WORKER_BARRIER_ID = "distribute_coordinator/wait_for_other_workers"
 _thread_local = threading.local()
 
 
-class _TaskType:
-    PS = "ps"
-    WORKER = "worker"
-    CHIEF = "chief"
-    EVALUATOR = "evaluator"
-    CLIENT = "client"
-
-
 class CoordinatorMode:
     """How ``run_distribute_coordinator`` runs."""
 
@@ -105,13 +101,6 @@ class CoordinatorMode:
 
 
 # -- the default strategy ------------------------------------------------------------
-def _is_chief(cluster_spec, task_type, task_id) -> bool:
-    if not cluster_spec or task_type in (_TaskType.CHIEF, _TaskType.EVALUATOR, None):
-        return True
-    return (_TaskType.CHIEF not in cluster_spec.jobs
-            and task_type == _TaskType.WORKER and task_id == 0)
-
-
 class _BetweenGraphExtended:
     """``strategy.extended`` of ``BetweenGraphStrategy``."""
 
@@ -211,14 +200,6 @@ def _normalize_cluster_spec(cluster_spec) -> ClusterSpec:
     return cluster_spec
 
 
-def _get_num_workers(cluster_spec) -> int:
-    """Chief plus workers."""
-    if not cluster_spec:
-        return 0
-    d = cluster_spec.as_dict()
-    return len(d.get(_TaskType.WORKER, [])) + len(d.get(_TaskType.CHIEF, []))
-
-
 def _split_cluster_for_evaluator(cluster_spec, task_type) -> ClusterSpec:
     """The evaluator's cluster is itself only; the others' clusters drop it, so
     unplaced evaluator ops never land on training tasks."""
@@ -266,158 +247,6 @@ class _WorkerBarrier:
         return self.client.barrier(
             self.barrier_id, self.timeout_s if timeout_s is None else timeout_s,
             self.participants, source_task=task, should_cancel=self._should_cancel)
-
-
-# -- the worker context --------------------------------------------------------------
-class _WorkerContext:
-    """What a ``worker_fn`` knows about its task (``get_current_worker_context()``)."""
-
-    def __init__(self, strategy, cluster_spec, task_type, task_id, session_config=None,
-                 rpc_layer="grpc", worker_barrier=None, extended=None):
-        self._strategy = strategy
-        self._extended = extended if extended is not None else getattr(
-            strategy, "extended", None)
-        self._cluster_spec = cluster_spec
-        self._task_type = task_type
-        self._task_id = task_id
-        self._session_config = session_config
-        self._worker_barrier = worker_barrier
-        self._rpc_layer = rpc_layer
-        self._master_target = self._get_master_target()
-        self._num_workers = _get_num_workers(cluster_spec)
-        self._is_chief_node = self._is_chief()
-
-    def _debug_message(self) -> str:
-        if self._cluster_spec:
-            return (f"[cluster_spec: {self._cluster_spec!r}, task_type: "
-                    f"{self.task_type!r}, task_id: {self.task_id!r}]")
-        return "[local]"
-
-    def __enter__(self):
-        old = distribute_coordinator_context.get_current_worker_context()
-        if old:
-            raise ValueError("You cannot run distribute coordinator in a `worker_fn`.\t"
-                             + self._debug_message())
-        distribute_coordinator_context._worker_context.current = self
-        return self
-
-    def __exit__(self, *exc):
-        distribute_coordinator_context._worker_context.current = None
-
-    def __repr__(self) -> str:
-        return (f"<WorkerContext task_type={self._task_type!r} task_id={self._task_id!r}"
-                f" master_target={self._master_target!r} is_chief={self.is_chief}>")
-
-    def _get_master_target(self) -> str:
-        if not self._cluster_spec or self._task_type == _TaskType.EVALUATOR:
-            return ""
-        if not self._task_type:
-            if _TaskType.CHIEF in self._cluster_spec.jobs:
-                task_type, task_id = _TaskType.CHIEF, 0
-            else:
-                assert _TaskType.WORKER in self._cluster_spec.jobs
-                task_type, task_id = _TaskType.WORKER, 0
-        else:
-            task_type, task_id = self._task_type, self._task_id
-        prefix = self._rpc_layer + "://" if self._rpc_layer else ""
-        return prefix + self._cluster_spec.job_tasks(task_type)[task_id or 0]
-
-    def _is_chief(self) -> bool:
-        return _is_chief(self._cluster_spec, self._task_type, self._task_id)
-
-    @property
-    def task_name(self) -> str | None:
-        """``/job:<task_type>/replica:0/task:<task_id>``, or None in-graph/local."""
-        if not self._task_type:
-            return None
-        return task_device(self._task_type, self._task_id or 0)
-
-    def wait_for_other_workers(self, timeout: float | None = None):
-        """Waits until every chief/worker task reaches this call (a barrier of the
-        coordination service). Without a barrier (local, in-graph, evaluator)
-        it returns at once. Raises ``DeadlineExceededError`` naming the tasks
-        that never arrived after ``timeout`` s (default 1 hour)."""
-        if not self._worker_barrier:
-            return
-        return self._worker_barrier.wait(self.task_name, timeout)
-
-    def session_creator(self, scaffold=None, config=None, checkpoint_dir=None,
-                        checkpoint_filename_with_path=None, max_wait_secs=7200):
-        """A ``ChiefSessionCreator`` when this task initialises the model
-        (``experimental_should_init``), else a ``WorkerSessionCreator``; both
-        target ``master_target`` with the context's session config."""
-        from nbdist.train.monitored_session import (
-            ChiefSessionCreator,
-            WorkerSessionCreator,
-        )
-
-        if config:
-            session_config = copy.deepcopy(config)
-            if self._session_config is not None:
-                session_config.MergeFrom(self._session_config)
-        else:
-            session_config = self._session_config
-        if self._extended is None or self._extended.experimental_should_init:
-            return ChiefSessionCreator(
-                scaffold, master=self.master_target, config=session_config,
-                checkpoint_dir=checkpoint_dir,
-                checkpoint_filename_with_path=checkpoint_filename_with_path)
-        return WorkerSessionCreator(scaffold, master=self.master_target,
-                                    config=session_config, max_wait_secs=max_wait_secs)
-
-    @property
-    def session_config(self):
-        return copy.deepcopy(self._session_config)
-
-    @property
-    def has_barrier(self) -> bool:
-        return self._worker_barrier is not None
-
-    @property
-    def distributed_mode(self) -> bool:
-        return bool(self._cluster_spec) and self._task_type != _TaskType.EVALUATOR
-
-    @property
-    def cluster_spec(self):
-        return copy.deepcopy(self._cluster_spec)
-
-    @property
-    def task_type(self):
-        return self._task_type
-
-    @property
-    def task_id(self):
-        return self._task_id
-
-    @property
-    def master_target(self) -> str:
-        return self._master_target
-
-    @property
-    def is_chief(self) -> bool:
-        return self._is_chief_node
-
-    @property
-    def num_workers(self) -> int:
-        """Workers in the cluster, the chief included."""
-        return self._num_workers
-
-    @property
-    def experimental_should_init(self) -> bool:
-        return self._flag("experimental_should_init")
-
-    @property
-    def should_checkpoint(self) -> bool:
-        return self._flag("should_checkpoint")
-
-    @property
-    def should_save_summary(self) -> bool:
-        return self._flag("should_save_summary")
-
-    def _flag(self, name: str) -> bool:
-        if self._extended is None:
-            return self._is_chief_node
-        return bool(getattr(self._extended, name))
 
 
 # -- running -------------------------------------------------------------------------
@@ -717,16 +546,10 @@ def _run_independent_worker(run: _Run):
             run.strategy, run.eval_strategy, run.session_config, cluster_spec,
             task_type, task_id)
     if task_type in (_TaskType.CHIEF, _TaskType.WORKER):
-        if _between_graph(run.strategy):
-            target = getattr(server, "coordination_target", None)
-            client = _coordination_client(cluster_spec, run.session_config, target)
-            try:
-                barrier = _WorkerBarrier(client, _worker_tasks(cluster_spec))
-                return _run_single_worker(run.worker_fn, run.strategy, cluster_spec,
-                                          task_type, task_id, run.session_config,
-                                          run.rpc_layer, worker_barrier=barrier)
-            finally:
-                client.close()
+        if _between_graph(run.strategy):  # as TF: no barrier between processes
+            return _run_single_worker(run.worker_fn, run.strategy, cluster_spec,
+                                      task_type, task_id, run.session_config,
+                                      run.rpc_layer)
         context = _WorkerContext(run.strategy, cluster_spec, task_type, task_id)
         if context.is_chief:
             return _run_single_worker(run.worker_fn, run.strategy, cluster_spec, None,

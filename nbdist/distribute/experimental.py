@@ -1,4 +1,5 @@
-"""``nd.distribute.experimental``: TF2's home of ``ParameterServerStrategy``."""
+"""``nd.distribute.experimental``: TF2's home of ``ParameterServerStrategy`` and
+``MultiWorkerMirroredStrategy`` (``CollectiveAllReduceStrategy``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,10 @@ def __getattr__(name):
         )
 
         return ParameterServerStrategy
+    if name in ("MultiWorkerMirroredStrategy", "CollectiveAllReduceStrategy"):
+        from nbdist.distribute import collective_all_reduce_strategy
+
+        return getattr(collective_all_reduce_strategy, name)
     if name == "coordinator":
         from nbdist.distribute import coordinator
 

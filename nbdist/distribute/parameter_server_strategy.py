@@ -38,8 +38,16 @@ from nbdist.cluster.resolvers import (
     SimpleClusterResolver,
     TFConfigClusterResolver,
 )
+from nbdist.distribute.data_ops import Dataset
+from nbdist.distribute.input_context import InputContext
 from nbdist.graph import ops as _ops
 from nbdist.graph.ops import GraphKeys
+from nbdist.graph.partitioned_variables import (
+    SaveSliceInfo,
+    ShardedVariable,
+    iter_slices,
+)
+from nbdist.graph.variables import variable_creator_scope
 from nbdist.runtime.cluster_spec import ClusterSpec
 from nbdist.train.device_setter import STANDARD_PS_OPS, replica_device_setter
 
@@ -168,15 +176,16 @@ class ParameterServerStrategy:
 
     ``cluster_resolver``: a ``ClusterResolver`` (a ``ClusterSpec`` or dict is
     wrapped; None reads ``TF_CONFIG``) whose cluster has a ``ps`` and a
-    ``worker`` job. ``variable_partitioner`` must be None (sharded variables
-    are not supported).
+    ``worker`` job. ``variable_partitioner`` (``fn(shape, dtype)`` -> shards per
+    axis, only the first > 1, e.g. ``nd.fixed_size_partitioner(2)``): a
+    variable of rank >= 1 created in ``scope()`` becomes a ``ShardedVariable``
+    whose shards (``<name>/part_<i>``) go round robin over the ps tasks.
     """
 
     def __init__(self, cluster_resolver=None, variable_partitioner=None):
-        if variable_partitioner is not None:
-            raise NotImplementedError(
-                "ParameterServerStrategy: variable_partitioner (sharded variables) "
-                "is not supported by nbdist; pass None")
+        if variable_partitioner is not None and not callable(variable_partitioner):
+            raise TypeError("ParameterServerStrategy: variable_partitioner must be "
+                            f"callable, got {variable_partitioner!r}")
         if cluster_resolver is None:
             cluster_resolver = TFConfigClusterResolver()
         elif isinstance(cluster_resolver, (ClusterSpec, dict)):
@@ -226,7 +235,7 @@ class ParameterServerStrategy:
         with self._lock:
             self._scope_depth += 1
         try:
-            with graph.device(fn):
+            with graph.device(fn), variable_creator_scope(self._create_variable):
                 yield self
         finally:
             with self._lock:
@@ -240,6 +249,49 @@ class ParameterServerStrategy:
                     have = {id(v) for v in self._variables}
                     self._variables.extend(v for v in found if id(v) not in have)
 
+    def _create_variable(self, next_creator, **kwargs):
+        # TF2: with a partitioner, a variable of rank >= 1 split on its first
+        # axis into more than one shard becomes a ShardedVariable.
+        if self._variable_partitioner is None:
+            return next_creator(**kwargs)
+        value = kwargs.get("initial_value")
+        if value is None:
+            return next_creator(**kwargs)
+        name = kwargs.get("name") or "Variable"
+        graph = _ops.get_default_graph()
+        with graph.name_scope(name) as scope, graph.device(None):
+            value = _ops.convert_to_tensor(value() if callable(value) else value,
+                                           dtype=kwargs.get("dtype"),
+                                           name="initial_value")
+        # Unsharded, the variable takes the name scope its initial value opened.
+        whole = dict(kwargs, initial_value=value, name=scope)
+        shape = value.shape
+        if shape.rank == 0:
+            return next_creator(**whole)
+        if not shape.is_fully_defined():
+            raise ValueError(f"ParameterServerStrategy: sharded variable {name} needs "
+                             f"a fully defined shape, got {shape}")
+        num = self._variable_partitioner(shape=shape, dtype=value.dtype.base_dtype)
+        if not num or num[0] == 0 or any(n != 1 for n in num[1:]):
+            raise ValueError("variable_partitioner must return a list/tuple whose "
+                             "elements are 1 besides the first element (non-zero), "
+                             f"got: {num!r}")
+        num = min(int(num[0]), shape[0])
+        if num == 1:
+            return next_creator(**whole)
+        full = shape.as_list()
+        shards = []
+        for i, (offset, part_shape) in enumerate(iter_slices(full, num, 0)):
+            with graph.name_scope(scope), graph.device(None):
+                part_value = value[offset[0]:offset[0] + part_shape[0]]
+            kw = dict(kwargs, initial_value=part_value, name=f"{scope}part_{i}/")
+            kw.pop("shape", None)
+            shard = next_creator(**kw)
+            shard._set_save_slice_info(SaveSliceInfo(scope[:-1], full, offset,
+                                                     part_shape))
+            shards.append(shard)
+        return ShardedVariable(shards, name=scope[:-1])
+
     # -- running --------------------------------------------------------------------------
     def run(self, fn, args=(), kwargs=None, options=None):
         """Calls ``fn(*args, **kwargs)`` (inside a scheduled function: the one
@@ -251,6 +303,49 @@ class ParameterServerStrategy:
         """With one replica per step, the value itself."""
         del reduce_op, axis
         return value
+
+    # -- datasets -------------------------------------------------------------------------
+    def distribute_datasets_from_function(self, dataset_fn, options=None):
+        """The dataset ``dataset_fn(input_context)`` for
+        ``ClusterCoordinator.create_per_worker_dataset``, which puts a copy on
+        every worker (as TF2's, one input pipeline per worker:
+        ``input_context`` is ``InputContext(1, 0, 1)``; shard by worker inside
+        ``dataset_fn`` if you want disjoint data).
+
+        As TF's first ``ClusterCoordinator`` example::
+
+            def per_worker_dataset_fn():
+                return strategy.distribute_datasets_from_function(
+                    lambda input_context: nd.data.Dataset.range(4).repeat())
+
+            it = iter(coordinator.create_per_worker_dataset(per_worker_dataset_fn))
+            coordinator.schedule(worker_fn, args=(it,))
+
+        nbdist difference: the result is the ``nd.data.Dataset`` itself, built
+        in the current graph (TF returns a ``DistributedDataset`` that is
+        built once it reaches ``create_per_worker_dataset``); the coordinator
+        runs it on the workers either way. ``options`` is accepted and unused.
+        """
+        del options
+        if not callable(dataset_fn):
+            raise TypeError("ParameterServerStrategy.distribute_datasets_from_function:"
+                            " dataset_fn must be a callable taking an InputContext, "
+                            f"got {type(dataset_fn).__name__}")
+        context = InputContext(num_input_pipelines=1, input_pipeline_id=0,
+                               num_replicas_in_sync=self.num_replicas_in_sync)
+        dataset = dataset_fn(context)
+        return _checked_dataset(dataset, "distribute_datasets_from_function: "
+                                         "dataset_fn must return")
+
+    experimental_distribute_datasets_from_function = distribute_datasets_from_function
+
+    def experimental_distribute_dataset(self, dataset, options=None):
+        """``dataset`` for ``ClusterCoordinator.create_per_worker_dataset``:
+        every worker reads all of it (as TF2's ``ParameterServerStrategy``,
+        with one input pipeline per worker). Returned as is (see
+        ``distribute_datasets_from_function``); ``options`` is unused."""
+        del options
+        return _checked_dataset(dataset, "experimental_distribute_dataset: expected")
 
     def configure(self, session_config=None, cluster_spec=None, task_type=None,
                   task_id=None):
@@ -275,6 +370,13 @@ class ParameterServerStrategy:
     def __repr__(self) -> str:
         e = self.extended
         return f"<ParameterServerStrategy ps={e._num_ps} workers={e._num_workers}>"
+
+
+def _checked_dataset(dataset, what: str) -> Dataset:
+    if not isinstance(dataset, Dataset):
+        raise TypeError(f"ParameterServerStrategy.{what} an nd.data.Dataset, got "
+                        f"{type(dataset).__name__}")
+    return dataset
 
 
 ParameterServerStrategyV2 = ParameterServerStrategy

@@ -37,7 +37,8 @@ KERNEL_MODULES = (
     "array_kernels", "control_kernels", "state_kernels", "math_kernels",
     "array_manipulation_kernels", "nn_kernels", "random_kernels",
     "data_flow_kernels", "training_kernels", "function_kernels",
-    "accumulator_kernels", "dataset_kernels",
+    "accumulator_kernels", "dataset_kernels", "summary_kernels",
+    "collective_kernels",
 )
 
 _loaded = False

@@ -1,7 +1,9 @@
 """The resource manager: variables, queues and iterators by container and name.
 
-As TF's ResourceMgr, the default container is ``"localhost"``; a server's
-resources are shared by all its sessions until ``cleanup`` drops a container.
+As TF's ResourceMgr, the default container is the task's job name
+(``"localhost"`` for ``Session("")``); a server's resources are shared by all its
+sessions (except those with ``isolate_session_state``, which get their own
+managers) until ``cleanup`` drops a container.
 """
 
 from __future__ import annotations
@@ -55,14 +57,16 @@ class VariableResource:
 
 
 class ResourceMgr:
-    """container -> (kind, name) -> resource, thread-safe."""
+    """container -> (kind, name) -> resource, thread-safe. An op with no
+    ``container`` attr uses ``default_container``."""
 
-    def __init__(self):
+    def __init__(self, default_container: str = DEFAULT_CONTAINER):
         self._lock = threading.Lock()
         self._containers: dict[str, dict] = {}
+        self.default_container = default_container or DEFAULT_CONTAINER
 
     def lookup_or_create(self, container: str, kind: str, name: str, factory):
-        container = container or DEFAULT_CONTAINER
+        container = container or self.default_container
         with self._lock:
             c = self._containers.setdefault(container, {})
             res = c.get((kind, name))
@@ -73,8 +77,8 @@ class ResourceMgr:
 
     def lookup(self, container: str, kind: str, name: str):
         with self._lock:
-            return self._containers.get(container or DEFAULT_CONTAINER, {}).get(
-                (kind, name))
+            c = self._containers.get(container or self.default_container, {})
+            return c.get((kind, name))
 
     def cleanup(self, container: str | None = None):
         """Drops every resource of ``container`` (all containers if None)."""

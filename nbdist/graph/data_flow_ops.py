@@ -1,4 +1,5 @@
-"""``FIFOQueue``: a queue resource shared by name across sessions and clients.
+"""``FIFOQueue`` and ``RandomShuffleQueue``: queue resources shared by name across
+sessions and clients.
 
 Ops that use the queue are colocated with it. A blocked dequeue honours
 ``operation_timeout_in_ms`` and cancellation; a closed, empty queue raises
@@ -10,6 +11,7 @@ from __future__ import annotations
 from nbdist.graph import dtypes as _dtypes
 from nbdist.graph.op_def import REQUIRED, register_op
 from nbdist.graph.ops import convert_to_tensor, get_default_graph
+from nbdist.graph.random_ops import _get_seeds
 from nbdist.graph.shapes import TensorShape, as_shape
 
 
@@ -25,6 +27,15 @@ def _queue_infer(c):
 register_op("FIFOQueueV2", _queue_infer,
             attrs={"component_types": ("list(type)", REQUIRED),
                    "shapes": ("list(shape)", []), "capacity": ("int", -1),
+                   "container": ("string", ""), "shared_name": ("string", "")},
+            num_inputs=0, stateful=True)
+
+
+register_op("RandomShuffleQueueV2", _queue_infer,
+            attrs={"component_types": ("list(type)", REQUIRED),
+                   "shapes": ("list(shape)", []), "capacity": ("int", -1),
+                   "min_after_dequeue": ("int", 0), "seed": ("int", 0),
+                   "seed2": ("int", 0),
                    "container": ("string", ""), "shared_name": ("string", "")},
             num_inputs=0, stateful=True)
 
@@ -63,6 +74,8 @@ register_op("QueueDequeueV2", _dequeue_infer, attrs=_DEQ_ATTRS, num_inputs=1,
             ref_inputs=(0,), stateful=True)
 register_op("QueueDequeueManyV2", _dequeue_many_infer, attrs=_DEQ_ATTRS, num_inputs=2,
             ref_inputs=(0,), stateful=True)
+register_op("QueueDequeueUpToV2", _dequeue_many_infer, attrs=_DEQ_ATTRS, num_inputs=2,
+            ref_inputs=(0,), stateful=True)
 register_op("QueueSizeV2", lambda c: (_handle_only(c),
                                       [(_dtypes.int32, TensorShape([]))])[1],
             num_inputs=1, ref_inputs=(0,), stateful=True)
@@ -83,8 +96,10 @@ class FIFOQueue:
     1.0
     """
 
+    _OP_TYPE = "FIFOQueueV2"
+
     def __init__(self, capacity, dtypes, shapes=None, names=None, shared_name=None,
-                 name="fifo_queue"):
+                 name="fifo_queue", _attrs=None):
         if not isinstance(dtypes, (list, tuple)):
             dtypes = [dtypes]
         self._dtypes = [_dtypes.as_dtype(d) for d in dtypes]
@@ -103,7 +118,8 @@ class FIFOQueue:
                  "shared_name": shared_name or ""}
         if shapes is not None:
             attrs["shapes"] = self._shapes
-        self._queue_ref = g.create_op("FIFOQueueV2", [], attrs,
+        attrs.update(_attrs or {})
+        self._queue_ref = g.create_op(self._OP_TYPE, [], attrs,
                                       name=name).outputs[0]
         self._name = self._queue_ref.op.name
 
@@ -161,12 +177,20 @@ class FIFOQueue:
         return self._wrap(op.outputs)
 
     def dequeue_many(self, n, name=None):
+        return self._dequeue_n("QueueDequeueManyV2", n, name, exact=True)
+
+    def dequeue_up_to(self, n, name=None):
+        """Dequeues ``n`` elements, or the fewer left once the queue is closed
+        (``OutOfRangeError`` when none are left)."""
+        return self._dequeue_n("QueueDequeueUpToV2", n, name, exact=False)
+
+    def _dequeue_n(self, op_type, n, name, exact):
         n = convert_to_tensor(n, dtype=_dtypes.int32)
-        op = self._op("QueueDequeueManyV2", [n], {"component_types": self._dtypes},
-                      name or "QueueDequeueManyV2")
+        op = self._op(op_type, [n], {"component_types": self._dtypes},
+                      name or op_type)
         from nbdist.graph.ops import _static_value
 
-        nv = _static_value(n)
+        nv = _static_value(n) if exact else None
         for t, s in zip(op.outputs, self._shapes):
             if s.rank is not None:
                 t.set_shape([None if nv is None else int(nv)] + s.as_list())
@@ -181,4 +205,27 @@ class FIFOQueue:
                         name or "QueueCloseV2")
 
 
-__all__ = ["FIFOQueue"]
+class RandomShuffleQueue(FIFOQueue):
+    """A queue that dequeues its elements in a random order, keeping at least
+    ``min_after_dequeue`` of them until it is closed (seeded as TF's random ops).
+
+    >>> import nbdist as nd
+    >>> q = nd.RandomShuffleQueue(10, 0, [nd.int32], shapes=[[]], seed=1)
+    >>> enq, deq = q.enqueue_many([[1, 2, 3]]), q.dequeue_many(3)
+    >>> with nd.Session() as s:
+    ...     s.run(enq)
+    ...     sorted(s.run(deq).tolist())
+    [1, 2, 3]
+    """
+
+    _OP_TYPE = "RandomShuffleQueueV2"
+
+    def __init__(self, capacity, min_after_dequeue, dtypes, shapes=None, names=None,
+                 seed=None, shared_name=None, name="random_shuffle_queue"):
+        seed1, seed2 = _get_seeds(seed)
+        super().__init__(capacity, dtypes, shapes, names, shared_name, name,
+                         _attrs={"min_after_dequeue": int(min_after_dequeue),
+                                 "seed": seed1, "seed2": seed2})
+
+
+__all__ = ["FIFOQueue", "RandomShuffleQueue"]

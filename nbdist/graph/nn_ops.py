@@ -591,21 +591,6 @@ def in_top_k(predictions, targets, k, name=None):
         name=name or "in_top_k").outputs[0]
 
 
-def embedding_lookup(params, ids, partition_strategy="mod", name=None,
-                     validate_indices=True, max_norm=None):
-    """Rows of ``params`` (a tensor, a variable or a list of one) at ``ids``."""
-    from nbdist.graph import array_ops_more
-
-    if isinstance(params, (list, tuple)):
-        if len(params) != 1:
-            raise NotImplementedError("embedding_lookup over partitioned params is "
-                                      "not supported")
-        params = params[0]
-    g = get_default_graph()
-    with g.name_scope(name or "embedding_lookup") as scope:
-        return array_ops_more.gather(params, ids, name=scope)
-
-
 def l2_normalize(x, axis=None, epsilon=1e-12, name=None, dim=None):
     """x / sqrt(max(sum(x ** 2, axis), epsilon))."""
     from nbdist.graph import math_ops
@@ -707,6 +692,6 @@ __all__ = [
     "relu", "relu6", "elu", "softplus", "leaky_relu", "softmax", "log_softmax",
     "softmax_cross_entropy_with_logits", "softmax_cross_entropy_with_logits_v2",
     "sparse_softmax_cross_entropy_with_logits", "sigmoid_cross_entropy_with_logits",
-    "bias_add", "xw_plus_b", "l2_loss", "dropout", "in_top_k", "embedding_lookup",
+    "bias_add", "xw_plus_b", "l2_loss", "dropout", "in_top_k",
     "l2_normalize", "moments",
 ]

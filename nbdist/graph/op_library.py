@@ -8,7 +8,8 @@ import importlib
 OP_MODULES = (
     "array_ops", "state_ops", "control_flow_ops", "variables", "math_ops",
     "array_ops_more", "clip_ops", "nn_ops", "random_ops", "data_flow_ops",
-    "accumulator_ops", "training_ops", "gradients",
+    "accumulator_ops", "training_ops", "gradients", "control_flow_api", "summary_ops",
+    "collective_ops",
 )
 
 

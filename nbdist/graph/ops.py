@@ -38,6 +38,7 @@ class GraphKeys:
     READY_OP = "ready_op"
     READY_FOR_LOCAL_INIT_OP = "ready_for_local_init_op"
     SUMMARIES = "summaries"
+    SUMMARY_OP = "summary_op"
     TRAIN_OP = "train_op"
     LOSSES = "losses"
     UPDATE_OPS = "update_ops"
@@ -252,6 +253,17 @@ class Graph:
     @property
     def _variable_scope_stack(self) -> list:
         return self._tl("var_scope_stack", list)
+
+    @contextlib.contextmanager
+    def container(self, container_name: str):
+        """Stateful ops built inside keep their resources in ``container_name``
+        (``Session.reset(target, [container_name])`` clears exactly those)."""
+        old = self._tl("container", str)
+        self._thread_local.container = container_name
+        try:
+            yield container_name
+        finally:
+            self._thread_local.container = old
 
     # -- graph-level properties -------------------------------------------------
     @property
@@ -556,6 +568,8 @@ class Graph:
                 raise ValueError(f"'{name}' is not a valid node name")
             where = f"Op '{name}' (type {op_type})"
             attrs = op_def.fill_and_check_attrs(odef, attrs or {}, where)
+            if attrs.get("container") == "" and self._tl("container", str):
+                attrs["container"] = self._thread_local.container
             _check_arity(odef, len(inputs), where)
             if output_specs is None:
                 output_specs = infer_outputs(odef, name, inputs, attrs)
@@ -743,6 +757,18 @@ def name_scope(name, default_name=None, values=None):
 
 def device(device_name_or_function):
     return get_default_graph().device(device_name_or_function)
+
+
+def container(container_name):
+    """``nd.container``: resources of ops built inside live in this container.
+
+    >>> import nbdist as nd
+    >>> with nd.container("experiment"):
+    ...     v = nd.Variable(1.0, name="v")
+    >>> v.op.get_attr("container")
+    'experiment'
+    """
+    return get_default_graph().container(container_name)
 
 
 def colocate_with(op, ignore_existing=False):

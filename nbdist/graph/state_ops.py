@@ -1,4 +1,5 @@
-"""Variable ops: ``VariableV2`` (a ref), ``Assign``/``AssignAdd``/``AssignSub``."""
+"""Variable ops: ``VariableV2`` (a ref), ``Assign``/``AssignAdd``/``AssignSub``,
+``CountUpTo``."""
 
 from __future__ import annotations
 
@@ -32,6 +33,22 @@ def _assign_infer(c):
     else:
         shape = c.shape(1)
     return [(c.input_dtypes[0], shape)]
+
+
+def _count_up_to_infer(c):
+    if not c.input_dtypes[0].is_ref_dtype:
+        raise TypeError("input 'ref' of CountUpTo must be a variable reference")
+    if c.dtype(0) not in (dtypes.int32, dtypes.int64):
+        raise TypeError(f"CountUpTo needs an int32 or int64 variable, got "
+                        f"{c.dtype(0).name}")
+    if c.shape(0).rank not in (None, 0):
+        raise ValueError(f"CountUpTo needs a scalar variable, got shape {c.shape(0)}")
+    return [(c.dtype(0), TensorShape([]))]
+
+
+register_op("CountUpTo", _count_up_to_infer,
+            attrs={"limit": ("int", REQUIRED), "T": ("type", None)}, num_inputs=1,
+            ref_inputs=(0,), stateful=True)
 
 
 def _assign_update_infer(c):
@@ -135,6 +152,15 @@ def _scatter(op_type, ref, indices, updates, name):
         op_type, [ref, indices, updates],
         {"T": ref.dtype.base_dtype, "Tindices": indices.dtype}, name=name or op_type
     ).outputs[0]
+
+
+def count_up_to(ref, limit, name=None):
+    """Increments the integer variable ``ref`` and returns its value before the
+    increment; ``OutOfRangeError`` once it has reached ``limit``."""
+    ref = _as_ref(ref)
+    return ref.graph.create_op(
+        "CountUpTo", [ref], {"limit": int(limit), "T": ref.dtype.base_dtype},
+        name=name or "CountUpTo").outputs[0]
 
 
 def is_variable_initialized(ref, name=None):

@@ -3,22 +3,99 @@
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import threading
 
 import numpy as np
 
 from nbdist.graph import dtypes, state_ops
 from nbdist.graph.array_ops import identity
+from nbdist.graph.array_ops_slicing import slice as slice_
 from nbdist.graph.control_flow_ops import group, no_op
 from nbdist.graph.default_session import get_default_session
+from nbdist.graph.init_ops import (  # noqa: F401
+    Initializer,
+    constant_initializer,
+    glorot_uniform_initializer,
+    ones_initializer,
+    random_normal_initializer,
+    random_uniform_initializer,
+    zeros_initializer,
+)
 from nbdist.graph.op_def import REQUIRED, register_op
-from nbdist.graph.ops import (GraphKeys, Operation, Tensor, convert_to_tensor,
-                              get_default_graph,
-                              register_tensor_conversion_function)
+from nbdist.graph.ops import (
+    GraphKeys,
+    Operation,
+    Tensor,
+    convert_to_tensor,
+    get_default_graph,
+    register_tensor_conversion_function,
+)
+from nbdist.graph.partitioned_variables import (
+    PartitionedVariable,
+    PartitionInfo,
+    SaveSliceInfo,
+    iter_slices,
+    slice_dim_and_num_slices,
+)
 from nbdist.graph.shapes import TensorShape, as_shape
 
+_creator_tl = threading.local()
 
-class Variable:
+
+def _creator_stack(graph) -> list:
+    stacks = getattr(_creator_tl, "stacks", None)
+    if stacks is None:
+        stacks = _creator_tl.stacks = {}
+    return stacks.setdefault(id(graph), [])
+
+
+@contextlib.contextmanager
+def variable_creator_scope(variable_creator):
+    """``Variable(...)`` calls inside go through ``variable_creator(next_creator,
+    **kwargs)`` (innermost scope first), which may change the arguments, call
+    ``next_creator(**kwargs)`` or return something else (as TF's).
+
+    >>> import nbdist as nd
+    >>> def frozen(next_creator, **kwargs):
+    ...     kwargs["trainable"] = False
+    ...     return next_creator(**kwargs)
+    >>> with nd.Graph().as_default():
+    ...     with nd.variable_creator_scope(frozen):
+    ...         v = nd.Variable(1.0)
+    >>> v.trainable
+    False
+    """
+    stack = _creator_stack(get_default_graph())
+    stack.append(variable_creator)
+    try:
+        yield
+    finally:
+        stack.pop()
+
+
+class _VariableMetaclass(type):
+    # ``Variable(...)`` goes through the creators of ``variable_creator_scope``.
+    def __call__(cls, *args, **kwargs):
+        creators = _creator_stack(get_default_graph()) if cls is Variable else ()
+        if not creators or kwargs.get("variable_def") is not None:
+            return super().__call__(*args, **kwargs)
+        bound = _VARIABLE_SIGNATURE.bind(None, *args, **kwargs)
+        arguments = dict(bound.arguments)
+        arguments.pop("self")
+        arguments.update(arguments.pop("unused", {}))
+
+        def base(**kw):
+            return type.__call__(cls, **kw)
+
+        creator = base
+        for fn in creators:
+            creator = functools.partial(fn, creator)
+        return creator(**arguments)
+
+
+class Variable(metaclass=_VariableMetaclass):
     """A TF1 (ref) variable living where its ``VariableV2`` op is placed.
 
     >>> import nbdist as nd
@@ -70,9 +147,17 @@ class Variable:
                 self._initializer_op = state_ops.assign(
                     self._variable, self._initial_value,
                     validate_shape=validate_shape, name="Assign").op
-                self._snapshot = identity(self._variable, name="read")
+            if caching_device is not None:
+                # TF1: other ops read the variable through a copy made there.
+                with g.device(caching_device):
+                    self._snapshot = identity(self._variable, name="read")
+            else:
+                with g.colocate_with(self._variable.op):
+                    self._snapshot = identity(self._variable, name="read")
         self._trainable = trainable
         self._constraint = constraint
+        self._caching_device = caching_device
+        self._save_slice_info = None
         g.add_to_collections(collections, self)
 
     def _init_from_names(self, names: dict, import_scope=None):
@@ -85,6 +170,9 @@ class Variable:
                                if names.get("initial_value_name") else None)
         self._trainable = bool(names.get("trainable", True))
         self._constraint = None
+        self._caching_device = None
+        info = names.get("save_slice_info")
+        self._save_slice_info = SaveSliceInfo.from_dict(info) if info else None
 
     def to_proto(self) -> dict:
         """The names that rebuild this variable in an imported graph."""
@@ -93,7 +181,9 @@ class Variable:
                 "snapshot_name": self._snapshot.name,
                 "initial_value_name": self._initial_value.name
                 if self._initial_value is not None else "",
-                "trainable": self._trainable}
+                "trainable": self._trainable,
+                **({"save_slice_info": self._save_slice_info.to_dict()}
+                   if self._save_slice_info is not None else {})}
 
     @staticmethod
     def from_proto(names, import_scope=None):
@@ -115,6 +205,12 @@ class Variable:
     @property
     def shape(self) -> TensorShape:
         return self._variable.shape
+
+    def _set_save_slice_info(self, save_slice_info):
+        self._save_slice_info = save_slice_info
+
+    def _get_save_slice_info(self):
+        return self._save_slice_info
 
     def get_shape(self) -> TensorShape:
         return self._variable.shape
@@ -185,6 +281,9 @@ class Variable:
                         "run it in a Session.")
 
     __array_priority__ = 100
+
+
+_VARIABLE_SIGNATURE = inspect.signature(Variable.__init__)
 
 
 def _variable_conversion(v, dtype=None, name=None, as_ref=False):
@@ -282,110 +381,83 @@ def local_variables_initializer():
     return variables_initializer(local_variables(), name="init")
 
 
-# -- initializers ---------------------------------------------------------------------
-class Initializer:
-    """``init(shape, dtype)`` returns a tensor of that shape and dtype."""
-
-    def __call__(self, shape, dtype=None, partition_info=None):
-        raise NotImplementedError
-
-
-class zeros_initializer(Initializer):  # noqa: N801 - TF's names
-    def __init__(self, dtype=dtypes.float32):
-        self.dtype = dtypes.as_dtype(dtype)
-
-    def __call__(self, shape, dtype=None, partition_info=None):
-        from nbdist.graph.array_ops import constant
-
-        dtype = dtypes.as_dtype(dtype or self.dtype)
-        return constant(np.zeros(as_shape(shape).as_list(), dtype.as_numpy_dtype),
-                        dtype=dtype)
-
-
-class ones_initializer(Initializer):  # noqa: N801
-    def __init__(self, dtype=dtypes.float32):
-        self.dtype = dtypes.as_dtype(dtype)
-
-    def __call__(self, shape, dtype=None, partition_info=None):
-        from nbdist.graph.array_ops import constant
-
-        dtype = dtypes.as_dtype(dtype or self.dtype)
-        return constant(np.ones(as_shape(shape).as_list(), dtype.as_numpy_dtype),
-                        dtype=dtype)
-
-
-class constant_initializer(Initializer):  # noqa: N801
-    def __init__(self, value=0, dtype=dtypes.float32, verify_shape=False):
-        self.value = value
-        self.dtype = dtypes.as_dtype(dtype)
-
-    def __call__(self, shape, dtype=None, partition_info=None):
-        from nbdist.graph.array_ops import constant
-
-        dtype = dtypes.as_dtype(dtype or self.dtype)
-        return constant(self.value, dtype=dtype, shape=shape)
-
-
-class random_normal_initializer(Initializer):  # noqa: N801
-    def __init__(self, mean=0.0, stddev=1.0, seed=None, dtype=dtypes.float32):
-        self.mean, self.stddev, self.seed = mean, stddev, seed
-        self.dtype = dtypes.as_dtype(dtype)
-
-    def __call__(self, shape, dtype=None, partition_info=None):
-        from nbdist.graph.random_ops import random_normal
-
-        return random_normal(shape, self.mean, self.stddev,
-                             dtype or self.dtype, seed=self.seed)
-
-
-class random_uniform_initializer(Initializer):  # noqa: N801
-    def __init__(self, minval=0.0, maxval=None, seed=None, dtype=dtypes.float32):
-        self.minval, self.maxval, self.seed = minval, maxval, seed
-        self.dtype = dtypes.as_dtype(dtype)
-
-    def __call__(self, shape, dtype=None, partition_info=None):
-        from nbdist.graph.random_ops import random_uniform
-
-        maxval = 1.0 if self.maxval is None else self.maxval
-        return random_uniform(shape, self.minval, maxval, dtype or self.dtype,
-                              seed=self.seed)
-
-
-class glorot_uniform_initializer(Initializer):  # noqa: N801
-    def __init__(self, seed=None, dtype=dtypes.float32):
-        self.seed = seed
-        self.dtype = dtypes.as_dtype(dtype)
-
-    def __call__(self, shape, dtype=None, partition_info=None):
-        from nbdist.graph.random_ops import random_uniform
-
-        dims = as_shape(shape).as_list()
-        if len(dims) == 0:
-            fan_in = fan_out = 1
-        elif len(dims) == 1:
-            fan_in = fan_out = dims[0]
-        else:
-            receptive = int(np.prod(dims[:-2])) if len(dims) > 2 else 1
-            fan_in, fan_out = dims[-2] * receptive, dims[-1] * receptive
-        limit = float(np.sqrt(6.0 / max(1.0, (fan_in + fan_out))))
-        return random_uniform(shape, -limit, limit, dtype or self.dtype,
-                              seed=self.seed)
-
-
 # -- variable scopes and get_variable -----------------------------------------------------
 AUTO_REUSE = "AUTO_REUSE"
+_REGULARIZATION_LOSSES = "regularization_losses"  # tf.GraphKeys.REGULARIZATION_LOSSES
 
 
 class VariableScope:
-    def __init__(self, name="", reuse=None, initializer=None, dtype=dtypes.float32):
+    """What ``get_variable`` takes from the enclosing ``variable_scope``: the
+    name prefix, ``reuse``, and the defaults (initializer, regularizer,
+    caching_device, partitioner, custom_getter, dtype)."""
+
+    def __init__(self, reuse=None, name="", initializer=None, regularizer=None,
+                 caching_device=None, partitioner=None, custom_getter=None,
+                 name_scope="", dtype=dtypes.float32, **unused):
         self.name = name
         self.reuse = reuse
         self.initializer = initializer
-        self.dtype = dtype
-        self.original_name_scope = name + "/" if name else ""
+        self.regularizer = regularizer
+        self.caching_device = caching_device
+        self.partitioner = partitioner
+        self.dtype = dtypes.as_dtype(dtype)
+        self.original_name_scope = name_scope or (name + "/" if name else "")
+        self.custom_getter = None
+        self.set_custom_getter(custom_getter)
 
     def reuse_variables(self):
         self.reuse = True
+
+    def set_initializer(self, initializer):
+        self.initializer = initializer
+
+    def set_dtype(self, dtype):
+        self.dtype = dtypes.as_dtype(dtype)
+
+    def set_regularizer(self, regularizer):
+        self.regularizer = regularizer
+
+    def set_caching_device(self, caching_device):
+        self.caching_device = caching_device
+
+    def set_partitioner(self, partitioner):
+        self.partitioner = partitioner
+
+    def set_custom_getter(self, custom_getter):
+        if custom_getter is not None and not callable(custom_getter):
+            raise ValueError(f"The custom_getter must be callable. Got type "
+                             f"{type(custom_getter).__name__}")
+        self.custom_getter = custom_getter
+
+    def get_variable(self, var_store, name, shape=None, dtype=None, initializer=None,
+                     regularizer=None, reuse=None, trainable=None, collections=None,
+                     caching_device=None, partitioner=None, validate_shape=True,
+                     use_resource=None, custom_getter=None, constraint=None,
+                     **unused):
+        """``get_variable`` with this scope's name and defaults (the call's own
+        arguments win; a call's ``custom_getter`` replaces the scope's)."""
+        del var_store, use_resource
+        if regularizer is None:
+            regularizer = self.regularizer
+        if caching_device is None:
+            caching_device = self.caching_device
+        if partitioner is None:
+            partitioner = self.partitioner
+        if custom_getter is None:
+            custom_getter = self.custom_getter
+        if initializer is None:
+            initializer = self.initializer
+        if reuse is None or self.reuse is True:
+            reuse = self.reuse
+        full_name = (self.name + "/" if self.name else "") + name
+        with get_default_graph().name_scope(None):
+            return _store_get_variable(
+                full_name, shape=shape, dtype=dtypes.as_dtype(dtype or self.dtype),
+                initializer=initializer, regularizer=regularizer, reuse=reuse,
+                trainable=trainable, collections=collections,
+                caching_device=caching_device, partitioner=partitioner,
+                validate_shape=validate_shape, custom_getter=custom_getter,
+                constraint=constraint)
 
 
 _var_scope_tl = threading.local()
@@ -403,17 +475,50 @@ def get_variable_scope() -> VariableScope:
     return _scope_stack(get_default_graph())[-1]
 
 
+def _maybe_wrap_custom_getter(custom_getter, old_getter):
+    # TF1: the inner scope's getter runs first and gets, as its ``getter``, the
+    # outer scope's getter bound to the real one.
+    if old_getter is None:
+        return custom_getter
+
+    def wrapped_custom_getter(getter, *args, **kwargs):
+        return custom_getter(functools.partial(old_getter, getter), *args, **kwargs)
+
+    return wrapped_custom_getter
+
+
 @contextlib.contextmanager
 def variable_scope(name_or_scope, default_name=None, values=None, initializer=None,
-                   reuse=None, dtype=None, **unused):
-    """A scope for ``get_variable`` names (and an op name scope of the same name)."""
+                   regularizer=None, caching_device=None, partitioner=None,
+                   custom_getter=None, reuse=None, dtype=None, use_resource=None,
+                   constraint=None, auxiliary_name_scope=True):
+    """A scope for ``get_variable``: names, ``reuse`` and defaults, and an op
+    name scope of the same name (unless ``auxiliary_name_scope=False``).
+
+    Defaults not given are inherited (from the scope object re-entered, else
+    from the enclosing scope); a ``custom_getter`` wraps the inherited one.
+
+    >>> import nbdist as nd
+    >>> calls = []
+    >>> def getter(getter, name, *args, **kwargs):
+    ...     calls.append(name)
+    ...     return getter(name, *args, **kwargs)
+    >>> with nd.Graph().as_default():
+    ...     with nd.variable_scope("layer", custom_getter=getter):
+    ...         w = nd.get_variable("w", [2])
+    >>> calls, w.op.name
+    (['layer/w'], 'layer/w')
+    """
+    del values, use_resource, constraint
     g = get_default_graph()
     stack = _scope_stack(g)
     outer = stack[-1]
     if isinstance(name_or_scope, VariableScope):
+        base = name_or_scope
         full = name_or_scope.name
         base_reuse = name_or_scope.reuse
     else:
+        base = outer
         short = name_or_scope if name_or_scope is not None else default_name
         if short is None:
             raise ValueError("variable_scope needs name_or_scope or default_name")
@@ -431,14 +536,26 @@ def variable_scope(name_or_scope, default_name=None, values=None, initializer=No
     new_reuse = True if (reuse is True or outer.reuse is True) else (
         reuse if reuse is not None else (base_reuse if base_reuse is not None
                                          else outer.reuse))
-    scope = VariableScope(full, new_reuse,
-                          initializer or outer.initializer,
-                          dtypes.as_dtype(dtype) if dtype else outer.dtype)
+    if custom_getter is not None and not callable(custom_getter):
+        raise ValueError(f"The custom_getter must be callable. Got type "
+                         f"{type(custom_getter).__name__}")
+    getter = (_maybe_wrap_custom_getter(custom_getter, base.custom_getter)
+              if custom_getter is not None else base.custom_getter)
+    scope = VariableScope(
+        new_reuse, full, initializer or base.initializer,
+        regularizer or base.regularizer,
+        caching_device if caching_device is not None else base.caching_device,
+        partitioner if partitioner is not None else base.partitioner, getter,
+        dtype=dtypes.as_dtype(dtype) if dtype else base.dtype)
     stack.append(scope)
     try:
-        with g.name_scope(full + "/" if isinstance(name_or_scope, VariableScope)
-                          else short):
+        if not auxiliary_name_scope:
+            scope.original_name_scope = base.original_name_scope
             yield scope
+        else:
+            with g.name_scope(full + "/" if isinstance(name_or_scope, VariableScope)
+                              else short):
+                yield scope
     finally:
         stack.pop()
 
@@ -446,49 +563,213 @@ def variable_scope(name_or_scope, default_name=None, values=None, initializer=No
 def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=None,
                  trainable=None, collections=None, caching_device=None,
                  partitioner=None, validate_shape=True, use_resource=None,
-                 custom_getter=None, constraint=None, **unused) -> Variable:
-    """Gets an existing variable (under ``reuse``) or creates a new one."""
+                 custom_getter=None, constraint=None, **unused):
+    """Gets an existing variable (under ``reuse``) or creates a new one.
+
+    With a ``partitioner`` (here or from the scope) and a shape of rank >= 1,
+    returns a ``PartitionedVariable`` of shards ``<name>/part_<i>``. A
+    ``custom_getter`` (here, or the scope's) is called as
+    ``custom_getter(getter, name, *args, **kwargs)`` with the real getter.
+
+    >>> import nbdist as nd
+    >>> with nd.Graph().as_default():
+    ...     with nd.variable_scope("s"):
+    ...         v = nd.get_variable("v", [2, 3])
+    ...     with nd.variable_scope("s", reuse=True):
+    ...         v is nd.get_variable("v")
+    True
+    """
+    return get_variable_scope().get_variable(
+        None, name, shape=shape, dtype=dtype, initializer=initializer,
+        regularizer=regularizer, trainable=trainable, collections=collections,
+        caching_device=caching_device, partitioner=partitioner,
+        validate_shape=validate_shape, custom_getter=custom_getter,
+        constraint=constraint)
+
+
+def _takes(fn, arg) -> bool:
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return True
+    return arg in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+def _store_get_variable(name, shape=None, dtype=dtypes.float32, initializer=None,
+                        regularizer=None, reuse=None, trainable=None,
+                        collections=None, caching_device=None, partitioner=None,
+                        validate_shape=True, custom_getter=None, constraint=None):
+    # TF's _VariableStore.get_variable: the custom getter, else the true getter.
+    if custom_getter is not None and not callable(custom_getter):
+        raise ValueError(f"Passed a custom_getter which is not callable: "
+                         f"{custom_getter}")
+
+    def _true_getter(name, shape=None, dtype=dtypes.float32, initializer=None,
+                     regularizer=None, reuse=None, trainable=None, collections=None,
+                     caching_device=None, partitioner=None, validate_shape=True,
+                     use_resource=None, constraint=None, **unused):
+        dtype = dtypes.as_dtype(dtype)
+        is_scalar = shape is not None and as_shape(shape).rank == 0
+        if partitioner is not None and not is_scalar:
+            if not callable(partitioner):
+                raise ValueError(f"Partitioner must be callable, but received: "
+                                 f"{partitioner}")
+            return _get_partitioned_variable(
+                name, partitioner, shape, dtype, initializer, regularizer, reuse,
+                trainable, collections, caching_device, validate_shape, constraint)
+        if f"{name}/part_0" in _vars(get_default_graph()):
+            raise ValueError(f"No partitioner was provided, but a partitioned version "
+                             f"of the variable was found: {name}/part_0. Perhaps a "
+                             "variable of the same name was already created with "
+                             "partitioning?")
+        return _get_single_variable(
+            name, shape, dtype, initializer, regularizer, None, reuse, trainable,
+            collections, caching_device, validate_shape, constraint)
+
+    if trainable is None:
+        trainable = True  # TF1 resolves it before any getter sees it
+    kwargs = {"name": name, "shape": shape, "dtype": dtype, "initializer": initializer,
+              "regularizer": regularizer, "reuse": reuse, "trainable": trainable,
+              "collections": collections, "caching_device": caching_device,
+              "partitioner": partitioner, "validate_shape": validate_shape,
+              "use_resource": None}
+    if custom_getter is None:
+        return _true_getter(constraint=constraint, **kwargs)
+    if _takes(custom_getter, "constraint"):
+        kwargs["constraint"] = constraint
+    return custom_getter(getter=_true_getter, **kwargs)
+
+
+def _vars(g) -> dict:
+    return g.__dict__.setdefault("_var_store", {})
+
+
+def _get_single_variable(name, shape, dtype, initializer, regularizer, partition_info,
+                         reuse, trainable, collections, caching_device,
+                         validate_shape, constraint):
     g = get_default_graph()
-    scope = get_variable_scope()
-    full = (scope.name + "/" if scope.name else "") + name
-    store = g.__dict__.setdefault("_var_store", {})
-    if full in store:
-        if scope.reuse is None or scope.reuse is False:
-            raise ValueError(f"Variable {full} already exists, disallowed. Did you "
+    store = _vars(g)
+    if name in store:
+        if reuse is None or reuse is False:
+            raise ValueError(f"Variable {name} already exists, disallowed. Did you "
                              "mean to set reuse=True or reuse=nd.AUTO_REUSE in "
                              "VarScope?")
-        v = store[full]
+        v = store[name]
         if shape is not None and not as_shape(shape).is_compatible_with(v.shape):
-            raise ValueError(f"Trying to share variable {full}, but specified shape "
+            raise ValueError(f"Trying to share variable {name}, but specified shape "
                              f"{as_shape(shape)} and found shape {v.shape}.")
         return v
-    if scope.reuse is True:
-        raise ValueError(f"Variable {full} does not exist, or was not created with "
+    if reuse is True:
+        raise ValueError(f"Variable {name} does not exist, or was not created with "
                          "nd.get_variable(). Did you mean to set reuse=nd.AUTO_REUSE "
                          "in VarScope?")
-    dtype = dtypes.as_dtype(dtype or scope.dtype)
-    initializer = initializer if initializer is not None else scope.initializer
     if initializer is None:
         initializer = (glorot_uniform_initializer() if dtype.is_floating
                        else zeros_initializer())
+    if inspect.isclass(initializer):
+        initializer = initializer()
     if isinstance(initializer, (Tensor, np.ndarray, list, int, float)) and not (
             callable(initializer)):
         init_value = initializer
-        if shape is not None and validate_shape:
-            pass
     else:
         if shape is None:
-            raise ValueError(f"The shape of variable {full} must be specified")
-        shp = as_shape(shape)
+            raise ValueError(f"The shape of variable {name} must be specified")
+        dims = as_shape(shape).as_list()
+        extra = ({"partition_info": partition_info}
+                 if _takes(initializer, "partition_info") else {})
 
         def init_value():
-            return initializer(shp, dtype=dtype)
+            return initializer(dims, dtype=dtype, **extra)
     with g.name_scope(None):
         v = Variable(init_value, trainable=True if trainable is None else trainable,
                      collections=collections, validate_shape=validate_shape,
-                     name=full, dtype=dtype, constraint=constraint)
-    store[full] = v
+                     caching_device=caching_device, name=name, dtype=dtype,
+                     constraint=constraint)
+    store[name] = v
+    if regularizer is not None:
+        with g.name_scope(name + "/Regularizer/"), g.colocate_with(v.op):
+            loss = regularizer(v)
+        if loss is not None:
+            g.add_to_collection(_REGULARIZATION_LOSSES, loss)
     return v
+
+
+def _get_partitioned_variable(name, partitioner, shape, dtype, initializer,
+                              regularizer, reuse, trainable, collections,
+                              caching_device, validate_shape, constraint):
+    g = get_default_graph()
+    parts = g.__dict__.setdefault("_partitioned_var_store", {})
+    store = _vars(g)
+    if name in store:
+        raise ValueError(f"A partitioner was provided, but an unpartitioned version of "
+                         f"the variable was found: {name}. Perhaps a variable of the "
+                         "same name was already created without partitioning?")
+    init_tensor = isinstance(initializer, (Tensor, np.ndarray, list)) and not (
+        callable(initializer))
+    if init_tensor:
+        initializer = convert_to_tensor(initializer, dtype=dtype)
+        shape = initializer.shape if shape is None else shape
+        dtype = initializer.dtype.base_dtype
+    if shape is None:
+        raise ValueError(f"The shape of partitioned variable {name} must be specified")
+    shape = as_shape(shape)
+    if shape.rank is not None and shape.rank < 1:
+        raise ValueError(f"A partitioned Variable must have rank at least 1, shape: "
+                         f"{shape}")
+    partitions = partitioner(shape=shape, dtype=dtype)
+    if not isinstance(partitions, (list, tuple)) or not all(
+            isinstance(p, (int, np.integer)) for p in partitions):
+        raise ValueError(f"Partitioner of {name} returned a non-list of ints: "
+                         f"{partitions!r}")
+    partitions = [int(p) for p in partitions]
+    if len(partitions) != shape.rank:
+        raise ValueError(f"Partitioner returned a partition list that does not match "
+                         f"the Variable's rank: {partitions} vs. {shape}")
+    if any(p < 1 for p in partitions):
+        raise ValueError(f"Partitioner returned zero partitions for some axes: "
+                         f"{partitions}")
+    if name in parts:
+        if reuse is None or reuse is False:
+            raise ValueError(f"Partitioned variable with name {name} already exists. "
+                             "Did you mean to set reuse=True or reuse=nd.AUTO_REUSE "
+                             "in VarScope?")
+        existing = parts[name]
+        if not shape.is_compatible_with(existing.get_shape()):
+            raise ValueError(f"Trying to reuse partitioned variable {name}, but "
+                             f"specified shape {shape} and found shape "
+                             f"{existing.get_shape()}.")
+        if existing._get_partitions() != partitions:
+            raise ValueError(f"Trying to reuse partitioned variable {name}, but "
+                             f"specified partitions {partitions} and found partitions "
+                             f"{existing._get_partitions()}.")
+        return existing
+    if reuse is True:
+        raise ValueError(f"PartitionedVariable {name} does not exist, or was not "
+                         "created with nd.get_variable(). Did you mean to set "
+                         "reuse=False or reuse=nd.AUTO_REUSE in VarScope?")
+    if not shape.is_fully_defined():
+        raise ValueError(f"Shape of a new partitioned variable ({name}) must be fully "
+                         f"defined, but instead was {shape}.")
+    slice_dim, num_slices = slice_dim_and_num_slices(partitions)
+    full_shape = shape.as_list()
+    shards = []
+    for i, (offset, var_shape) in enumerate(
+            iter_slices(full_shape, num_slices, slice_dim)):
+        shard_name = f"{name}/part_{i}"
+        info = PartitionInfo(full_shape, offset)
+        with g.name_scope(shard_name + "/PartitionedInitializer"):
+            init, init_shape = initializer, var_shape
+            if init_tensor:
+                init, init_shape = slice_(initializer, offset, var_shape), None
+        with g.name_scope(None):
+            v = _get_single_variable(shard_name, init_shape, dtype, init, regularizer,
+                                     info, reuse, trainable, collections,
+                                     caching_device, validate_shape, constraint)
+        v._set_save_slice_info(SaveSliceInfo(name, full_shape, offset, var_shape))
+        shards.append(v)
+    pv = PartitionedVariable(name, full_shape, dtype, shards, partitions)
+    parts[name] = pv
+    return pv
 
 
 _install_variable_operators()

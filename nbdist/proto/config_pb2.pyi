@@ -10,8 +10,28 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class GPUOptions(_message.Message):
+    __slots__ = ("per_process_gpu_memory_fraction", "allocator_type", "deferred_deletion_bytes", "allow_growth", "visible_device_list", "polling_active_delay_usecs", "polling_inactive_delay_msecs", "force_gpu_compatible")
+    PER_PROCESS_GPU_MEMORY_FRACTION_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATOR_TYPE_FIELD_NUMBER: _ClassVar[int]
+    DEFERRED_DELETION_BYTES_FIELD_NUMBER: _ClassVar[int]
+    ALLOW_GROWTH_FIELD_NUMBER: _ClassVar[int]
+    VISIBLE_DEVICE_LIST_FIELD_NUMBER: _ClassVar[int]
+    POLLING_ACTIVE_DELAY_USECS_FIELD_NUMBER: _ClassVar[int]
+    POLLING_INACTIVE_DELAY_MSECS_FIELD_NUMBER: _ClassVar[int]
+    FORCE_GPU_COMPATIBLE_FIELD_NUMBER: _ClassVar[int]
+    per_process_gpu_memory_fraction: float
+    allocator_type: str
+    deferred_deletion_bytes: int
+    allow_growth: bool
+    visible_device_list: str
+    polling_active_delay_usecs: int
+    polling_inactive_delay_msecs: int
+    force_gpu_compatible: bool
+    def __init__(self, per_process_gpu_memory_fraction: _Optional[float] = ..., allocator_type: _Optional[str] = ..., deferred_deletion_bytes: _Optional[int] = ..., allow_growth: _Optional[bool] = ..., visible_device_list: _Optional[str] = ..., polling_active_delay_usecs: _Optional[int] = ..., polling_inactive_delay_msecs: _Optional[int] = ..., force_gpu_compatible: _Optional[bool] = ...) -> None: ...
+
 class ConfigProto(_message.Message):
-    __slots__ = ("device_count", "intra_op_parallelism_threads", "device_filters", "inter_op_parallelism_threads", "allow_soft_placement", "log_device_placement", "operation_timeout_in_ms", "cluster_def", "isolate_session_state", "auth_token")
+    __slots__ = ("device_count", "intra_op_parallelism_threads", "device_filters", "inter_op_parallelism_threads", "gpu_options", "allow_soft_placement", "log_device_placement", "operation_timeout_in_ms", "cluster_def", "isolate_session_state", "auth_token")
     class DeviceCountEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -23,6 +43,7 @@ class ConfigProto(_message.Message):
     INTRA_OP_PARALLELISM_THREADS_FIELD_NUMBER: _ClassVar[int]
     DEVICE_FILTERS_FIELD_NUMBER: _ClassVar[int]
     INTER_OP_PARALLELISM_THREADS_FIELD_NUMBER: _ClassVar[int]
+    GPU_OPTIONS_FIELD_NUMBER: _ClassVar[int]
     ALLOW_SOFT_PLACEMENT_FIELD_NUMBER: _ClassVar[int]
     LOG_DEVICE_PLACEMENT_FIELD_NUMBER: _ClassVar[int]
     OPERATION_TIMEOUT_IN_MS_FIELD_NUMBER: _ClassVar[int]
@@ -33,13 +54,14 @@ class ConfigProto(_message.Message):
     intra_op_parallelism_threads: int
     device_filters: _containers.RepeatedScalarFieldContainer[str]
     inter_op_parallelism_threads: int
+    gpu_options: GPUOptions
     allow_soft_placement: bool
     log_device_placement: bool
     operation_timeout_in_ms: int
     cluster_def: _cluster_pb2.ClusterDef
     isolate_session_state: bool
     auth_token: str
-    def __init__(self, device_count: _Optional[_Mapping[str, int]] = ..., intra_op_parallelism_threads: _Optional[int] = ..., device_filters: _Optional[_Iterable[str]] = ..., inter_op_parallelism_threads: _Optional[int] = ..., allow_soft_placement: _Optional[bool] = ..., log_device_placement: _Optional[bool] = ..., operation_timeout_in_ms: _Optional[int] = ..., cluster_def: _Optional[_Union[_cluster_pb2.ClusterDef, _Mapping]] = ..., isolate_session_state: _Optional[bool] = ..., auth_token: _Optional[str] = ...) -> None: ...
+    def __init__(self, device_count: _Optional[_Mapping[str, int]] = ..., intra_op_parallelism_threads: _Optional[int] = ..., device_filters: _Optional[_Iterable[str]] = ..., inter_op_parallelism_threads: _Optional[int] = ..., gpu_options: _Optional[_Union[GPUOptions, _Mapping]] = ..., allow_soft_placement: _Optional[bool] = ..., log_device_placement: _Optional[bool] = ..., operation_timeout_in_ms: _Optional[int] = ..., cluster_def: _Optional[_Union[_cluster_pb2.ClusterDef, _Mapping]] = ..., isolate_session_state: _Optional[bool] = ..., auth_token: _Optional[str] = ...) -> None: ...
 
 class RunOptions(_message.Message):
     __slots__ = ("trace_level", "timeout_in_ms", "output_partition_graphs")

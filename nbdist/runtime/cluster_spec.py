@@ -11,7 +11,30 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ClusterSpec", "task_device"]
+from nbdist import errors
+
+__all__ = ["ClusterSpec", "InvalidAddressError", "split_address", "task_device"]
+
+
+class InvalidAddressError(errors.InvalidArgumentError, ValueError):
+    """A task address that is not ``host:port`` (TF: InvalidArgumentError; also a
+    ValueError, which it has been here)."""
+
+
+def split_address(address: str, task: str | None = None) -> tuple[str, int]:
+    """``(host, port)`` of a ``host:port`` task address (IPv6 hosts in brackets).
+
+    Example:
+        >>> split_address("[::1]:2222")
+        ('::1', 2222)
+    """
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535:
+        of = f" of task {task}" if task else ""
+        raise InvalidAddressError(
+            None, None, f"Could not interpret {address!r}{of} as a host:port pair "
+            "(the port is missing or not a number in 0..65535)")
+    return host.strip("[]"), int(port)
 
 
 def task_device(job: str, index: int) -> str:

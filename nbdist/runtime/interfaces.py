@@ -39,7 +39,8 @@ class MasterInterface(Protocol):
 
     def list_devices(self, config=None) -> list: ...
 
-    def reset(self, containers=None, device_filters=None) -> None: ...
+    def reset(self, containers=None, device_filters=None,
+              timeout_s=None) -> None: ...
 
     def close(self) -> None: ...
 
@@ -86,6 +87,13 @@ class TensorTransport(Protocol):
     """
 
     def recv(self, step: StepContext, src_task: str, key: str) -> Any: ...
+
+    def recv_collective(self, step: StepContext, src_task: str, exec_id: int,
+                        key: str) -> Any:
+        """A collective's chunk ``key`` that ``src_task`` left under the
+        execution id ``exec_id`` (not a step id: the tasks of a collective run
+        steps of their own); cancelled with ``step``."""
+        ...
 
     def pull(self, ref, timeout_s: float,
              on_cancel: Callable[[Callable[[], None]], bool] | None = None

@@ -259,8 +259,8 @@ class MasterSession:
 
     def close(self):
         self.closed = True
-        cancelled = errors.CancelledError(None, None, "The session was closed while "
-                                          "this step was running")
+        cancelled = errors.CancelledError(
+            None, None, "Step was cancelled by an explicit call to `Session::Close()`.")
         for step_id, plan in list(self.running.items()):
             for part in plan.parts:
                 try:
@@ -416,14 +416,17 @@ class Master:
         _, devices, incarnations = self._discover(cfg)
         return [(d, "CPU", incarnations[d]) for d in devices]
 
-    def reset(self, containers=None, device_filters=None):
-        """Closes every session here and clears containers on the workers."""
+    def reset(self, containers=None, device_filters=None, timeout_s=None):
+        """Closes every session here and clears containers on the workers (all
+        of them when ``containers`` is empty; an unknown one is no error)."""
         with self._lock:
             sessions = list(self._sessions.values())
             self._sessions.clear()
         for ms in sessions:
             ms.close()
         cfg = config_pb2.ConfigProto(device_filters=list(device_filters or []))
+        if timeout_s:
+            cfg.operation_timeout_in_ms = max(1, int(timeout_s * 1000))
         workers, _, _ = self._discover(cfg)
         for w in workers.values():
             w.cleanup_all(list(containers or []))

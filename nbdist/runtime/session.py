@@ -22,6 +22,7 @@ from nbdist.runtime.master import Master, tensor_value_for_client
 from nbdist.runtime.worker import Worker
 
 LOCAL_TASK = "/job:localhost/replica:0/task:0"
+_CLOSE_WAIT_S = 5.0  # how long close() lets cancelled steps report
 
 
 class FeedError(errors.InvalidArgumentError, ValueError):
@@ -32,6 +33,11 @@ class FetchError(errors.InvalidArgumentError, ValueError):
     """A fetch that cannot be interpreted (also a ValueError, as in TF)."""
 
 
+class UnknownTargetError(errors.NotFoundError, ValueError):
+    """A target no transport serves (TF: "No session factory registered"; also a
+    ValueError, which an unsupported protocol has always been here)."""
+
+
 # -- targets ------------------------------------------------------------------------
 def _master_for(target: str, config):
     """``(master, owned)``: a private in-process master for ``""``, else what the
@@ -40,7 +46,14 @@ def _master_for(target: str, config):
         n = int(config.device_count.get("CPU", 1)) if config is not None else 1
         worker = Worker(LOCAL_TASK, num_cpus=n)
         return Master(LOCAL_TASK, worker), True
-    return transports.connect_master(target, config)
+    if "://" not in target and not target.rpartition(":")[2].isdigit():
+        raise UnknownTargetError(
+            None, None, f"No session factory registered for the target {target!r}: "
+            "use '' (in process), 'grpc://host:port' or 'host:port'")
+    try:
+        return transports.connect_master(target, config)
+    except ValueError as e:  # an unsupported protocol
+        raise UnknownTargetError(None, None, str(e)) from None
 
 
 # -- fetch structures -----------------------------------------------------------
@@ -132,6 +145,8 @@ class BaseSession:
         self._fetch_cache: dict = {}
         self._feed_cache: dict = {}
         self._default_ctx = None
+        self._active_runs = 0
+        self._runs_done = threading.Condition()
 
     graph = property(lambda self: self._graph)
     sess_str = property(lambda self: self._target)
@@ -167,6 +182,10 @@ class BaseSession:
                 self._master.close_session(self._handle)
             except errors.OpError:
                 pass
+        # Steps cancelled by the close get their error (TF's "Session::Close")
+        # before an owned master's channel goes.
+        with self._runs_done:
+            self._runs_done.wait_for(lambda: self._active_runs == 0, _CLOSE_WAIT_S)
         if self._owns_master and hasattr(self._master, "close"):
             self._master.close()
 
@@ -239,8 +258,15 @@ class BaseSession:
         feeds = self._feeds(feed_dict) if feed_dict else {}
         if self._graph.version != self._extended or self._handle is None:
             self._extend()
-        values = self._master.run_step(self._handle, feeds, mapper.tensors,
-                                       mapper.targets, options, run_metadata)
+        with self._runs_done:
+            self._active_runs += 1
+        try:
+            values = self._master.run_step(self._handle, feeds, mapper.tensors,
+                                           mapper.targets, options, run_metadata)
+        finally:
+            with self._runs_done:
+                self._active_runs -= 1
+                self._runs_done.notify_all()
         return mapper.build([tensor_value_for_client(v) for v in values])
 
     def make_callable(self, fetches, feed_list=None, accept_options=False):
@@ -259,10 +285,28 @@ class BaseSession:
     @staticmethod
     def reset(target: str, containers=None, config=None):
         """Closes every session on ``target``'s master and clears the containers
-        (all of them when ``containers`` is None) on its tasks."""
+        (all of them when ``containers`` is None) on its tasks; a container that
+        does not exist is no error. ``config.operation_timeout_in_ms`` bounds the
+        wait (``DeadlineExceededError``). An unknown target is a
+        ``NotFoundError``; sessions of the target fail with ``AbortedError``.
+
+        >>> import nbdist as nd
+        >>> server = nd.Server.create_local_server()
+        >>> with nd.container("experiment"):
+        ...     v = nd.Variable(1.0, name="v")
+        >>> with nd.Session(server.target) as sess:
+        ...     sess.run(v.initializer)
+        >>> nd.Session.reset(server.target, ["experiment"])
+        >>> with nd.Session(server.target) as sess:
+        ...     bool(sess.run(nd.is_variable_initialized(v)))
+        False
+        >>> server.stop()
+        """
         master, owned = _master_for(target, config)
+        ms = config.operation_timeout_in_ms if config is not None else 0
         try:
-            master.reset(list(containers or []))
+            master.reset(list(containers or []),
+                         timeout_s=ms / 1000.0 if ms > 0 else None)
         finally:
             if owned and hasattr(master, "close"):
                 master.close()

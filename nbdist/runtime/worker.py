@@ -17,6 +17,7 @@ from nbdist.executor.executor import Executor, StepContext
 from nbdist.executor.rendezvous import Rendezvous, parse_key
 from nbdist.executor.resources import ResourceMgr
 from nbdist.graph.device import DeviceSpec
+from nbdist.runtime.collective import CollectiveExecutor
 from nbdist.runtime.interfaces import TensorTransport
 from nbdist.runtime.partition import task_of
 from nbdist.runtime.tensor_store import ParkedTensors, PushedTensors
@@ -39,14 +40,22 @@ class Worker:
     def __init__(self, task_name: str = "/job:localhost/replica:0/task:0",
                  num_cpus: int = 1, *, incarnation: int | None = None,
                  transport: TensorTransport | None = None,
-                 publish: Callable[[str, dict], None] | None = None):
+                 publish: Callable[[str, dict], None] | None = None,
+                 task_states: Callable[[list[str]], list] | None = None):
         """``transport`` brings tensors from other tasks (None: this task is the
-        whole cluster); ``publish(kind, payload)`` reports runtime events."""
+        whole cluster); ``publish(kind, payload)`` reports runtime events;
+        ``task_states(tasks)`` reads the coordination service's task records
+        (what collectives check their peers' liveness with)."""
         self.task_name = task_name
         self.incarnation = incarnation or new_incarnation()
         self.devices = [f"{task_name}/device:CPU:{i}" for i in range(max(1, num_cpus))]
-        self._resources = {d: ResourceMgr() for d in self.devices}
-        self._resources_by_short: dict[str, ResourceMgr] = {}
+        # As TF's devices: resources without a container live in the job's.
+        self.default_container = DeviceSpec.from_string(task_name).job or "localhost"
+        self._resources = {d: ResourceMgr(self.default_container)
+                           for d in self.devices}
+        self._device_by_short: dict[str, str] = {}
+        # isolate_session_state sessions: handle -> their own device -> ResourceMgr
+        self._session_resources: dict[str, dict[str, ResourceMgr]] = {}
         self.rendezvous = Rendezvous()
         self._lock = threading.Lock()
         self._sessions: set[str] = set()
@@ -55,28 +64,33 @@ class Worker:
         self._graph_ids = itertools.count(1)
         self._runs = 0
         self._transport = transport
+        self.collectives = CollectiveExecutor(task_name, self.incarnation,
+                                              self.rendezvous, transport, task_states)
         self._publish = publish or _ignore
         self.parked = ParkedTensors(self)
         self.pushed = PushedTensors(self)
         self.steps_served = 0
 
     # -- executor environment ---------------------------------------------------
-    def resources_for(self, device: str) -> ResourceMgr:
-        rm = self._resources.get(device)
-        if rm is not None:
-            return rm
-        rm = self._resources_by_short.get(device)
-        if rm is not None:
-            return rm
+    def device_for(self, device: str) -> str:
+        """The full name of this task's device ``device`` (which may be partial)."""
+        if device in self._resources:
+            return device
+        full = self._device_by_short.get(device)
+        if full is not None:
+            return full
         idx = 0
         if device:
             try:
                 idx = DeviceSpec.from_string(device).device_index or 0
             except ValueError:
                 idx = 0
-        rm = self._resources[self.devices[min(idx, len(self.devices) - 1)]]
-        self._resources_by_short[device] = rm
-        return rm
+        full = self.devices[min(idx, len(self.devices) - 1)]
+        self._device_by_short[device] = full
+        return full
+
+    def resources_for(self, device: str) -> ResourceMgr:
+        return self._resources[self.device_for(device)]
 
     def all_resources(self):
         return list(self._resources.items())
@@ -113,6 +127,21 @@ class Worker:
             self._sessions.discard(session_handle)
             for h in [h for h, (s, _) in self._graphs.items() if s == session_handle]:
                 del self._graphs[h]
+            private = self._session_resources.pop(session_handle, {})
+        for rm in private.values():
+            rm.cleanup(None)  # wakes ops still blocked on its queues
+
+    def _env_for(self, session_handle: str, config):
+        """What a session's partitions run against: this worker, or with
+        ``isolate_session_state`` a view of it with the session's own resources."""
+        if config is None or not config.isolate_session_state:
+            return self
+        with self._lock:
+            rms = self._session_resources.get(session_handle)
+            if rms is None:
+                rms = self._session_resources[session_handle] = {
+                    d: ResourceMgr(self.default_container) for d in self.devices}
+        return _IsolatedSessionEnv(self, rms)
 
     def _check_session(self, session_handle: str):
         if session_handle not in self._sessions:
@@ -122,7 +151,8 @@ class Worker:
 
     def register_graph(self, session_handle: str, graph_def, config=None) -> str:
         self._check_session(session_handle)
-        executor = Executor(graph_def, self, name=f"partition for {self.task_name}")
+        executor = Executor(graph_def, self._env_for(session_handle, config),
+                            name=f"partition for {self.task_name}")
         handle = f"{session_handle}/g{next(self._graph_ids)}"
         with self._lock:
             self._graphs[handle] = (session_handle, executor)
@@ -225,3 +255,18 @@ class Worker:
             for container, kind, name, res in rm.resources("var"):
                 out.append((dev, container, name, res))
         return out
+
+
+class _IsolatedSessionEnv:
+    """A worker as one isolated session's partitions see it: the same devices,
+    rendezvous and transport, but the session's own resource managers."""
+
+    def __init__(self, worker: Worker, resources: dict[str, ResourceMgr]):
+        self._worker = worker
+        self._resources = resources
+
+    def resources_for(self, device: str) -> ResourceMgr:
+        return self._resources[self._worker.device_for(device)]
+
+    def __getattr__(self, name):
+        return getattr(self._worker, name)

@@ -66,9 +66,20 @@ from nbdist.train.monitored_session import (
     SingularMonitoredSession,
     WorkerSessionCreator,
 )
+from nbdist.train.input import (
+    batch,
+    input_producer,
+    limit_epochs,
+    range_input_producer,
+    shuffle_batch,
+    slice_input_producer,
+    string_input_producer,
+)
 from nbdist.train.queue_barrier import queue_barrier
 from nbdist.train.queue_runner import QueueRunner, add_queue_runner, start_queue_runners
 from nbdist.train.session_manager import SessionManager
+from nbdist.train.summary_hooks import SummarySaverHook
+from nbdist.train.supervisor import Supervisor
 from nbdist.train.sync_replicas_optimizer import SyncReplicasOptimizer
 
 _LAZY = {
@@ -111,5 +122,7 @@ __all__ = [
     "Scaffold", "SessionCreator", "SingularMonitoredSession",
     "WorkerSessionCreator", "QueueRunner", "add_queue_runner",
     "start_queue_runners", "SessionManager", "SyncReplicasOptimizer",
-    "queue_barrier",
+    "queue_barrier", "Supervisor", "SummarySaverHook",
+    "batch", "input_producer", "limit_epochs", "range_input_producer",
+    "shuffle_batch", "slice_input_producer", "string_input_producer",
 ]

@@ -21,7 +21,8 @@ A ``MonitoredSession`` is a session wrapper that
   gradients that will never come) is cancelled by closing the session
   instead of being waited for during the whole grace period.
 
-Summaries are not built: the summary arguments are accepted and ignored.
+Summaries go to ``summary_dir`` (default ``checkpoint_dir``) through a
+``SummarySaverHook`` on the chief, every 100 steps unless told otherwise.
 """
 
 from __future__ import annotations
@@ -32,11 +33,13 @@ import threading
 import time
 
 from nbdist import errors
+from nbdist.graph import summary_ops
 from nbdist.graph.ops import GraphKeys, get_default_graph
 from nbdist.proto import config_pb2
 from nbdist.train import hooks as _hooks
 from nbdist.train import session_manager as sm
 from nbdist.train.coordinator import Coordinator
+from nbdist.train.summary_hooks import SummarySaverHook
 
 _log = logging.getLogger("nbdist")
 
@@ -110,6 +113,9 @@ class Scaffold:
             self._local_init_op = Scaffold.get_or_default(
                 "local_init_op", GraphKeys.LOCAL_INIT_OP,
                 Scaffold.default_local_init_op)
+        if self._summary_op is None:
+            self._summary_op = Scaffold.get_or_default(
+                "summary_op", GraphKeys.SUMMARY_OP, summary_ops.merge_all)
         if self._saver is None:
             self._saver = _get_saver_or_default()
         build = getattr(self._saver, "build", None)
@@ -266,7 +272,12 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None,
     and gets only ``hooks``. ``max_recovery_attempts`` bounds how many times
     in a row the session is re-created after a preemption error.
     """
-    del save_summaries_steps, save_summaries_secs  # summaries are not built
+    if save_summaries_steps is USE_DEFAULT and save_summaries_secs is USE_DEFAULT:
+        save_summaries_steps, save_summaries_secs = 100, None
+    elif save_summaries_secs is USE_DEFAULT:
+        save_summaries_secs = None
+    elif save_summaries_steps is USE_DEFAULT:
+        save_summaries_steps = None
     if save_checkpoint_steps is USE_DEFAULT and save_checkpoint_secs is USE_DEFAULT:
         save_checkpoint_steps = None
         save_checkpoint_secs = 600
@@ -293,6 +304,11 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None,
         if log_step_count_steps and log_step_count_steps > 0:
             all_hooks.append(_hooks.StepCounterHook(output_dir=summary_dir,
                                                     every_n_steps=log_step_count_steps))
+        if (save_summaries_steps and save_summaries_steps > 0) or (
+                save_summaries_secs and save_summaries_secs > 0):
+            all_hooks.append(SummarySaverHook(
+                scaffold=scaffold, save_steps=save_summaries_steps,
+                save_secs=save_summaries_secs, output_dir=summary_dir))
     if checkpoint_dir:
         if (save_checkpoint_secs and save_checkpoint_secs > 0) or (
                 save_checkpoint_steps and save_checkpoint_steps > 0):

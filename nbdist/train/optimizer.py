@@ -20,6 +20,7 @@ from nbdist.graph.ops import (
     get_default_graph,
 )
 from nbdist.graph.variables import Variable, trainable_variables
+from nbdist.train import cross_replica
 
 _VALID_DTYPES = (dtypes.float16, dtypes.float32, dtypes.float64)
 
@@ -199,6 +200,9 @@ class Optimizer:
                                      f"{g.dtype.base_dtype.name} but variable "
                                      f"{v.name} has {v.dtype.base_dtype.name}")
             converted.append((g, v))
+        aggregate = cross_replica.gradient_aggregator()
+        if aggregate is not None:  # inside a strategy: e.g. the all-reduced mean
+            converted = list(aggregate(converted))
         var_list = [v for g, v in converted if g is not None]
         if not var_list:
             raise ValueError("No gradients provided for any variable: "

@@ -10,7 +10,10 @@ gives ``P = "dir/model-7"``) is:
     (uncompressed, zip64 allowed) -- readable without nbdist:
     ``np.load(P + ".npz")["layer1/w"]``. Keys are the saved names: a
     variable's op name (``v.op.name``, ``/`` kept) or the keys of a
-    ``var_list`` dict. Numeric and bool variables are stored as arrays of
+    ``var_list`` dict. A partitioned variable is saved whole, as one array
+    under its full name (its shards put together; restoring slices it again,
+    so it may be restored into a different partitioning). Numeric and bool
+    variables are stored as arrays of
     their own dtype, so loading never needs ``allow_pickle``.
 
     String variables are stored pickle-free as two members: ``<name>``, a
@@ -58,17 +61,26 @@ import numpy as np
 
 from nbdist import errors
 from nbdist.graph import dtypes
-from nbdist.graph.ops import Tensor, get_default_graph
+from nbdist.graph.ops import get_default_graph
+from nbdist.graph.shapes import TensorShape
 from nbdist.graph.variables import Variable, global_variables
 from nbdist.proto import meta_graph_pb2
 from nbdist.train import meta_graph
 from nbdist.train.file_io import atomic_write as _atomic_write
+from nbdist.train.saveable_object_util import (
+    SavedPart,
+    as_ref,
+    names_to_vars,
+    slice_info_from_spec,
+    whole_value,
+)
 
 _log = logging.getLogger(__name__)
 
 DATA_SUFFIX = ".npz"
 _LENGTHS = ":lengths"
 _SAVED_NAME_ATTR = "_saved_name"
+_SLICE_SPEC_ATTR = "_save_slice_spec"  # a shard's place in its partitioned variable
 
 
 # -- file writing ---------------------------------------------------------------
@@ -299,42 +311,6 @@ def meta_graph_filename(checkpoint_filename, meta_graph_suffix="meta"):
 
 
 # -- the Saver -------------------------------------------------------------------
-def _ref(v):
-    if isinstance(v, Variable):
-        return v._ref()
-    if isinstance(v, Tensor) and v.dtype.is_ref_dtype:
-        return v
-    raise TypeError(f"Saver: {v!r} is not a Variable")
-
-
-def _names_to_vars(var_list):
-    """An ordered dict saved-name -> Variable (or ref tensor)."""
-    if isinstance(var_list, dict):
-        items = []
-        for name, v in var_list.items():
-            if not isinstance(name, str):
-                raise TypeError(f"Saver: names must be strings, got {name!r}")
-            _ref(v)
-            items.append((name, v))
-    else:
-        items = []
-        seen = set()
-        for v in var_list:
-            if isinstance(v, (list, tuple)):
-                raise TypeError("Saver: partitioned variables are not supported: "
-                                f"{v!r}")
-            ref = _ref(v)
-            name = ref.op.name
-            if name in seen:
-                raise ValueError(f"At least two variables have the same name: {name}")
-            seen.add(name)
-            items.append((name, v))
-    for name, _ in items:
-        if not name or ":" in name:
-            raise ValueError(f"Saver: invalid saved name {name!r}")
-    return dict(sorted(items))
-
-
 class Saver:
     """Saves and restores variables (``tf.compat.v1.train.Saver``).
 
@@ -404,16 +380,16 @@ class Saver:
             g = get_default_graph()
             var_list = g.get_collection(GraphKeys.GLOBAL_VARIABLES) + g.get_collection(
                 "saveable_objects")
-        names = _names_to_vars(var_list)
+        names = names_to_vars(var_list)
         if not names:
             if self._allow_empty:
                 self._is_empty = True
                 self._is_built = True
                 return
             raise ValueError("No variables to save")
-        g = _ref(next(iter(names.values()))).graph
-        for name, v in names.items():
-            if _ref(v).graph is not g:
+        g = as_ref(next(iter(names.values()))[0]).graph
+        for name, parts in names.items():
+            if any(as_ref(v).graph is not g for v in parts):
                 raise ValueError(f"Saver: variable {name} is from another graph")
         self._graph = g
         with g.as_default(), g.control_dependencies(None), \
@@ -421,17 +397,21 @@ class Saver:
             self._filename_tensor = constant(self._filename or "model",
                                              dtype=dtypes.string, name="Const")
             assigns = []
-            for name, v in names.items():
-                ref = _ref(v)
-                with g.colocate_with(ref.op):
-                    read = v.value() if isinstance(v, Variable) else identity(ref)
-                    ph = g.create_op(
-                        "Placeholder", [],
-                        {"dtype": ref.dtype.base_dtype, "shape": ref.shape,
-                         _SAVED_NAME_ATTR: name},
-                        name="restore_value").outputs[0]
-                    assigns.append(state_ops.assign(ref, ph, name="Assign"))
-                self._specs[name] = (read, ph, ref)
+            for name, parts in names.items():
+                self._specs[name] = []
+                for v in parts:
+                    ref = as_ref(v)
+                    info = getattr(v, "_save_slice_info", None)
+                    attrs = {"dtype": ref.dtype.base_dtype, "shape": ref.shape,
+                             _SAVED_NAME_ATTR: name}
+                    if info is not None:
+                        attrs[_SLICE_SPEC_ATTR] = info.spec
+                    with g.colocate_with(ref.op):
+                        read = v.value() if isinstance(v, Variable) else identity(ref)
+                        ph = g.create_op("Placeholder", [], attrs,
+                                         name="restore_value").outputs[0]
+                        assigns.append(state_ops.assign(ref, ph, name="Assign"))
+                    self._specs[name].append(SavedPart(read, ph, ref, info))
             self._restore_op = group(assigns, name="restore_all")
         self._saver_def = meta_graph_pb2.SaverDef(
             filename_tensor_name=self._filename_tensor.name,
@@ -473,7 +453,14 @@ class Saver:
             if read is None:
                 raise ValueError(f"Saver: no snapshot of variable {ref.op.name} in "
                                  "the graph")
-            self._specs[name] = (read, ph, ref)
+            try:
+                spec = ph.op.get_attr(_SLICE_SPEC_ATTR)
+            except ValueError:
+                spec = None
+            if isinstance(spec, bytes):
+                spec = spec.decode()
+            info = slice_info_from_spec(name, spec) if spec else None
+            self._specs.setdefault(name, []).append(SavedPart(read, ph, ref, info))
         self._is_built = True
 
     # -- properties ---------------------------------------------------------------
@@ -548,11 +535,11 @@ class Saver:
                              "save.")
         model_checkpoint_path = None
         if not self._is_empty:
-            names = list(self._specs)
-            values = sess.run([self._specs[n][0] for n in names])
+            values = sess.run({n: [p.read for p in parts]
+                               for n, parts in self._specs.items()})
             arrays = []
-            for name, value in zip(names, values):
-                arrays.extend(_encode(name, value))
+            for name, parts in self._specs.items():
+                arrays.extend(_encode(name, whole_value(parts, values[name])))
             _atomic_write(checkpoint_file + DATA_SUFFIX,
                           lambda f: _write_npz(f, arrays))
             model_checkpoint_path = checkpoint_file
@@ -624,7 +611,7 @@ class Saver:
                 None, None, f"Unable to read checkpoint {save_path}: {e}") from None
         with npz:
             files = set(npz.files)
-            for name, (_read, ph, ref) in self._specs.items():
+            for name, parts in self._specs.items():
                 if name not in files:
                     raise errors.NotFoundError(
                         None, None, "Restoring from checkpoint failed. This is most "
@@ -637,10 +624,19 @@ class Saver:
                     raise errors.DataLossError(
                         None, None, f"Unable to read variable {name} from checkpoint "
                         f"{save_path}: {e}") from None
-                feeds[ph] = self._check_value(name, ref, value, save_path)
+                if parts[0].slice_info is None:
+                    feeds[parts[0].placeholder] = self._check_value(
+                        name, parts[0].ref, value, save_path)
+                    continue
+                # A partitioned variable: each shard takes its slice of the whole
+                # (the checkpoint may come from another partitioning).
+                full = TensorShape(parts[0].slice_info.full_shape)
+                value = self._check_value(name, parts[0].ref, value, save_path, full)
+                for part in parts:
+                    feeds[part.placeholder] = np.ascontiguousarray(value[part.region()])
         sess.run(self._restore_op, feed_dict=feeds)
 
-    def _check_value(self, name, ref, value, save_path):
+    def _check_value(self, name, ref, value, save_path, shape=None):
         dtype = ref.dtype.base_dtype
         if dtype is dtypes.string:
             ok = value.dtype == object
@@ -652,7 +648,7 @@ class Saver:
                 None, None, "Restoring from checkpoint failed: tensor_name = "
                 f"{name}; expected dtype {dtype.name} does not equal original dtype "
                 f"{saved} (checkpoint {save_path})")
-        shape = ref.shape
+        shape = ref.shape if shape is None else shape
         if shape.rank is not None and not shape.is_compatible_with(value.shape):
             if (self._reshape and shape.is_fully_defined()
                     and int(np.prod(shape.as_list())) == value.size):

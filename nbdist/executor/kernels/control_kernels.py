@@ -1,10 +1,95 @@
-"""Kernels for ``NoOp``."""
+"""Kernels for ``NoOp`` and the functional control flow ops ``If``, ``While``
+and ``_WhileGrad``: their branches are FunctionDefs compiled once, when the
+graph is registered, and run inside the calling step (sharing its
+cancellation, deadline and rendezvous)."""
 
 from __future__ import annotations
 
+import numpy as np
+
+from nbdist import errors
 from nbdist.executor.kernel import register_kernel
+from nbdist.executor.kernels.function_kernels import CompiledFunction, function_def_for
 
 
 @register_kernel("NoOp")
 def no_op_kernel(node):
     return lambda step, *inputs: None
+
+
+def _compile(node, attr: str) -> CompiledFunction:
+    fdef, library = function_def_for(node, attr)
+    return CompiledFunction(fdef, node, library)
+
+
+def _truth(node, value, what: str) -> bool:
+    a = np.asarray(value)
+    if a.ndim != 0 or a.dtype != np.bool_:
+        raise errors.InvalidArgumentError(
+            None, node.name, f"{what} of node {node.name} must be a bool scalar, got "
+            f"{a.dtype} of shape {a.shape}")
+    return bool(a)
+
+
+def _result(values):
+    if len(values) == 1:
+        return values[0]
+    return tuple(values) if values else None
+
+
+@register_kernel("If")
+def if_kernel(node):
+    then_fn, else_fn = _compile(node, "then_branch"), _compile(node, "else_branch")
+
+    def compute(step, pred, *args):
+        fn = then_fn if _truth(node, pred, "The predicate") else else_fn
+        return _result(fn.run(step, args))
+
+    return compute
+
+
+def _run_loop(node, step, cond_fn, body_fn, xs, caps, history=None):
+    while _truth(node, cond_fn.run(step, xs + caps)[0], "The loop condition"):
+        if history is not None:
+            history.append(xs)
+        xs = list(body_fn.run(step, xs + caps))
+        step.check()
+    return xs
+
+
+@register_kernel("While")
+def while_kernel(node):
+    cond_fn, body_fn = _compile(node, "cond"), _compile(node, "body")
+    n = len(node.attrs["T"])
+
+    def compute(step, *inputs):
+        xs, caps = list(inputs[:n]), list(inputs[n:])
+        return _result(_run_loop(node, step, cond_fn, body_fn, xs, caps))
+
+    return compute
+
+
+@register_kernel("_WhileGrad")
+def while_grad_kernel(node):
+    cond_fn, body_fn = _compile(node, "cond"), _compile(node, "body")
+    grad_fn = _compile(node, "grad_body")
+    n = node.attrs["num_loop_vars"]
+    float_c = list(node.attrs["float_c"])
+    n_grads = len(node.attrs["float_x"])
+
+    def compute(step, *inputs):
+        nx = len(inputs) - n_grads
+        xs, caps = list(inputs[:n]), list(inputs[n:nx])
+        g = list(inputs[nx:])
+        # The forward loop again, keeping each iteration's loop variables.
+        history: list = []
+        _run_loop(node, step, cond_fn, body_fn, xs, caps, history)
+        gc = [np.zeros_like(np.asarray(caps[j])) for j in float_c]
+        for x in reversed(history):
+            out = grad_fn.run(step, x + caps + g)
+            g = list(out[:len(g)])
+            gc = [a + np.asarray(b) for a, b in zip(gc, out[len(g):])]
+            step.check()
+        return _result(g + gc)
+
+    return compute

@@ -1,4 +1,5 @@
-"""Kernels for ``FIFOQueue``: the queue lives in the device's resource manager."""
+"""Kernels for ``FIFOQueue`` and ``RandomShuffleQueue``: the queue lives in the
+device's resource manager."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import numpy as np
 
 from nbdist import errors
 from nbdist.executor.kernel import register_kernel
+from nbdist.executor.kernels.random_kernels import _generator as random_generator
 
 
 class FIFOQueueResource:
@@ -55,31 +57,66 @@ class FIFOQueueResource:
                 self.items.append(t)
                 self.cond.notify_all()
 
-    def dequeue(self, step, node, n):
+    kind = "FIFOQueue"
+    min_after_dequeue = 0
+
+    def dequeue(self, step, node, n, up_to=False):
+        """``n`` elements; with ``up_to``, fewer once the queue is closed."""
+        keep = self.min_after_dequeue
         with self.cond:
-            step.wait(lambda: len(self.items) >= n or self.closed,
+            step.wait(lambda: len(self.items) >= n + keep or self.closed,
                       f"{n} element(s) of queue '{self.name}'", self.cond.wait)
-            if len(self.items) < n:
+            if len(self.items) < n and not (up_to and self.items):
                 raise errors.OutOfRangeError(
-                    None, node, f"FIFOQueue '{self.name}' is closed and has "
+                    None, node, f"{self.kind} '{self.name}' is closed and has "
                     f"insufficient elements (requested {n}, current size "
                     f"{len(self.items)})")
-            out = [self.items.popleft() for _ in range(n)]
+            out = [self._take() for _ in range(min(n, len(self.items)))]
             self.cond.notify_all()
             return out
+
+    def _take(self):
+        return self.items.popleft()
+
+
+class RandomShuffleQueueResource(FIFOQueueResource):
+    """Dequeues a random element while more than ``min_after_dequeue`` remain
+    (all of them once closed)."""
+
+    kind = "RandomShuffleQueue"
+
+    def __init__(self, name, dtypes, shapes, capacity, min_after_dequeue, gen):
+        super().__init__(name, dtypes, shapes, capacity)
+        self.items = []
+        self.min_after_dequeue = min_after_dequeue
+        self._gen = gen
+
+    def _take(self):
+        i = int(self._gen.integers(len(self.items)))
+        self.items[i], self.items[-1] = self.items[-1], self.items[i]
+        return self.items.pop()
+
+
+def _queue_kernel(node, make):
+    """The queue resource of ``node``, made by ``make(name, attrs)`` on first use."""
+    a = node.attrs
+    name = a["shared_name"] or node.name
+    rm = node.resources
+    return lambda step: rm.lookup_or_create(a["container"], "queue", name,
+                                            lambda: make(name, a))
 
 
 @register_kernel("FIFOQueueV2")
 def fifo_queue_kernel(node):
-    a = node.attrs
-    name = a["shared_name"] or node.name
-    rm = node.resources
+    return _queue_kernel(node, lambda name, a: FIFOQueueResource(
+        name, a["component_types"], a["shapes"], a["capacity"]))
 
-    def factory():
-        return FIFOQueueResource(name, a["component_types"], a["shapes"],
-                                 a["capacity"])
 
-    return lambda step: rm.lookup_or_create(a["container"], "queue", name, factory)
+@register_kernel("RandomShuffleQueueV2")
+def random_shuffle_queue_kernel(node):
+    return _queue_kernel(node, lambda name, a: RandomShuffleQueueResource(
+        name, a["component_types"], a["shapes"], a["capacity"],
+        a["min_after_dequeue"], random_generator(node)))
 
 
 @register_kernel("QueueEnqueueV2")
@@ -120,6 +157,15 @@ def dequeue_kernel(node):
 
 @register_kernel("QueueDequeueManyV2")
 def dequeue_many_kernel(node):
+    return _dequeue_n(node, up_to=False)
+
+
+@register_kernel("QueueDequeueUpToV2")
+def dequeue_up_to_kernel(node):
+    return _dequeue_n(node, up_to=True)
+
+
+def _dequeue_n(node, up_to):
     n_out = len(node.attrs["component_types"])
 
     def compute(step, q, n):
@@ -127,7 +173,7 @@ def dequeue_many_kernel(node):
         if n < 0:
             raise errors.InvalidArgumentError(None, node.name,
                                               f"dequeue_many n must be >= 0, got {n}")
-        items = q.dequeue(step, node.name, n)
+        items = q.dequeue(step, node.name, n, up_to)
         outs = []
         for i in range(n_out):
             if items:

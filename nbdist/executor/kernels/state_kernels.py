@@ -96,6 +96,22 @@ register_kernel("AssignAdd")(_update(+1))
 register_kernel("AssignSub")(_update(-1))
 
 
+@register_kernel("CountUpTo")
+def count_up_to_kernel(node):
+    limit = node.attrs["limit"]
+
+    def compute(step, ref):
+        with ref.lock:
+            before = ref.read()
+            if before >= limit:
+                raise errors.OutOfRangeError(None, node.name,
+                                             f"Reached limit of {limit}")
+            ref.value = before + 1
+        return np.array(before, copy=True)
+
+    return compute
+
+
 @register_kernel("IsVariableInitialized")
 def is_initialized_kernel(node):
     return lambda step, ref: np.bool_(ref.value is not None)

@@ -422,10 +422,12 @@ class GrpcWorkerClient:
             CONTROL_TIMEOUT_S,
         )
 
-    def recv_tensor(self, step, key: str):
+    def recv_tensor(self, step, key: str, step_id: int | None = None):
         """Pulls the tensor ``key`` of ``step`` from this task into a fresh
         writable array: small ones in one RecvTensorUnary, large ones streamed
-        chunk by chunk. Stops when ``step`` is cancelled."""
+        chunk by chunk. Stops when ``step`` is cancelled. ``step_id`` (default
+        ``step.step_id``) names the tensor's step on this task (a collective's
+        execution id)."""
         left = []
         if step.deadline is not None:
             left.append(step.deadline - time.monotonic())
@@ -434,7 +436,9 @@ class GrpcWorkerClient:
         timeout = max(min(left), 0.001) if left else UNBOUNDED_S
         deadline = time.monotonic() + timeout
         request = worker_pb2.RecvTensorRequest(
-            step_id=step.step_id, rendezvous_key=key, wait_ms=RECV_POLL_MS
+            step_id=step.step_id if step_id is None else step_id,
+            rendezvous_key=key,
+            wait_ms=RECV_POLL_MS,
         )
         metadata = self._rpc._metadata
         reconnect = False
@@ -725,7 +729,7 @@ class GrpcMasterClient:
             for d in list(resp.local_device) + list(resp.remote_device)
         ]
 
-    def reset(self, containers=None, device_filters=None):
+    def reset(self, containers=None, device_filters=None, timeout_s=None):
         self._rpc.call(
             "Reset",
             self._stub.Reset,
@@ -734,7 +738,7 @@ class GrpcMasterClient:
                 device_filters=list(device_filters or []),
                 request_id=_request_id(),
             ),
-            CONTROL_TIMEOUT_S + STATUS_TIMEOUT_S,
+            timeout_s or CONTROL_TIMEOUT_S + STATUS_TIMEOUT_S,
         )
 
     def close(self):

@@ -25,7 +25,7 @@ import grpc
 from nbdist import errors
 from nbdist.proto import config_pb2, server_def_pb2
 from nbdist.runtime import coordination, transports
-from nbdist.runtime.cluster_spec import ClusterSpec, task_device
+from nbdist.runtime.cluster_spec import ClusterSpec, split_address, task_device
 from nbdist.runtime.coordination_agent import CoordinationAgent
 from nbdist.runtime.coordination_local import LocalCoordinationClient
 from nbdist.runtime.grpc import auth
@@ -45,6 +45,7 @@ DEFAULT_BIND = "127.0.0.1"
 _RPC_THREADS = 256  # blocked RecvTensor/RunGraph calls each hold one
 _STOP_GRACE_S = 1.0
 _EXIT_GRACE_S = 1.0
+_STATES_TIMEOUT_S = 5.0
 
 _live_servers: weakref.WeakSet = weakref.WeakSet()
 _exit_hook_lock = threading.Lock()
@@ -159,13 +160,6 @@ def live_server_at(target: str) -> GrpcServer | None:
     return None
 
 
-def _split_address(address: str) -> tuple[str, int]:
-    host, sep, port = address.rpartition(":")
-    if not sep or not port.isdigit():
-        raise ValueError(f"Task address {address!r} is not host:port")
-    return host.strip("[]"), int(port)
-
-
 def _join(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
@@ -187,9 +181,11 @@ def _check_free(bind: str, port: int) -> None:
             s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 s.bind(sockaddr)
-            except OSError as e:
-                raise errors.UnavailableError(
-                    None, None, f"Cannot listen on {where}: {e.strerror}"
+            except OSError as e:  # TF: UNKNOWN "Could not start gRPC server"
+                raise errors.UnknownError(
+                    None, None,
+                    f"Could not start gRPC server: cannot listen on {where}: "
+                    f"{e.strerror}",
                 ) from None
 
 
@@ -281,6 +277,7 @@ class GrpcServer(Server):
             transport=transports.tensor_transport(
                 GrpcTensorTransport(self._peers), self._cluster, self.task_name),
             publish=self._publish,
+            task_states=self._task_states,
         )
         self._master = Master(
             self.task_name,
@@ -328,8 +325,8 @@ class GrpcServer(Server):
 
     def _listen(self, sd):
         """Binds the task's port (a free one for port 0, written into the cluster)."""
-        host, port = _split_address(
-            self._cluster.task_address(sd.job_name, sd.task_index))
+        host, port = split_address(
+            self._cluster.task_address(sd.job_name, sd.task_index), self.task_name)
         port = sd.port or port
         bind = sd.bind_address or DEFAULT_BIND
         if port:
@@ -345,7 +342,8 @@ class GrpcServer(Server):
         except RuntimeError:
             bound = 0
         if not bound:
-            raise errors.UnavailableError(None, None, f"Cannot listen on {where}")
+            raise errors.UnknownError(
+                None, None, f"Could not start gRPC server: cannot listen on {where}")
         if bound != port:
             for job in sd.cluster.job:
                 if job.name == sd.job_name:
@@ -369,6 +367,7 @@ class GrpcServer(Server):
             client = GrpcCoordinationClient(
                 self._coordination_target, token=self._token,
                 tls=self._tls or False, task=self.task_name)
+        self._coordination_client = client
         return CoordinationAgent(
             self.task_name,
             self._incarnation,
@@ -447,6 +446,7 @@ class GrpcServer(Server):
             self._coordination.stop()
         self._worker.abort_all_steps(
             errors.CancelledError(None, None, f"Server {self.task_name} stopped"))
+        self._worker.collectives.close()
         try:
             self._master.close()
         finally:
@@ -470,3 +470,7 @@ class GrpcServer(Server):
 
     def _publish(self, kind: str, payload: dict) -> None:
         self._agent.publish(kind, payload)
+
+    def _task_states(self, tasks: list[str]) -> list:
+        """The coordination service's records of ``tasks`` (collectives' liveness)."""
+        return self._coordination_client.task_states(tasks, timeout_s=_STATES_TIMEOUT_S)

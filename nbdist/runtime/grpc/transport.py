@@ -67,6 +67,9 @@ class GrpcTensorTransport:
     def recv(self, step, src_task: str, key: str):
         return self._peers.client(src_task).recv_tensor(step, key)
 
+    def recv_collective(self, step, src_task: str, exec_id: int, key: str):
+        return self._peers.client(src_task).recv_tensor(step, key, step_id=exec_id)
+
     def pull(self, ref, timeout_s: float, on_cancel=None):
         client = self._peers.client(task_of(ref.src_device))
         return client.pull(ref.step_id, ref.key, timeout_s, on_cancel)
