@@ -321,3 +321,4 @@ def test_independent_workers_from_tf_config_in_three_processes():
             if p.poll() is None:
                 os.kill(p.pid, signal.SIGKILL)
                 p.wait(10)
+            p.stdout.close()

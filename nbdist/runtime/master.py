@@ -23,7 +23,9 @@ from nbdist.runtime.partition import normalize_tensor_name, partition
 from nbdist.runtime.placement import place
 
 _pool = futures.ThreadPoolExecutor(max_workers=64, thread_name_prefix="nbdist-step")
-_DISCOVERY_TIMEOUT_S = 10.0
+# Peers started at the same time may take a while on a busy machine (TF waits
+# forever); a task still silent after this is named in the error.
+_DISCOVERY_TIMEOUT_S = 60.0
 
 
 def _matches_filter(task: str, filters) -> bool:
