@@ -62,13 +62,13 @@ __version__ = "0.1.0"
 
 def load_ipython_extension(ipython):
     """``%load_ext nbdist``: the ``%cluster`` magics (see ``nbdist.notebook``)."""
-    from nbdist.notebook.magics import load_ipython_extension as load
+    from nbdist.notebook import load_ipython_extension as load
 
     load(ipython)
 
 
 def unload_ipython_extension(ipython):
-    from nbdist.notebook.magics import unload_ipython_extension as unload
+    from nbdist.notebook import unload_ipython_extension as unload
 
     unload(ipython)
 

@@ -7,25 +7,47 @@ As TensorFlow's ``grpc_tensorflow_server.py``::
 
 or with no cluster flags, from ``TF_CONFIG`` (``cluster`` and ``task``), as
 any launcher that sets it (e.g. a Kubeflow TFJob) expects. ``--bind`` picks
-the interface (default 127.0.0.1; ``0.0.0.0`` for every interface). The
-token and TLS files come from ``NBDIST_TOKEN`` and ``NBDIST_TLS_*``. Once
-listening it prints one line::
+the interface (default 127.0.0.1; ``0.0.0.0`` for every interface).
+``--max_request_bytes``, ``--max_tensor_bytes`` and the other fields of
+``ConfigProto.server_limits`` bound what one request may cost (bytes; see
+``nbdist.executor.limits``). The token and TLS files come from
+``NBDIST_TOKEN`` and ``NBDIST_TLS_*``. Once listening it prints one line::
 
     nbdist-server /job:ps/replica:0/task:0 listening on 127.0.0.1:2222 (pid 4242)
 
-Also ``python -m nbdist.server``. Exit status: 0 after SIGTERM/SIGINT, 1 when
-the server cannot start (one line on stderr), 2 for bad flags.
+Also ``python -m nbdist.server``. SIGTERM or SIGINT stops the server: its
+running steps are cancelled and the process exits 0 within 5 s, without
+waiting for a kernel that ignores cancellation; a second signal exits at once
+with status 128 + the signal's number. Exit status: 0 after SIGTERM/SIGINT, 1
+when the server cannot start (one line on stderr) or its stop got stuck in a
+kernel holding the interpreter (every thread's traceback on stderr), 2 for bad
+flags.
 """
 
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import os
 import signal
 import sys
 import threading
 
 __all__ = ["main"]
+
+_STOP_BOUND_S = 3.5  # SIGTERM to exit, at most (the promise is 5 s)
+_STOP_GRACE_S = 2.5  # for calls in flight to end once their steps are cancelled
+
+# What one request may cost this server (ConfigProto.server_limits, bytes).
+_LIMITS = (
+    "max_request_bytes",
+    "max_tensor_bytes",
+    "max_graph_constant_bytes",
+    "max_pushed_bytes_per_client",
+    "max_pushed_bytes",
+    "max_parked_bytes",
+    "max_key_value_bytes",
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -53,6 +75,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--num_cpus", type=int, default=1, help="CPU devices of this task (default 1)"
     )
+    for name in _LIMITS:
+        p.add_argument(
+            f"--{name}", type=int, default=0, metavar="BYTES",
+            help=f"ConfigProto.server_limits.{name} (0: the default)",
+        )
     return p
 
 
@@ -92,6 +119,38 @@ def _cluster(args, parser):
     return cluster, job, index
 
 
+def _on_signals() -> threading.Event:
+    """The first SIGTERM/SIGINT sets the event; a second one exits at once."""
+    stop = threading.Event()
+
+    def handle(signum, frame):
+        if stop.is_set():
+            os._exit(128 + signum)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, handle)
+    signal.signal(signal.SIGINT, handle)
+    return stop
+
+
+def _stop_and_exit(server):
+    """Stops ``server`` (its running steps are cancelled) and exits 0 within
+    ``_STOP_BOUND_S``, even when a kernel ignores cancellation: the threads
+    still running then are not waited for."""
+    # A watchdog that needs no GIL, for a kernel that holds it: exit 1 with
+    # every thread's traceback on stderr.
+    faulthandler.dump_traceback_later(_STOP_BOUND_S + 0.8, exit=True)
+    print(f"nbdist-server {server.task_name} stopping (a second signal exits at "
+          "once)", flush=True)
+    stopper = threading.Thread(target=server.stop, args=(_STOP_GRACE_S,),
+                               name="nbdist-stop", daemon=True)
+    stopper.start()
+    stopper.join(_STOP_BOUND_S)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
 def main(argv=None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -111,9 +170,12 @@ def main(argv=None) -> int:
     server_def.default_session_config.CopyFrom(
         config_pb2.ConfigProto(device_count={"CPU": max(1, args.num_cpus)})
     )
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    for name in _LIMITS:
+        if getattr(args, name) < 0:
+            parser.error(f"--{name} must be a positive number of bytes")
+        setattr(server_def.default_session_config.server_limits, name,
+                getattr(args, name))
+    stop = _on_signals()
     try:
         server = Server(server_def)
     except (errors.OpError, ValueError, OSError) as e:
@@ -124,10 +186,8 @@ def main(argv=None) -> int:
         f"(pid {os.getpid()})",
         flush=True,
     )
-    while not stop.wait(0.5):
-        pass
-    server.stop()
-    return 0
+    stop.wait()
+    _stop_and_exit(server)
 
 
 if __name__ == "__main__":

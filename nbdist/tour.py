@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import os
 import pathlib
 import subprocess
 import sys
@@ -96,6 +97,11 @@ def main(argv=None) -> int:
         help="notebooks run at once, each in its own kernel (default 2)",
     )
     args = p.parse_args(argv)
+    # Kernels find the scripts installed beside this interpreter (`%tensorboard`
+    # of notebook 07 runs `tensorboard`), even when its venv is not activated.
+    bin_dir = os.path.dirname(sys.executable)
+    if bin_dir not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = os.pathsep.join([bin_dir, os.environ.get("PATH", "")])
     paths = sorted(
         q for q in NOTEBOOKS.glob("[0-9][0-9]-*.ipynb") if args.only in q.name
     )

@@ -44,7 +44,8 @@ def register_test_ops():
     register_op(
         "NbdistTestSleep",
         lambda c: [(c.dtype(0), c.shape(0))],
-        attrs={"seconds": ("float", 1.0), "T": ("type", None)},
+        attrs={"seconds": ("float", 1.0), "T": ("type", None),
+               "ignore_cancel": ("bool", False)},
         num_inputs=1,
         stateful=True,
     )
@@ -54,6 +55,9 @@ def register_test_ops():
         seconds = float(node.attrs["seconds"])
 
         def compute(step, x):
+            if node.attrs.get("ignore_cancel"):  # a kernel deaf to its step
+                time.sleep(seconds)
+                return x
             end = time.monotonic() + seconds
             step.wait(lambda: time.monotonic() >= end, "NbdistTestSleep", time.sleep)
             return x
@@ -61,8 +65,9 @@ def register_test_ops():
         return compute
 
 
-def sleep_op(x, seconds: float, name: str = "sleep"):
-    """``x`` after ``seconds`` (a graph op; see ``register_test_ops``)."""
+def sleep_op(x, seconds: float, name: str = "sleep", ignore_cancel: bool = False):
+    """``x`` after ``seconds`` (a graph op; see ``register_test_ops``); with
+    ``ignore_cancel``, a kernel that sleeps on when its step is cancelled."""
     import nbdist as nd
 
     register_test_ops()
@@ -70,9 +75,47 @@ def sleep_op(x, seconds: float, name: str = "sleep"):
     return t.graph.create_op(
         "NbdistTestSleep",
         [t],
-        {"seconds": float(seconds), "T": t.dtype.base_dtype},
+        {"seconds": float(seconds), "T": t.dtype.base_dtype,
+         "ignore_cancel": bool(ignore_cancel)},
         name=name,
     ).outputs[0]
+
+
+# -- /proc of a process ---------------------------------------------------------------
+def proc_status(pid: int) -> dict[str, int]:
+    """VmRSS and VmHWM (peak RSS) of process ``pid``, in bytes."""
+    out = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                out[key] = int(value.split()[0]) * 1024
+    return out
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of process ``pid``."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def pid_alive(pid: int) -> bool:
+    """True while process ``pid`` runs (a zombie counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("State:"):
+                    return "Z" not in line.split()[1]
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def load_factor() -> float:
+    """Runnable processes per core, at least 1: on a busy machine (CI's 2 cores,
+    scripts/run_under_load.py) wall times stretch by about this much."""
+    return max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
 
 
 # -- ports -------------------------------------------------------------------------
@@ -169,6 +212,13 @@ class ServerProcess:
             f"server {self.args} did not start within {timeout} s: "
             + "\n".join(self.stderr[-20:])
         )
+
+    def wait_exit(self, timeout: float) -> int:
+        """Its exit code, once it exited and all its output was read."""
+        code = self.proc.wait(timeout)
+        for t in self._pumps:
+            t.join(timeout)
+        return code
 
     def kill(self):
         """SIGKILL, then reap (bounded)."""

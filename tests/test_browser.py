@@ -1,7 +1,13 @@
 """A real browser: JupyterLab headless on 127.0.0.1, Debian's Chromium driven by
-Playwright, notebook 02 run top to bottom; the rendered ``ClusterView`` and
+Playwright. Notebook 02 run top to bottom: the rendered ``ClusterView`` and
 ``PlacementView`` are found in the page (task rows, device names, one bar per
-parameter server) and screenshots saved to ``docs/screenshots/``.
+parameter server). An executed notebook (a ``%%cluster`` cell printing per
+task, a kill and a restart, curves) reopened without a kernel, and converted
+with ``nbconvert --to html``: both show what it saved.
+
+Screenshots go to a temporary directory; ``NBDIST_UPDATE_SCREENSHOTS=1``
+writes them to ``docs/screenshots/`` instead (to refresh the README's
+pictures), so that a test run never rewrites tracked files.
 
 Needs ``/usr/bin/chromium`` (``.ci/run`` installs it); skipped without it.
 """
@@ -9,19 +15,22 @@ Needs ``/usr/bin/chromium`` (``.ci/run`` installs it); skipped without it.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import shutil
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 import urllib.request
 
+import nbformat
 import pytest
 from conftest import ROOT, free_port
 
 CHROMIUM = "/usr/bin/chromium"
-SHOTS = ROOT / "docs" / "screenshots"
+DOC_SHOTS = ROOT / "docs" / "screenshots"
 NOTEBOOK = "02-cluster-and-placement.ipynb"
 CHROMIUM_ARGS = [
     "--headless",
@@ -65,6 +74,27 @@ def _alive(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def _chromium(playwright, tmp_path):
+    return playwright.chromium.launch_persistent_context(
+        str(tmp_path / "chromium-profile"),
+        executable_path=CHROMIUM,
+        args=CHROMIUM_ARGS,
+        headless=True,
+        viewport={"width": 1280, "height": 1000},
+    )
+
+
+@pytest.fixture
+def shots(tmp_path):
+    """Where screenshots go: docs/screenshots/ only when asked."""
+    if os.environ.get("NBDIST_UPDATE_SCREENSHOTS") == "1":
+        DOC_SHOTS.mkdir(parents=True, exist_ok=True)
+        return DOC_SHOTS
+    out = tmp_path / "screenshots"
+    out.mkdir()
+    return out
 
 
 @pytest.fixture
@@ -137,17 +167,12 @@ def lab(tmp_path):
 
 
 @pytest.mark.timeout(300)
-def test_notebook_02_in_jupyterlab_shows_cluster_and_placement_views(lab, tmp_path):
+def test_notebook_02_in_jupyterlab_shows_cluster_and_placement_views(
+    lab, tmp_path, shots
+):
     sync_api = pytest.importorskip("playwright.sync_api")
-    SHOTS.mkdir(parents=True, exist_ok=True)
     with sync_api.sync_playwright() as p:
-        context = p.chromium.launch_persistent_context(
-            str(tmp_path / "chromium-profile"),
-            executable_path=CHROMIUM,
-            args=CHROMIUM_ARGS,
-            headless=True,
-            viewport={"width": 1280, "height": 1000},
-        )
+        context = _chromium(p, tmp_path)
         try:
             page = context.new_page()
             page.goto(
@@ -171,7 +196,7 @@ def test_notebook_02_in_jupyterlab_shows_cluster_and_placement_views(lab, tmp_pa
                 timeout=60_000,
             )
             cluster.scroll_into_view_if_needed()
-            cluster.screenshot(path=str(SHOTS / "cluster.png"))
+            cluster.screenshot(path=str(shots / "cluster.png"))
 
             # Run all ends with `%cluster stop`: wait for its output.
             page.get_by_text("stopped 4 tasks").first.wait_for(timeout=120_000)
@@ -203,9 +228,118 @@ def test_notebook_02_in_jupyterlab_shows_cluster_and_placement_views(lab, tmp_pa
             }
             assert "hidden/weights" in ptext
             placement.scroll_into_view_if_needed()
-            placement.screenshot(path=str(SHOTS / "placement.png"))
+            placement.screenshot(path=str(shots / "placement.png"))
             # No widget failed to render.
             assert page.get_by_text("Error displaying widget").count() == 0
         finally:
             context.close()
-    assert (SHOTS / "placement.png").stat().st_size > 10_000
+    assert (shots / "placement.png").stat().st_size > 10_000
+
+
+SAVED_STATE_CELLS = [
+    "import nbdist as nd\n%load_ext nbdist\n%cluster start --ps 1 --workers 2",
+    (
+        "%%cluster --tasks worker\n"
+        "ctx = nd.distribute.get_current_worker_context()\n"
+        "print(f'hello from {ctx.task_type}:{ctx.task_id}')"
+    ),
+    "%cluster kill worker:1",
+    "%cluster restart worker:1",
+    "%cluster status",
+    textwrap.dedent("""\
+        curves = nd.notebook.TrainingView(live=False)
+        for step in range(20):
+            curves.record("worker0", step, 2.0 / (1 + step))
+        curves"""),
+    "%cluster stop",
+]
+
+
+@pytest.fixture
+def executed_notebook(tmp_path):
+    """SAVED_STATE_CELLS run by nbclient (as ``python -m nbdist.tour`` runs the
+    tour), widget state saved: (path, the notebook)."""
+    from nbdist.tour import run_notebook
+
+    src = tmp_path / "src"
+    src.mkdir()
+    nb = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell(c) for c in SAVED_STATE_CELLS],
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}},
+    )
+    path = src / "saved-state.ipynb"
+    nbformat.write(nb, path)
+    out = tmp_path / "executed"
+    out.mkdir()
+    _, executed = run_notebook(path, out, progress=lambda line: None)
+    return out / path.name, executed
+
+
+def _visible_and_saved(text: str):
+    for line in ("hello from worker:0", "hello from worker:1"):
+        assert line in text, f"{line!r} not shown"
+    assert "killed" in text, "no kill in the status history"
+
+
+@pytest.mark.timeout(300)
+def test_an_executed_notebook_reopened_without_a_kernel_shows_its_outputs(
+    lab, tmp_path, shots, executed_notebook
+):
+    sync_api = pytest.importorskip("playwright.sync_api")
+    path, _ = executed_notebook
+    root = tmp_path / "notebooks"
+    # No kernelspec: JupyterLab asks which kernel, and the test answers none.
+    nb = nbformat.read(path, as_version=4)
+    nb.metadata.pop("kernelspec", None)
+    nbformat.write(nb, root / path.name)
+    with sync_api.sync_playwright() as p:
+        context = _chromium(p, tmp_path)
+        try:
+            page = context.new_page()
+            page.goto(
+                f"{lab['url']}/lab/tree/{path.name}?token={lab['token']}",
+                wait_until="domcontentloaded",
+            )
+            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
+            # The kernel dialog: dismissed, the notebook stays without a kernel.
+            page.locator(".jp-Dialog").wait_for(timeout=60_000)
+            page.keyboard.press("Escape")
+            # The %%cluster cell: each task's printed line, from saved state.
+            page.wait_for_function(
+                "() => document.querySelector('.jp-Notebook').textContent"
+                ".includes('hello from worker:1')",
+                timeout=60_000,
+            )
+            _visible_and_saved(page.locator(".jp-Notebook").first.text_content())
+            # The curves: a rendered PNG of the TrainingView.
+            page.wait_for_function(
+                "() => [...document.querySelectorAll('.jp-OutputArea-output img')]"
+                ".some(i => i.naturalWidth > 100)",
+                timeout=60_000,
+            )
+            page.locator(".jp-Notebook").first.screenshot(
+                path=str(shots / "saved-state.png")
+            )
+            assert page.get_by_text("Error displaying widget").count() == 0
+        finally:
+            context.close()
+
+
+@pytest.mark.timeout(300)
+def test_nbconvert_html_of_an_executed_notebook_shows_its_outputs(
+    executed_notebook, tmp_path
+):
+    path, _ = executed_notebook
+    out = tmp_path / "html"
+    proc = subprocess.run(
+        [sys.executable, "-m", "nbconvert", "--to", "html", "--output-dir",
+         str(out), str(path)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    page = (out / "saved-state.html").read_text()
+    # What the page shows, not what its scripts carry (the widget state).
+    shown = re.sub(r"(?s)<script\b.*?</script>", "", page)
+    _visible_and_saved(shown)
+    assert "data:image/png;base64," in shown, "no curves in the page"

@@ -19,9 +19,11 @@ from nbdist.distribute.parameter_server_strategy import ParameterServerStrategy
 from nbdist.distribute.values import PerWorkerValues, RemoteValueStatus
 
 HEARTBEAT_TIMEOUT_S = 1.0
-# Detection margin: one watcher poll (0.1 s), a GetStatus probe (0.5 s), and a
-# 2-core machine shared with other clusters (heartbeats and polls run late).
-MARGIN_S = 2.0
+# Detection slack over the heartbeat timeout: a watcher poll (0.1 s) and a GetStatus
+# probe (0.5 s) when idle; seconds more on a loaded 2-core machine (CI, or
+# scripts/run_under_load.py), where heartbeats, polls and probes run late. Nothing
+# but heartbeats sees a stopped worker, so a finite bound still proves they did.
+MARGIN_S = 10.0
 
 
 @pytest.fixture
@@ -268,7 +270,7 @@ def test_restarted_worker_gets_its_iterator_rebuilt(ps_cluster):
     coordinator.fetch(coordinator.schedule(worker_fn, args=(it,)))
     wait_for(lambda: all(v.status is RemoteValueStatus.READY for v in it.values),
              30, "iterators built")
-    wait_for(lambda: coordinator._state.workers[1].incarnation is not None, 10,
+    wait_for(lambda: coordinator._state.workers[1].incarnation is not None, 30,
              "worker 1's heartbeat")
     cluster.kill("worker", 1)
     wait_for(lambda: it.values[1].status is RemoteValueStatus.ABORTED,

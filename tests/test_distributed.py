@@ -379,11 +379,7 @@ def test_server_process_port_in_use(spawn):
     cluster = local_cluster(ps=1)
     spawn("ps", 0, cluster)
     second = spawn("ps", 0, cluster, wait=False)
-    assert second.proc.wait(60) == 1
-    deadline = time.monotonic() + 5
-    while not second.stderr and time.monotonic() < deadline:
-        time.sleep(0.05)
-    time.sleep(0.2)
+    assert second.wait_exit(60) == 1
     lines = [ln for ln in second.stderr if ln.strip()]
     port = cluster["ps"][0].rsplit(":", 1)[1]
     assert len(lines) == 1, lines

@@ -15,6 +15,17 @@ exception in the server) or a correct answer; requests that may rightly wait
 may end with DEADLINE_EXCEEDED. The server process must survive, log no
 traceback, and run a correct step afterwards.
 
+Hostile requests are mixed in (the server runs with small
+``server_limits``): a few dozen bytes asking for huge constants (a string
+``Const`` of shape [2**30] with one value), feeds that make ``Fill``,
+``Tile``, ``Range``, ``OneHot``, ``BroadcastTo``, ``Pad`` and random ops
+produce huge shapes, messages over ``max_request_bytes``, pushed tensors,
+key-value entries and unpulled fetches past their caps. They must be refused
+(RESOURCE_EXHAUSTED naming the limit) within the bound, and the server's
+peak RSS and CPU time (``/proc/<pid>``) must stay within ``RSS_BOUND`` and
+``CPU_PER_REQUEST_S`` per request, its CPU going idle once the requests are
+answered.
+
 ``NBDIST_FUZZ_SEED`` and ``NBDIST_FUZZ_PER_METHOD`` override the seed and the
 count (e.g. to explore with other seeds).
 
@@ -35,7 +46,14 @@ from concurrent import futures
 import grpc
 import numpy as np
 import pytest
-from conftest import ServerProcess, cluster_string, local_cluster, rpc_methods
+from conftest import (
+    ServerProcess,
+    cluster_string,
+    cpu_seconds,
+    local_cluster,
+    proc_status,
+    rpc_methods,
+)
 
 import nbdist as nd
 from nbdist import errors
@@ -58,6 +76,19 @@ pytestmark = pytest.mark.slow
 SEED = int(os.environ.get("NBDIST_FUZZ_SEED", "20240917"))
 PER_METHOD = int(os.environ.get("NBDIST_FUZZ_PER_METHOD", "2000"))
 BOUND_S = 5.0  # every answer comes within this
+MiB = 1 << 20
+# The fuzzed server's limits (nbdist-server flags), small so that hostile
+# requests reach them.
+LIMITS = {
+    "max_request_bytes": 8 * MiB,
+    "max_pushed_bytes_per_client": 32 * MiB,
+    "max_pushed_bytes": 64 * MiB,
+    "max_parked_bytes": 32 * MiB,
+    "max_key_value_bytes": 16 * MiB,
+}
+RSS_BOUND = 400 * MiB  # peak RSS of the server above its RSS before the fuzz
+CPU_PER_REQUEST_S = 0.001  # server CPU time per request, on average
+IDLE_CPU_S = 0.3  # CPU time the server may spend in a second once idle
 SHORT_S = 0.2  # deadline of requests that may rightly wait
 CONCURRENCY = 12
 WAIT_CONCURRENCY = 100  # requests that mostly wait cost the server nothing
@@ -418,6 +449,23 @@ class Gen:
             g.node[0].input.append(g.node[-1].name)
         return g
 
+    def hostile_graph(self) -> graph_pb2.GraphDef:
+        """A few dozen bytes that would materialise gigabytes: a Const filled
+        from one value, of a huge shape."""
+        r = self.rng
+        g = graph_pb2.GraphDef()
+        n = g.node.add(name=f"h{r.getrandbits(20)}", op="Const")
+        t = n.attr["value"].tensor
+        t.dtype = r.choice([7, 7, 1, 2, 9])  # string, float, double, int64
+        n.attr["dtype"].type = t.dtype
+        for d in r.choice([[60_000_000], [2**30], [2**40], [2**16, 2**16], [2**28]]):
+            t.tensor_shape.dim.add(size=d)
+        if t.dtype == 7:
+            t.string_val.append(b"x" * r.choice([0, 1, 100]))
+        else:
+            t.float_val.append(1.0) if t.dtype == 1 else t.int64_val.append(1)
+        return g
+
     def named(self, name_pool):
         r = self.rng
         return master_pb2.RunStepRequest().feed.add(
@@ -451,6 +499,19 @@ def _semantic(gen: Gen, method: str, cls):
     names = ctx.node_names + ["nope", "x"]
     tensor_names = [f"{n}:0" for n in names] + ["nope:0", "a:b", ":"]
     handle = ctx.session_handle if r.random() < 0.6 else r.choice(ctx.strings())
+    if method in ("CreateSession", "ExtendSession", "RegisterGraph") and (
+        r.random() < 0.1
+    ):
+        req = cls(graph_def=gen.hostile_graph())
+        if method != "CreateSession":
+            req.session_handle = ctx.worker_session
+        return req
+    if method == "RunStep" and r.random() < 0.3:
+        return _hostile_run_step(gen, cls)
+    if method == "InsertKeyValue" and r.random() < 0.2:
+        req = cls()
+        req.kv.key, req.kv.value = f"fuzz/{r.getrandbits(30)}", r.randbytes(MiB)
+        return req
     if method == "CreateSession":
         req = cls(graph_def=gen.graph(), target=r.choice(ctx.strings()))
         if r.random() < 0.5:
@@ -551,6 +612,30 @@ def _semantic(gen: Gen, method: str, cls):
     return None
 
 
+# Feeds that make the shape-making ops of the fuzz session produce huge or
+# moderate outputs: (fetch, feed, values).
+HOSTILE_SHAPES = [
+    ("h_fill:0", "dims:0", [[2**20, 2**20], [2**31 - 1], [2**16, 2**16], [512, 512]]),
+    ("h_rand:0", "dims:0", [[2**20, 2**20], [2**16, 2**16], [512, 512], [3]]),
+    ("h_bcast:0", "dims:0", [[2**31 - 1, 8], [2**16, 2**16], [1024, 1024]]),
+    ("h_tile:0", "mult:0", [[2**30, 2**30], [2**16, 2**16], [256, 256], [2, 2]]),
+    ("h_range:0", "lim:0", [2**31 - 1, 2**29, 10**6, 10]),
+    ("h_onehot:0", "depth:0", [2**31 - 1, 2**28, 1 << 19, 5]),
+    ("h_pad:0", "pads:0", [[[0, 2**30], [0, 2**30]], [[0, 2**16], [0, 2**16]],
+                           [[1, 1], [1, 1]]]),
+]
+
+
+def _hostile_run_step(gen: Gen, cls):
+    r, ctx = gen.rng, gen.ctx
+    fetch, feed, values = r.choice(HOSTILE_SHAPES)
+    req = cls(session_handle=ctx.session_handle, fetch=[fetch])
+    req.feed.add(name=feed, tensor=coding.encode_tensor(
+        np.asarray(r.choice(values), np.int32)))
+    req.options.timeout_in_ms = int(BOUND_S * 500)
+    return req
+
+
 def _push_stream(gen: Gen) -> list[bytes]:
     """A PushTensors request stream, mostly wrong."""
     r = gen.rng
@@ -586,6 +671,9 @@ def _push_stream(gen: Gen) -> list[bytes]:
     if k == 6:  # truncated stream
         arr = np.ones(1000, np.int32)
         return list(coding.push_chunks([(11, arr)], 1000))[:-1]
+    if k == 8 and r.random() < 0.3:  # a well-formed push that no step will use
+        arr = np.ones(r.choice([MiB // 4, MiB]), np.float32)
+        return list(coding.push_chunks([(r.getrandbits(62) | 1, arr)]))
     if k == 7:
         return [
             gen.fill(master_pb2.PushTensorsRequest()).SerializeToString()
@@ -668,7 +756,9 @@ def _requests(gen: Gen, service, method, kind, desc, n):
             yield _push_stream(gen), timeout, may_wait
             continue
         k = r.random()
-        if k < 0.15:
+        if k < 0.002:  # over max_request_bytes: refused unread
+            payload = bytes(LIMITS["max_request_bytes"] + 1)
+        elif k < 0.15:
             payload = _rand_bytes(r, big=r.random() < 0.02)
         elif k < 0.25:
             sem = _semantic(gen, method, cls) or gen.fill(cls())
@@ -687,6 +777,7 @@ def fuzz_server():
     cluster = local_cluster(ps=1)
     proc = ServerProcess(
         [f"--cluster_spec={cluster_string(cluster)}", "--job_name=ps", "--task_index=0"]
+        + [f"--{name}={value}" for name, value in LIMITS.items()]
     )
     try:
         yield proc, cluster["ps"][0]
@@ -705,6 +796,18 @@ def _setup_context(address: str) -> Ctx:
         nd.add(a, b, name="sum")
         v = nd.Variable(np.zeros(2, np.float32), name="v")
         nd.identity(v, name="read")
+        # Shape-making ops whose output size a RunStep's feed decides.
+        dims = nd.placeholder(nd.int32, [None], name="dims")
+        nd.fill(dims, 1.0, name="h_fill")
+        nd.random_uniform(dims, name="h_rand")
+        nd.broadcast_to([1.0], dims, name="h_bcast")
+        nd.tile(nd.ones([2, 2]), nd.placeholder(nd.int32, [2], name="mult"),
+                name="h_tile")
+        nd.range(0, nd.placeholder(nd.int32, [], name="lim"), name="h_range")
+        nd.one_hot([0, 1], nd.placeholder(nd.int32, [], name="depth"),
+                   name="h_onehot")
+        nd.pad([[1.0]], nd.placeholder(nd.int32, [2, 2], name="pads"),
+               name="h_pad")
         gd = g.as_graph_def()
     master = GrpcMasterClient("grpc://" + address)
     ctx.session_handle, _ = master.create_session(gd, config_pb2.ConfigProto())
@@ -779,6 +882,18 @@ def _server_errors(lines: list[str]) -> list[str]:
     return list(out)
 
 
+def _idle_cpu(pid: int, within_s: float = 10.0) -> float:
+    """The least CPU time the server spent in one second, over ``within_s``
+    (work a call's deadline did not stop would keep it busy)."""
+    least = float("inf")
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline and least >= IDLE_CPU_S:
+        c0, t0 = cpu_seconds(pid), time.monotonic()
+        time.sleep(1.0)  # sampling CPU time needs an interval
+        least = min(least, (cpu_seconds(pid) - c0) / (time.monotonic() - t0))
+    return least
+
+
 def _correct_step(address: str):
     g = nd.Graph()
     with g.as_default():
@@ -801,6 +916,7 @@ def test_fuzz_every_rpc_method(fuzz_server):
     opts = [
         ("grpc.max_send_message_length", -1),
         ("grpc.max_receive_message_length", -1),
+        ("grpc.use_local_subchannel_pool", 1),  # a connection (client) of its own
     ]
     channel = grpc.insecure_channel(address, options=opts)
     with_coord = _has_coordination(channel)
@@ -809,6 +925,7 @@ def test_fuzz_every_rpc_method(fuzz_server):
     problems: dict[str, int] = {}  # distinct problem -> how many times
     counts: dict[str, int] = {}
     timing = []
+    rss0, cpu0 = proc_status(proc.pid)["VmRSS"], cpu_seconds(proc.pid)
     t0 = time.monotonic()
     with (
         futures.ThreadPoolExecutor(CONCURRENCY) as pool,
@@ -841,9 +958,13 @@ def test_fuzz_every_rpc_method(fuzz_server):
         collect(*running)
     elapsed = time.monotonic() - t0
     channel.close()
+    idle = _idle_cpu(proc.pid)
+    peak, cpu = proc_status(proc.pid)["VmHWM"] - rss0, cpu_seconds(proc.pid) - cpu0
+    n = sum(counts.values())
     print(
-        f"\n{sum(counts.values())} requests to {len(methods)} methods "
-        f"(coordination: {with_coord}) in {elapsed:.1f} s: " + ", ".join(timing)
+        f"\n{n} requests to {len(methods)} methods "
+        f"(coordination: {with_coord}) in {elapsed:.1f} s, server peak RSS "
+        f"{peak / MiB:+.0f} MiB, CPU {cpu:.1f} s: " + ", ".join(timing)
     )
     assert not problems, "\n".join(
         [f"{n} x {p}" for p, n in problems.items()][:40]
@@ -852,6 +973,9 @@ def test_fuzz_every_rpc_method(fuzz_server):
     )
     assert all(counts[m[1]] >= PER_METHOD for m in methods)
     assert proc.proc.poll() is None
+    assert peak < RSS_BOUND, f"server peak RSS {peak / MiB:+.0f} MiB"
+    assert cpu < CPU_PER_REQUEST_S * n, f"server CPU {cpu:.1f} s for {n} requests"
+    assert idle < IDLE_CPU_S, f"the server still works: {idle:.2f} s CPU in 1 s"
     _correct_step(address)
     time.sleep(0.2)
     tracebacks = [ln for ln in proc.stderr if "Traceback" in ln]

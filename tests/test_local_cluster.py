@@ -11,6 +11,7 @@ import textwrap
 import time
 
 import pytest
+from conftest import pid_alive
 
 import nbdist as nd
 from nbdist.cluster.local_cluster import LocalCluster
@@ -18,25 +19,15 @@ from nbdist.cluster.local_cluster import LocalCluster
 pytestmark = pytest.mark.slow
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("State:"):
-                    return "Z" not in line.split()[1]
-    except FileNotFoundError:
-        return False
-    return True
-
-
-def _wait_dead(pids, timeout=5.0) -> list[int]:
+def _wait_dead(pids, timeout=30.0) -> list[int]:
+    # Generous: the watch polls every fraction of a second, late on a busy machine.
     end = time.monotonic() + timeout
     while time.monotonic() < end:
-        alive = [p for p in pids if _alive(p)]
+        alive = [p for p in pids if pid_alive(p)]
         if not alive:
             return []
         time.sleep(0.05)
-    return [p for p in pids if _alive(p)]
+    return [p for p in pids if pid_alive(p)]
 
 
 @pytest.fixture(autouse=True)
@@ -51,7 +42,7 @@ def test_start_run_kill_restart_shutdown():
         tasks = cluster.tasks
         assert sorted((t.job, t.index) for t in tasks) == [
             ("ps", 0), ("worker", 0), ("worker", 1)]
-        assert all(t.state == "running" and _alive(t.pid) for t in tasks)
+        assert all(t.state == "running" and pid_alive(t.pid) for t in tasks)
         assert cluster.cluster_spec.num_tasks("worker") == 2
         assert cluster.targets["worker"][1] == cluster.target("worker", 1)
         with nd.device("/job:ps/task:0"):
@@ -105,17 +96,17 @@ def test_children_die_when_the_parent_is_sigkilled():
     try:
         line = parent.stdout.readline()
         pids = json.loads(line)
-        assert len(pids) == 3 and all(_alive(p) for p in pids)
+        assert len(pids) == 3 and all(pid_alive(p) for p in pids)
         os.kill(parent.pid, signal.SIGKILL)
         parent.wait(timeout=10)
-        assert _wait_dead(pids, timeout=5.0) == []
+        assert _wait_dead(pids) == []
     finally:
         if parent.poll() is None:
             parent.kill()
             parent.wait(timeout=10)
         parent.stdout.close()
         for p in pids:
-            if _alive(p):
+            if pid_alive(p):
                 os.kill(p, signal.SIGKILL)
 
 

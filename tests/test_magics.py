@@ -94,7 +94,7 @@ def test_local_server(ip):
         assert ip.user_ns["target"].startswith("grpc://localhost:")
         with nd.Graph().as_default(), nd.Session(ip.user_ns["target"]) as sess:
             assert sess.run(nd.constant(3.0) * 2.0) == 6.0
-        assert repr(view).splitlines()[0] == "ClusterView: 1 task: 1 running"
+        assert repr(view).splitlines()[0] == "ClusterView: 1 task: 1 running  (live)"
         assert "a cluster is already running" in _usage_error(ip, "local")
         assert "only a local multi-process cluster" in _usage_error(
             ip, "kill localhost:0"
@@ -249,7 +249,10 @@ def test_kill_status_restart(ip, started, capsys):
     assert capsys.readouterr().out == "killed worker:1 (SIGKILL)\n"
     assert not _wait_gone([old], 5)
     status = ip.run_line_magic("cluster", "status")
-    assert status is view and view.state.rows["worker:1"].state == "killed"
+    assert status is not view and status.state.rows["worker:1"].state == "killed"
+    assert (
+        "(status at " in repr(status) and "killed" in repr(status).split("history:")[1]
+    )
     ip.run_line_magic("cluster", "restart worker:1")
     assert capsys.readouterr().out.startswith(
         f"restarted worker:1 at {cluster.cluster_spec.task_address('worker', 1)} in "
@@ -332,13 +335,15 @@ def test_magics_in_a_real_kernel_with_nbclient(kernel_name):
     )
     NotebookClient(nb, kernel_name=kernel_name, timeout=120).execute()
     start, pids, cell, kill, status, stop = nb.cells
-    assert _text(start).startswith("ClusterView: 3 tasks: 3 running")
+    # Redrawn when the cluster stopped (the last cell): its last state stays.
+    assert _text(start).startswith("ClusterView: 3 tasks: 3 stopped  (final state at")
     bundle = start.outputs[0].data
     assert "application/vnd.jupyter.widget-view+json" in bundle  # a live widget
     assert "text/html" in bundle and "nbdist-task" in bundle["text/html"]
     task_pids = json.loads(_text(pids).split("]")[0] + "]")
     assert "{'worker:0': 0, 'worker:1': 2}" in _text(cell)
-    cell_widget = cell.outputs[0].data
+    assert cell.outputs[0].data == {}  # the live display, emptied when it ended
+    cell_widget = cell.outputs[1].data
     assert "application/vnd.jupyter.widget-view+json" in cell_widget
     assert _text(kill) == "killed worker:1 (SIGKILL)\n"
     assert "2 running, 1 killed" in _text(status)

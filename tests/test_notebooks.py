@@ -1,6 +1,7 @@
 """The tour notebooks pass nbval (strict: every output compared, after the
-sanitizers of ``tests/nbval_sanitize.cfg``), each in under a minute, in a
-kernel whose spec this test installs itself (in a temporary JUPYTER_PATH).
+sanitizers of ``tests/nbval_sanitize.cfg``), each in under a minute on an idle
+machine (the budget stretches with the load per core), in a kernel whose spec
+this test installs itself (in a temporary JUPYTER_PATH).
 
 One ``pytest --nbval`` subprocess per notebook, so a failure names it.
 """
@@ -14,12 +15,12 @@ import sys
 import time
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, load_factor
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
 KERNEL_NAME = "nbdist-test"
 SANITIZE = ROOT / "tests" / "nbval_sanitize.cfg"
-NOTEBOOK_BUDGET_S = 60.0
+NOTEBOOK_BUDGET_S = 60.0  # on an idle machine; times load_factor() on a busy one
 
 
 @pytest.fixture(scope="session")
@@ -49,6 +50,9 @@ def kernel_env(tmp_path_factory):
         [str(root)] + ([env["JUPYTER_PATH"]] if env.get("JUPYTER_PATH") else [])
     )
     env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"
+    # %tensorboard (notebook 07) runs the `tensorboard` script of this venv.
+    bin_dir = os.path.dirname(sys.executable)
+    env["PATH"] = os.pathsep.join([bin_dir, env.get("PATH", "")])
     return env
 
 
@@ -60,6 +64,8 @@ def test_every_notebook_is_tested():
         "03-parameter-server-training.ipynb",
         "04-fault-tolerance.ipynb",
         "05-distribute-coordinator.ipynb",
+        "06-collective-allreduce.ipynb",
+        "07-tensorboard-and-live-curves.ipynb",
     ]
 
 
@@ -74,9 +80,10 @@ def test_notebooks_are_stored_with_outputs():
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(300)
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_nbval(path, kernel_env):
+    load = load_factor()
     start = time.monotonic()
     proc = subprocess.run(
         [
@@ -100,9 +107,10 @@ def test_nbval(path, kernel_env):
         env=kernel_env,
         capture_output=True,
         text=True,
-        timeout=230,
+        timeout=280,
         check=False,
     )
     seconds = time.monotonic() - start
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
-    assert seconds < NOTEBOOK_BUDGET_S + 15, f"{path.name} took {seconds:.0f} s"
+    budget = (NOTEBOOK_BUDGET_S + 15) * max(load, load_factor())
+    assert seconds < budget, f"{path.name} took {seconds:.0f} s (budget {budget:.0f})"

@@ -479,3 +479,109 @@ def test_save_and_restore_through_a_cluster(servers, tmp_path):
     assigns = [n.node_name for d in md.step_stats.dev_stats if "/job:ps/" in d.device
                for n in d.node_stats if n.node_name.startswith("save/Assign")]
     assert len(assigns) == 2
+
+
+# -- a directory shared across processes: max_to_keep, leftovers ---------------------
+def _checkpoints(directory, base="model"):
+    """Step numbers of ``base`` checkpoints in ``directory`` (data files)."""
+    return sorted(int(n[len(base) + 1:-len(".npz")]) for n in os.listdir(directory)
+                  if n.startswith(base + "-") and n.endswith(".npz"))
+
+
+def _save_steps(directory, steps, max_to_keep=3):
+    """A fresh graph and Saver (as a new process has) saving ``steps``."""
+    with nd.Graph().as_default():
+        v = nd.Variable(0, name="v")
+        saver = nd.train.Saver(max_to_keep=max_to_keep)
+        with nd.Session() as sess:
+            sess.run(v.initializer)
+            for s in steps:
+                sess.run(v.assign(s))
+                saver.save(sess, os.path.join(directory, "model"), global_step=s)
+    return saver
+
+
+def test_new_saver_recovers_the_directory_and_keeps_max_to_keep(tmp_path):
+    d = str(tmp_path)
+    _save_steps(d, [1, 2, 3, 4])
+    assert _checkpoints(d) == [2, 3, 4]
+    saver = _save_steps(d, [10])  # another "process": the listed ones count
+    assert _checkpoints(d) == [3, 4, 10]
+    assert [os.path.basename(p) for p in saver.last_checkpoints] == [
+        "model-3", "model-4", "model-10"]
+    ckpt = nd.train.get_checkpoint_state(d)
+    assert [os.path.basename(p) for p in ckpt.all_model_checkpoint_paths] == [
+        "model-3", "model-4", "model-10"]
+    _save_steps(d, [20, 21])
+    assert _checkpoints(d) == [10, 20, 21]
+    assert not [n for n in os.listdir(d) if n.endswith(".meta") and
+                int(n[6:-5]) not in (10, 20, 21)]
+    # A checkpoint the state never listed (killed before the state was written)
+    # is this saver's own: it counts, oldest first.
+    (tmp_path / "model-99.npz").write_bytes((tmp_path / "model-21.npz").read_bytes())
+    _save_steps(d, [30])
+    assert _checkpoints(d) == [20, 21, 30]
+
+
+def test_saver_removes_its_leftover_temp_files_only(tmp_path):
+    d = str(tmp_path)
+    _save_steps(d, [1])
+    mine = ["model-2.npz.k2j3h4g5.tmp", "model-2.meta.abcd1234.tmp",
+            "checkpoint.zz9_yy8x.tmp"]
+    foreign = ["notes.txt.abcdefgh.tmp", "othermodel-2.npz.abcdefgh.tmp",
+               "model-2.txt"]
+    for n in mine + foreign:
+        (tmp_path / n).write_bytes(b"partial")
+        os.utime(tmp_path / n, (1_000_000, 1_000_000))  # long before this save
+    _save_steps(d, [3])
+    left = set(os.listdir(d))
+    assert not left & set(mine)
+    assert set(foreign) <= left
+    assert _checkpoints(d) == [1, 3]
+
+
+_SAVE_LOOP = """
+import os, sys
+import nbdist as nd
+directory, start, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+v = nd.Variable([0.0] * 100000, name="v")
+saver = nd.train.Saver(max_to_keep=3)
+with nd.Session() as sess:
+    sess.run(v.initializer)
+    for i in range(start, start + count):
+        sess.run(v.assign([float(i)] * 100000))
+        saver.save(sess, os.path.join(directory, "model"), global_step=i)
+        print("SAVED", i, flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_max_to_keep_holds_across_three_killed_processes(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    d = str(tmp_path)
+    for round_, count in enumerate([1000, 1000, 6]):
+        start = 100 * round_
+        p = subprocess.Popen([sys.executable, "-c", _SAVE_LOOP, d, str(start),
+                              str(count)], stdout=subprocess.PIPE, text=True)
+        try:
+            saved = []
+            for line in p.stdout:  # bounded: the loop saves ``count`` times
+                saved.append(int(line.split()[1]))
+                if count > 100 and len(saved) >= 8:
+                    os.kill(p.pid, signal.SIGKILL)  # mid-loop, maybe mid-write
+                    break
+            assert p.wait(60) is not None
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait(10)
+            p.stdout.close()
+        # At most one checkpoint over while a save was cut off.
+        assert len(_checkpoints(d)) <= 3 + 1, os.listdir(d)
+        assert saved
+    assert _checkpoints(d) == [203, 204, 205]
+    assert not [n for n in os.listdir(d) if n.endswith(".tmp")]
+    assert nd.train.latest_checkpoint(d) == os.path.join(d, "model-205")

@@ -253,7 +253,7 @@ def test_cluster_view_merges_processes_and_events(service):
         )
         assert all(r.state == "running" for r in rows.values())
         text = repr(view)
-        assert text.splitlines()[0] == "ClusterView: 3 tasks: 3 running"
+        assert text.splitlines()[0] == "ClusterView: 3 tasks: 3 running  (live)"
         assert "worker:1  localhost:1002  101  running  0" in text
         html = view._repr_html_()
         assert html.count("class='nbdist-task'") == 3 and "localhost:1003" in html
@@ -544,7 +544,10 @@ def test_barrier_view_follows_coordination_barriers(service):
             ["worker:0"],
             ["worker:0", "worker:1"],
         )
-        assert "round 3 passed; 1/2 arrived at round 4: worker:0" in repr(view)
+        assert (
+            "b (coordination): 3 rounds completed; round 4: 1 of 2 arrived "
+            "(worker:0), waiting for worker:1" in repr(view)
+        )
         service.barrier("b", 5, tasks, W1)
         t.join()
         with pytest.raises(errors.DeadlineExceededError):

@@ -262,6 +262,7 @@ class LocalCluster:
         # slow every matmul down several times over.
         for var in _THREAD_VARS:
             env.setdefault(var, "1")
+        _use_bytecode_cache(env)
         log = open(self._log_path(job, index), "ab")
         try:
             p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
@@ -296,6 +297,9 @@ class LocalCluster:
         listening: set = set()
         clients = {}
         total = len(pending)
+        # A bar on a terminal or in a notebook; nothing when stderr is a pipe or
+        # file (tqdm's disable=None), so scripts and CI logs stay clean.
+        bar = _progress_bar(total) if self._progress else None
         try:
             while pending:
                 for key in list(pending):
@@ -321,12 +325,8 @@ class LocalCluster:
                         continue
                     t.state = "running"
                     pending.remove(key)
-                    if self._progress:
-                        done = total - len(pending)
-                        bar = "#" * (20 * done // total)
-                        print(f"\rLocalCluster: [{bar:<20}] {done}/{total} tasks ready",
-                              end="\n" if not pending else "", file=sys.stderr,
-                              flush=True)
+                    if bar is not None:
+                        bar.update(1)
                 if pending:
                     if time.monotonic() > deadline:
                         names = ", ".join(self._tasks[k].name for k in pending)
@@ -336,8 +336,43 @@ class LocalCluster:
                     # A child says nothing when it starts listening: poll its port.
                     time.sleep(_POLL_SECS)
         finally:
+            if bar is not None:
+                bar.close()
             for c in clients.values():
                 c.close()
+
+
+def _progress_bar(total: int):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc="LocalCluster", unit="task", leave=False,
+                disable=None)
+
+
+def _bytecode_cache_dir() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".cache")
+    if not os.access(base, os.W_OK) and not os.access(os.path.dirname(base),
+                                                       os.W_OK):
+        base = tempfile.gettempdir()
+    tag = sys.implementation.cache_tag or "python"
+    return os.path.join(base, "nbdist", f"pycache-{tag}")
+
+
+def _use_bytecode_cache(env: dict):
+    """Lets a task keep the bytecode it compiles, in a cache outside the sources,
+    when the environment forbids writing it (``PYTHONDONTWRITEBYTECODE``) and
+    nbdist has none: otherwise every task of every start compiles nbdist's
+    sources again, about 0.2 s of CPU each."""
+    if not env.get("PYTHONDONTWRITEBYTECODE") or env.get("PYTHONPYCACHEPREFIX"):
+        return
+    import importlib.util
+
+    init = os.path.join(os.path.dirname(os.path.dirname(__file__)), "__init__.py")
+    if os.path.exists(importlib.util.cache_from_source(init)):
+        return
+    del env["PYTHONDONTWRITEBYTECODE"]
+    env["PYTHONPYCACHEPREFIX"] = _bytecode_cache_dir()
 
 
 def _accepts_connections(address: str) -> bool:

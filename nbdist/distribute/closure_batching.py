@@ -76,7 +76,7 @@ class BatchedFunction:
         feeds = {}
         for phs, values in zip(self._feeds, values_per_copy):
             feeds.update(zip(phs, values))
-        sess = self._sessions.get(target, config)
+        sess = self.session(target, config)
         try:
             out = sess.run(self._flat_fetches, feeds)
         except (errors.AbortedError, errors.UnavailableError):
@@ -84,6 +84,10 @@ class BatchedFunction:
             raise
         n = self._n
         return [self.concrete._pack(out[j * n:(j + 1) * n]) for j in range(self.k)]
+
+    def session(self, target: str, config=None):
+        """The session the batch runs in on ``target`` (created once)."""
+        return self._sessions.get(target, config)
 
     def release(self, target=None):
         self._sessions.release(target)

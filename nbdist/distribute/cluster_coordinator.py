@@ -44,8 +44,23 @@ this module only feeds it events and carries out its actions:
   (``ClusterCoordinator-Prober``) retries failed tasks every 250 ms, and
   watches every task when the coordination service cannot be reached.
 
+Fencing. Before a failed worker's closures run again elsewhere, its sessions
+are deleted on every ps (``DeleteWorkerSession``): the ps aborts their
+running steps and refuses later ones, so an attempt still in flight on a
+worker that was only stopped or cut off cannot apply its updates once it
+resumes. The same happens after a retryable RPC error on a worker (its
+master may still be running the step) and when a worker restarts under us.
+The worker's thread takes no dispatch made before the fence, makes its
+master create a session before the first step in it (so a fence knows the
+handle), and closes fenced sessions before its next step.
+
 Semantics: at least once (a closure whose worker fails may have run, partly
-or fully, before it runs again elsewhere); a function's error is raised once
+or fully, before it runs again elsewhere), and nothing after: an attempt on a
+worker declared failed either applied its updates on the ps before the
+coordinator declared it failed, or never does; so once ``join()`` returns, no
+scheduled function changes a ps variable any more (a ps that cannot be
+reached for the fence is logged: it is down, or the guarantee lapses for the
+steps it holds). A function's error is raised once
 by the next ``schedule``/``join``/``done``, after the closures in flight have
 finished, and the queued closures are cancelled (their ``RemoteValue`` is
 ABORTED: ``fetch`` raises ``CancelledError``); closures batched in the same
@@ -98,6 +113,12 @@ _RETRYABLE = (errors.UnavailableError, errors.AbortedError, errors.CancelledErro
 
 def _session_config(*device_filters):
     return ConfigProto(device_filters=list(device_filters))
+
+
+def _session_handle(sess) -> str | None:
+    # The master's handle of a session (None until created): what a fence
+    # deletes on the ps tasks.
+    return sess._handle
 
 
 # -- payloads ---------------------------------------------------------------------------
@@ -206,6 +227,11 @@ class ClusterCoordinator:
     ``max_batch``: how many queued closures of one function a worker may run
     as one step (1: one closure per step). ``coordination_target``: the
     coordination service to watch (default: the cluster's leader task).
+
+    Guarantee: every scheduled function runs at least once, and none has an
+    effect on the ps after ``join()`` returns: a step still in flight on a
+    worker declared failed (stopped, cut off, restarted) is fenced off the ps
+    before its closures run elsewhere (see "Fencing" in the module docstring).
     """
 
     def __new__(cls, strategy, *args, **kwargs):
@@ -253,6 +279,12 @@ class ClusterCoordinator:
         self._var_lock = threading.Lock()
         self._data_lock = threading.Lock()
         self._inboxes = [queue.SimpleQueue() for _ in range(self._num_workers)]
+        # Fencing, per worker: a dispatch runs only under the epoch it was made
+        # in; sessions used since the last fence; fenced ones still to close.
+        self._epochs = [0] * self._num_workers
+        self._fencing = [0] * self._num_workers
+        self._open: list[dict] = [{} for _ in range(self._num_workers)]
+        self._fenced: list[list] = [[] for _ in range(self._num_workers)]
         self._liveness = TaskLiveness(addresses, self._num_workers, ps_tasks,
                                       coordination_target, self._handle,
                                       self._failed_tasks)
@@ -322,7 +354,8 @@ class ClusterCoordinator:
     def join(self):
         """Blocks until every scheduled function has run. Raises the first error
         of a function since the last raise (then cleared; queued functions are
-        cancelled), or ``UnavailableError`` when a ps failed."""
+        cancelled), or ``UnavailableError`` when a ps failed. Once it returns,
+        no attempt of those functions changes a ps variable any more (fencing)."""
         self._call(cs.Join())
 
     def done(self) -> bool:
@@ -412,7 +445,8 @@ class ClusterCoordinator:
         for a in actions:
             t = type(a)
             if t is cs.Dispatch:
-                self._inboxes[a.worker].put(("run", a.closures))
+                self._inboxes[a.worker].put(("run", a.closures,
+                                             self._epochs[a.worker]))
             elif t is cs.Resolve:
                 rv = a.closure.payload.remote_value
                 if a.error is not None:
@@ -422,7 +456,7 @@ class ClusterCoordinator:
             elif t is cs.Cancel:
                 a.closure.payload.remote_value._set_aborted(a.error)
             elif t is cs.BuildResources:
-                self._inboxes[a.worker].put(("build", a.resources))
+                self._inboxes[a.worker].put(("build", a.resources, None))
             elif t is cs.PutBack:
                 _log.info("Put back %d closure(s) from worker %d (%s)",
                           len(a.closures), a.worker, a.reason)
@@ -443,8 +477,16 @@ class ClusterCoordinator:
             return self._state.failed_workers, sorted(self._state.failed_ps)
 
     def _handle(self, *events) -> list:
+        # A worker about to be failed (or found restarted) is fenced first, and
+        # takes no dispatch until the state machine has put its closures back.
+        fenced = [w for w in {self._must_fence(ev) for ev in events}
+                  if w is not None]
+        for w in fenced:
+            self._fence(w, hold=True)
         out = []
         with self._lock:
+            for w in fenced:
+                self._fencing[w] -= 1
             for ev in events:
                 actions = self._state.handle(ev)
                 self._apply(actions)
@@ -452,6 +494,60 @@ class ClusterCoordinator:
             if self._waiters:
                 self._cond.notify_all()
         return out
+
+    # -- fencing (see the module docstring) -------------------------------------------
+    def _must_fence(self, ev) -> int | None:
+        """The worker ``ev`` fails (alive now, reported failed or restarted)."""
+        t = type(ev)
+        if t is not cs.WorkerFailed and t is not cs.WorkerRecovered:
+            return None
+        with self._lock:
+            w = self._state.workers[ev.worker]
+            if not w.alive:
+                return None
+            if t is cs.WorkerFailed or (ev.incarnation is not None and w.incarnation
+                                        not in (None, ev.incarnation)):
+                return ev.worker
+        return None
+
+    def _fence(self, i: int, hold: bool = False):
+        """Deletes worker i's sessions on the ps tasks; dispatches made before
+        are refused, and (``hold``) any until the caller lowers ``_fencing[i]``."""
+        with self._lock:
+            self._epochs[i] += 1
+            self._fencing[i] += 1
+            sessions = list(self._open[i].values())
+            self._open[i].clear()
+            self._fenced[i] += sessions
+        try:
+            handles = [h for h in (_session_handle(s) for s in sessions) if h]
+            if handles:
+                self._liveness.fence(handles)
+        finally:
+            if not hold:
+                with self._lock:
+                    self._fencing[i] -= 1
+
+    def _admit(self, i: int, epoch: int, session_of) -> bool:
+        """Whether a dispatch of ``epoch`` may run on worker i (not if the worker
+        was fenced since), in the session ``session_of()`` gives."""
+        with self._lock:
+            stale, self._fenced[i] = self._fenced[i], []
+        for s in stale:  # a closed session is replaced by its cache on get
+            s.close()
+        sess = session_of()
+        with self._lock:
+            current = self._epochs[i] == epoch and not self._fencing[i]
+            if not current or id(sess) in self._open[i]:
+                return current
+        if _session_handle(sess) is None:
+            sess.run([])  # the master creates it now: a fence must know its handle
+        with self._lock:
+            if self._epochs[i] != epoch or self._fencing[i]:
+                self._fenced[i].append(sess)
+                return False
+            self._open[i][id(sess)] = sess
+        return True
 
     def _call(self, event) -> list:
         """For schedule/join/done: handles ``event`` again after every change
@@ -538,10 +634,10 @@ class ClusterCoordinator:
             item = box.get()
             if item is None or self._closed:
                 return
-            kind, payload = item
+            kind, payload, epoch = item
             try:
                 if kind == "run":
-                    events = self._run_closures(i, payload)
+                    events = self._run_closures(i, payload, epoch)
                 else:
                     events = self._build_resources(i, payload)
             except Exception as e:  # noqa: BLE001 - never let the loop die
@@ -554,7 +650,7 @@ class ClusterCoordinator:
                 return
             self._handle(*events, cs.WorkerReady(i))
 
-    def _run_closures(self, i: int, closures) -> list:
+    def _run_closures(self, i: int, closures, epoch: int) -> list:
         target = self._worker_targets[i]
         config = self._worker_configs[i]
         call = closures[0].payload
@@ -563,7 +659,9 @@ class ClusterCoordinator:
                 args, kwargs = call.args, call.kwargs
                 if call.per_worker:
                     args, kwargs = _slice(args, i), _slice(kwargs, i)
-                call.concrete.session(target, config)  # cached: made with config
+                if not self._admit(i, epoch, lambda: call.concrete.session(
+                        target, config)):  # cached: made with config
+                    return self._refused(i, closures)
                 return [cs.ClosureDone(closures[0].id, i,
                                        call.concrete.run(target, *args, **kwargs))]
             concrete = call.concrete
@@ -571,6 +669,8 @@ class ClusterCoordinator:
             if b is None or b.concrete is not concrete:
                 b = self._batched[(id(concrete), len(closures))] = BatchedFunction(
                     concrete, len(closures))
+            if not self._admit(i, epoch, lambda: b.session(target, config)):
+                return self._refused(i, closures)
             values = []
             for c in closures:
                 p = c.payload
@@ -581,6 +681,9 @@ class ClusterCoordinator:
             outs = b.run(target, config, values)
             return [cs.ClosureDone(c.id, i, v) for c, v in zip(closures, outs)]
         except _RETRYABLE as e:
+            # The worker's master may still be running the step: fenced before
+            # the closures go elsewhere.
+            self._fence(i)
             self._handle(*[cs.ClosureFailed(c.id, i, e, True) for c in closures])
             self._liveness.after_task_error(i, e)
             return []
@@ -592,6 +695,12 @@ class ClusterCoordinator:
             return ([cs.ClosureFailed(closures[j].id, i, e, False)]
                     + [cs.ClosureFailed(c.id, i, e, True)
                        for k, c in enumerate(closures) if k != j])
+
+    @staticmethod
+    def _refused(i: int, closures) -> list:
+        err = errors.AbortedError(None, None, f"Worker {i} was declared failed after "
+                                  "this step was dispatched to it")
+        return [cs.ClosureFailed(c.id, i, err, True) for c in closures]
 
     def _build_resources(self, i: int, resources) -> list:
         target = self._worker_targets[i]

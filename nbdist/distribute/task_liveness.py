@@ -108,6 +108,20 @@ class TaskLiveness:
                 self._ps_incarnations[task] = inc
                 self._handle(cs.PsRecovered(task))
 
+    def fence(self, session_handles):
+        """Deletes these worker sessions on every ps: their running steps are
+        aborted there and later ones refused (a failed worker's late steps
+        never apply). A ps that does not answer is logged and skipped."""
+        for task in self._ps_tasks:
+            with self._client_locks[task]:
+                try:
+                    c = self._client(task)
+                    for h in session_handles:
+                        c.delete_worker_session(h)
+                except Exception as e:  # noqa: BLE001 - an OpError, or a closed channel
+                    _log.warning("Could not fence %d session(s) on %s: %s",
+                                 len(session_handles), task, first_line(e))
+
     def _ps_failed(self, task: str, why: str):
         _log.warning("Parameter server %s failed: %s", task, why)
         self._handle(cs.PsFailed(task, errors.UnavailableError(

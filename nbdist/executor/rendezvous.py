@@ -85,6 +85,12 @@ class Rendezvous:
         self._raise_if_aborted(step_id)
         return self._take(step_id, key, item)
 
+    def holds(self, step_id: int, key: str) -> bool:
+        """Whether a value sent as ``key`` in ``step_id`` is still waiting."""
+        with self._lock:
+            item = self._items.get((step_id, key))
+        return item is not None and item.event.is_set()
+
     def _take(self, step_id, key, item):
         with self._lock:
             self._items.pop((step_id, key), None)

@@ -8,7 +8,7 @@ import threading
 
 import numpy as np
 
-from nbdist.graph import dtypes, op_def
+from nbdist.graph import dtypes, op_def, op_site
 from nbdist.graph.default_session import run_with_default_session
 from nbdist.graph.device import merge_device
 from nbdist.graph.node_def import graph_to_graph_def, operation_to_node_def
@@ -133,6 +133,7 @@ class Operation:
         self._device = device
         self._outputs = [Tensor(self, i, d, s) for i, (d, s) in enumerate(output_specs)]
         self._id = len(graph._ops_list)
+        self._site = op_site.creation_site()  # for errors naming this op
 
     name = property(lambda self: self._name)
     type = property(lambda self: self._type)
@@ -141,6 +142,8 @@ class Operation:
     inputs = property(lambda self: list(self._inputs))
     control_inputs = property(lambda self: list(self._control_inputs))
     device = property(lambda self: self._device)
+    # TF's: [(filename, lineno, name, line)], here only the user frame that built it
+    traceback = property(lambda self: op_site.as_traceback(self._site))
 
     @property
     def node_def(self):

@@ -19,6 +19,7 @@ __all__ = [
     "dtype_enum_from_numpy",
     "make_ndarray",
     "make_tensor_proto",
+    "materialized_nbytes",
     "numpy_dtype_from_enum",
     "shape_from_proto",
     "shape_to_proto",
@@ -360,6 +361,37 @@ def make_tensor_proto(values, dtype=None, shape=None) -> tensor_pb2.TensorProto:
         le = arr.dtype.newbyteorder("<")
         proto.tensor_content = np.ascontiguousarray(arr, dtype=le).tobytes()
     return proto
+
+
+# ---------------------------------------------------------------------------
+# Size before materialising
+
+# What one string element costs as an array element, besides its bytes: a
+# Python bytes object and the pointer to it.
+STRING_ELEMENT_BYTES = 40
+
+
+def materialized_nbytes(proto: tensor_pb2.TensorProto) -> int:
+    """Bytes the value of ``proto`` takes once made an array, from its shape and
+    dtype alone (nothing is allocated or iterated): a single typed value may
+    fill a shape of any size. A string element counts ``STRING_ELEMENT_BYTES``
+    plus its length (the last value repeats to fill the shape). A proto that
+    ``make_ndarray`` would reject (bad dtype, unknown shape) counts 0.
+    """
+    try:
+        shape = shape_from_proto(proto.tensor_shape)
+        dt = numpy_dtype_from_enum(proto.dtype)
+    except ValueError:
+        return 0
+    if shape is None or any(d is None for d in shape):
+        return 0
+    n = math.prod(shape)
+    if dt.kind != "O":
+        return n * dt.itemsize
+    given = len(proto.string_val)
+    fill = len(proto.string_val[-1]) if given else 0
+    # ByteSize bounds the given strings' lengths without visiting them.
+    return n * STRING_ELEMENT_BYTES + proto.ByteSize() + max(0, n - given) * fill
 
 
 # ---------------------------------------------------------------------------

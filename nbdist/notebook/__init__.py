@@ -7,6 +7,7 @@ live widgets, usable on their own::
     nd.notebook.PlacementView(graph, cluster)  # ops and variables per device
     nd.notebook.BarrierView(cluster)           # barriers and SyncReplicas rounds
     nd.notebook.TimelineView.trace(sess, train_op)  # one step's ops over time
+    nd.notebook.TrainingView(cluster, logdir=logdir)  # loss and steps/s per worker
 
 ipywidgets is imported only when a widget is drawn in a kernel; elsewhere each
 view is text/html and text/plain.
@@ -15,20 +16,20 @@ view is text/html and text/plain.
 from __future__ import annotations
 
 from nbdist.notebook.events import EventFollower, ServiceEventSource, event_source_for
-from nbdist.notebook.plot import LinePlot
 from nbdist.notebook.widget_barrier import BarrierView
 from nbdist.notebook.widget_cluster import ClusterView
 from nbdist.notebook.widget_placement import PlacementView
 from nbdist.notebook.widget_timeline import TimelineView
+from nbdist.notebook.widget_training import TrainingView
 
 __all__ = [
     "BarrierView",
     "ClusterView",
     "EventFollower",
-    "LinePlot",
     "PlacementView",
     "ServiceEventSource",
     "TimelineView",
+    "TrainingView",
     "active_cluster",
     "event_source_for",
     "last_cell_results",
@@ -54,13 +55,19 @@ def last_cell_results() -> dict:
 
 
 def load_ipython_extension(ipython):
-    """``%load_ext nbdist``: registers the ``%cluster`` magics."""
+    """``%load_ext nbdist``: registers the ``%cluster`` magics, and shows an
+    ``nd.errors.OpError`` as its message and the cell that built its op (``%tb``
+    for the full traceback)."""
+    from nbdist.notebook import error_display
     from nbdist.notebook.magics import load_ipython_extension as load
 
     load(ipython)
+    error_display.register(ipython)
 
 
 def unload_ipython_extension(ipython):
+    from nbdist.notebook import error_display
     from nbdist.notebook.magics import unload_ipython_extension as unload
 
     unload(ipython)
+    error_display.unregister(ipython)

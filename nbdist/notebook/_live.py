@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import html
 import threading
+import time
+import weakref
 
 from nbdist.notebook.events import (
     EventFollower,
@@ -14,7 +16,23 @@ from nbdist.notebook.events import (
     event_source_for,
 )
 
-__all__ = ["LiveView", "esc", "in_kernel", "short_task"]
+__all__ = ["LiveView", "clock", "esc", "freeze_views", "in_kernel", "short_task"]
+
+_live_views: weakref.WeakSet = weakref.WeakSet()  # for freeze_views
+
+
+def freeze_views(cluster):
+    """Freezes every live view of ``cluster`` (it stopped): each keeps its last
+    state in its outputs. Called where the cluster is stopped, in the cell that
+    stops it, so that the outputs' updates reach the notebook."""
+    for view in list(_live_views):
+        if view.cluster is cluster:
+            view.close()
+
+
+def clock(t: float) -> str:
+    """A wall time (``time.time()``) as the local time of day, 17:02:03."""
+    return time.strftime("%H:%M:%S", time.localtime(t))
 
 
 def esc(x) -> str:
@@ -111,7 +129,11 @@ class LiveView:
         )
         self._own_follower = False
         self.follower = None
+        self.live = live
+        self.frozen_at: float | None = None  # when the view stopped following
+        self._handles: list = []  # the display ids this view was shown under
         if live:
+            _live_views.add(self)
             if follower is None:
                 if source is None:
                     source = event_source_for(cluster, target)
@@ -201,15 +223,38 @@ class LiveView:
             self._update(widget)
 
     def close(self):
-        """Stops following events (and the follower, if this view owns it)."""
-        if self._closed:
-            return
-        self._closed = True
+        """Stops following events (and the follower, if this view owns it) and
+        leaves the last state in every output the view was displayed in."""
+        self.freeze()
+
+    def freeze(self):
+        """Stops following; the widget and each output this view was displayed
+        in (their text/html and text/plain, which a static render shows) keep
+        the last state and its history. Returns the view."""
+        with self._lock:
+            if self._closed:
+                return self
+            self._closed = True
+            if self.live:
+                self.frozen_at = time.time()
         if self.follower is not None:
             self.follower.unsubscribe(self._on_event)
             if self._own_follower:
                 self.follower.stop()
         self._throttle.close()
+        self._refresh()
+        self._update_displays()
+        return self
+
+    def _update_displays(self):
+        if not self._handles:
+            return
+        bundle = self._repr_mimebundle_()
+        for handle in self._handles:
+            try:
+                handle.update(bundle, raw=True)
+            except Exception:  # noqa: BLE001, S110 - the kernel is going away
+                pass
 
     # -- representations -------------------------------------------------------------
     def _html(self) -> str:
@@ -218,8 +263,31 @@ class LiveView:
     def _text(self) -> str:
         raise NotImplementedError
 
+    def face(self) -> str:
+        """What the text and html forms say about when they were drawn: "live"
+        (redrawn until the cluster stops) or "final state at 17:02:03"; "" for
+        a view that never followed a cluster."""
+        if self.frozen_at is not None:
+            return f"final state at {clock(self.frozen_at)}"
+        return "live" if self.live else ""
+
+    def _face_text(self) -> str:
+        face = self.face()
+        text = self._text()
+        if not face:
+            return text
+        first, _, rest = text.partition("\n")
+        return f"{first}  ({face})" + (f"\n{rest}" if rest else "")
+
     def _full_html(self) -> str:
-        return f'{STYLE}<div class="nbdist">{self._html()}</div>'
+        face = self.face()
+        mark = (
+            f"<div class='muted nbdist-face' data-face='{face.split()[0]}'>"
+            f"{esc(face)}</div>"
+            if face
+            else ""
+        )
+        return f'{STYLE}<div class="nbdist">{self._html()}{mark}</div>'
 
     def _repr_html_(self):
         with self._lock:
@@ -227,11 +295,20 @@ class LiveView:
 
     def _repr_pretty_(self, p, cycle):
         with self._lock:
-            p.text(self._text())
+            p.text(self._face_text())
 
     def __repr__(self):
         with self._lock:
-            return self._text()
+            return self._face_text()
+
+    def _ipython_display_(self):
+        # Shown under a display id, so that freeze() can leave the last state in
+        # the output's text/html and text/plain (what static renders show).
+        from IPython.display import display
+
+        handle = display(self._repr_mimebundle_(), raw=True, display_id=True)
+        if handle is not None and not self._closed:
+            self._handles.append(handle)
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         data = {"text/plain": repr(self), "text/html": self._repr_html_()}

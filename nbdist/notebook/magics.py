@@ -97,7 +97,8 @@ class ClusterMagics(Magics):
             %cluster local                      an in-process server; `target`
             %cluster start --ps 1 --workers 2   a LocalCluster (one process per
                             [--chief] [--evaluator]   task); shows a live ClusterView
-            %cluster status                     the ClusterView again
+            %cluster status                     the ClusterView as it is now,
+                                                with each task's history
             %cluster kill worker:1              SIGKILL a task
             %cluster restart worker:1           start it again at its address
             %cluster placement [GRAPH]          PlacementView of GRAPH (default:
@@ -120,7 +121,9 @@ class ClusterMagics(Magics):
         workers), each in its own thread with its own default graph and
         worker context (task_type, task_id, master_target, is_chief,
         num_workers, wait_for_other_workers()); shows each task's output in
-        its own tab, live, and returns {task: value of the last expression}.
+        its own tab, live, and returns {task: value of the last expression};
+        once done, the cell's output also holds each task's output, result and
+        error line as text and html (what nbval and a static render see).
         When a task raises (or runs past --timeout), its tab shows the
         traceback and the cell fails with one line naming it;
         `nd.notebook.last_cell_results()` has the other tasks' values.
@@ -221,8 +224,7 @@ class ClusterMagics(Magics):
         self._no_args(args, "status")
         self._need_cluster()
         self.view.sync(timeout=1.0)
-        self.view._poll()
-        return self.view
+        return self.view.snapshot()
 
     def _stop(self, args):
         self._no_args(args, "stop")
@@ -316,7 +318,17 @@ class ClusterMagics(Magics):
         if live:
             from IPython.display import display
 
-            display(view)
+            # While it runs: the widget alone (tabs filling live), under a display
+            # id; emptied at the end, when the view is shown again with every
+            # task's output in its text forms. Never an update that adds text: nbval
+            # sees only the first display of an output, nbclient and Jupyter the
+            # updated one.
+            widget_only = {
+                k: v
+                for k, v in view.widget._repr_mimebundle_().items()
+                if k.startswith("application/vnd.jupyter.widget")
+            }
+            handle = display(widget_only, raw=True, display_id=True)
 
         def changed(run):
             for i, r in enumerate(view.runs):
@@ -336,6 +348,9 @@ class ClusterMagics(Magics):
         view.runs = runs
         view.refresh()
         view.close()
+        if live:
+            handle.update({}, raw=True)
+            display(view)
         if not live:
             for r in runs:
                 text = r.text + r.traceback
@@ -382,6 +397,10 @@ class ClusterMagics(Magics):
         for v in self._views:
             v.close()
         self._views = []
+        if cluster is not None:
+            from nbdist.notebook._live import freeze_views
+
+            freeze_views(cluster)
         if self.follower is not None:
             self.follower.stop()
             self.follower = None

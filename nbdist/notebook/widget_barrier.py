@@ -224,15 +224,7 @@ class BarrierView(LiveView):
             return "BarrierView: no barrier yet"
         lines = [f"BarrierView: {len(rows)} barrier{'s' if len(rows) != 1 else ''}"]
         for r in rows:
-            line = (
-                f"  {r.barrier_id} ({r.kind}): round {r.round} passed; "
-                f"{len(r.arrived)}/{len(r.participants)} arrived"
-            )
-            if r.arrived:
-                line += f" at round {r.round + 1}: {', '.join(r.arrived)}"
-            if r.status == "timed out":
-                line += f"; TIMED OUT, never arrived: {', '.join(r.missing)}"
-            lines.append(line)
+            lines.append(f"  {r.barrier_id} ({r.kind}): {_rounds(r)}; {_next_round(r)}")
         return "\n".join(lines)
 
     def _html(self) -> str:
@@ -244,6 +236,27 @@ class BarrierView(LiveView):
             f"<h4>Barriers <span class='muted'>· {len(rows)}</span></h4>"
             f"<div style='display:flex;flex-wrap:wrap'>{cards}</div>"
         )
+
+
+def _rounds(r: BarrierRecord) -> str:
+    return f"{r.round} round{'s' if r.round != 1 else ''} completed"
+
+
+def _next_round(r: BarrierRecord) -> str:
+    """Where the round being gathered stands, e.g. "round 51: 2 of 2 arrived
+    (worker:0, worker:1), releasing"."""
+    n, k = len(r.participants), len(r.arrived)
+    line = f"round {r.round + 1}: "
+    if not k:
+        line += f"none of {n} arrived yet"
+    else:
+        line += f"{k} of {n} arrived ({', '.join(r.arrived)})"
+        if r.status != "timed out":
+            missing = [t for t in r.participants if t not in r.arrived]
+            line += f", waiting for {', '.join(missing)}" if missing else ", releasing"
+    if r.status == "timed out":
+        line += f"; TIMED OUT, never arrived: {', '.join(r.missing)}"
+    return line
 
 
 def _card(r: BarrierRecord) -> str:
@@ -261,17 +274,9 @@ def _card(r: BarrierRecord) -> str:
         chips.append(f"<span class='chip' style='{style}'>{mark}{esc(t)}</span>")
     n, k = len(r.participants), len(shown)
     frac = (k / n) if n else 0.0
-    if settled:
-        line = f"round {r.round}: {k}/{n} arrived · next round: none yet"
-    else:
-        line = f"round {r.round + 1}: {k}/{n} arrived"
-        if r.status == "timed out":
-            line += f" · never arrived: {', '.join(r.missing)}"
-    status = {
-        "timed out": "<b style='color:#cf222e'>timed out</b>",
-        "passed": "<span style='color:#1a7f37'>passed</span>",
-        "waiting": "passed" if r.round else "waiting",
-    }[r.status]
+    status = (
+        " <b style='color:#cf222e'>· timed out</b>" if r.status == "timed out" else ""
+    )
     strip = "".join(
         f"<rect x='{i * 7}' y='0' width='6' height='10' rx='1' fill='#1a7f37'>"
         f"<title>round {rnd}</title></rect>"
@@ -292,9 +297,9 @@ def _card(r: BarrierRecord) -> str:
         f"<div><code>{esc(r.barrier_id)}</code> <span class='chip' style='color:#fff;"
         f"background:{badge};border-color:{badge}'>{esc(r.kind)}</span></div>"
         f"<div style='font-size:20px;font-weight:600'>{r.round} "
-        f"<span style='font-size:13px;font-weight:400'>round{'s' if r.round != 1 else ''}"
-        f" {status}</span></div>"
-        f"<div class='muted'>{esc(line)}</div>"
+        f"<span style='font-size:13px;font-weight:400'>"
+        f"{esc(_rounds(r).split(' ', 1)[1])}{status}</span></div>"
+        f"<div class='muted'>{esc(_next_round(r))}</div>"
         f"<svg width='220' height='8' xmlns='http://www.w3.org/2000/svg'>"
         f"<rect width='220' height='8' rx='4' fill='#eaeef2'/>"
         f"<rect width='{round(220 * frac)}' height='8' rx='4' fill='#1a7f37'/></svg>"

@@ -1,5 +1,10 @@
 """``CellRunView``: a ``%%cluster`` cell's runs, one tab per task with its
-output and a live status (running, done, error with its traceback)."""
+output and a live status (running, done, error with its traceback).
+
+Once the runs are over, its text/plain and text/html forms hold every task's
+stdout and stderr, result and error line, by task (sorted by job, then
+index): what nbval compares and a static render (nbconvert, GitHub, a
+notebook opened without its kernel) shows."""
 
 from __future__ import annotations
 
@@ -43,17 +48,18 @@ class CellRunView(LiveView):
     def _started(self) -> bool:
         return any(r.status != "pending" for r in self.runs)
 
+    def _sorted(self):
+        return sorted(self.runs, key=lambda r: (r.job, r.index))
+
     def _text(self) -> str:
         names = ", ".join(r.name for r in self.runs)
         if not self._started():  # the form shown where the live widget cannot be
             return f"%%cluster on {names} (each task's output in its tab)"
         lines = [f"%%cluster on {names}: {self._status_line()}"]
-        for r in self.runs:
-            if r.output or r.traceback:
-                lines.append(f"[{r.name}]")
-                lines.extend("  " + line for line in r.text.rstrip("\n").splitlines())
-                if r.traceback:
-                    lines.extend("  " + line for line in r.traceback.splitlines())
+        for r in self._sorted():
+            lines.append(f"[{r.name}] {_summary(r)}")
+            lines.extend("  " + line for line in r.text.rstrip("\n").splitlines())
+            lines.extend(f"  {line}" for line in _ending(r))
         return "\n".join(lines)
 
     def _chips(self) -> str:
@@ -72,13 +78,7 @@ class CellRunView(LiveView):
                 f"<div>%%cluster on {esc(', '.join(r.name for r in self.runs))} "
                 "<span class='muted'>(each task's output in its tab)</span></div>"
             )
-        body = "".join(
-            f"<details open><summary><b>{esc(r.name)}</b></summary>"
-            f"<pre style='margin:2px 0 6px 12px'>{esc(r.text)}"
-            f"{esc(r.traceback)}</pre></details>"
-            for r in self.runs
-            if r.output or r.traceback
-        )
+        body = "".join(_task_html(r) for r in self._sorted())
         return f"<div>%%cluster {self._chips()}</div>{body}"
 
     # -- the widget --------------------------------------------------------------------
@@ -120,3 +120,35 @@ class CellRunView(LiveView):
             if run.traceback and not getattr(run, "_traceback_shown", False):
                 run._traceback_shown = True
                 out.append_stderr(run.traceback)
+
+
+def _summary(r) -> str:
+    return f"{r.status}" + (f" in {r.seconds:.1f} s" if r.status != "pending" else "")
+
+
+def _ending(r) -> list[str]:
+    """The result and error lines of a run."""
+    if r.status == "done" and r.result is not None:
+        return [f"→ {r.result!r}"]
+    if r.status == "timed out":
+        return ["✗ timed out"]
+    if r.error is not None:
+        message = (str(r.error).strip().splitlines() or [""])[0]
+        return [f"✗ {type(r.error).__name__}: {message}".rstrip(": ")]
+    return []
+
+
+def _task_html(r) -> str:
+    out = "".join(
+        f"<span style='color:{STATE_COLORS['error']}'>{esc(t)}</span>"
+        if name == "stderr"
+        else esc(t)
+        for name, t in r.output
+    )
+    ending = "".join(f"<div class='nbdist-ending'>{esc(x)}</div>" for x in _ending(r))
+    return (
+        f"<div class='nbdist-task-output' data-task='{esc(r.name)}'>"
+        f"<b>{esc(r.name)}</b> <span class='muted'>{esc(_summary(r))}</span>"
+        f"<pre style='margin:2px 0 2px 12px'>{out}</pre>"
+        f"<div style='margin:0 0 6px 12px'>{ending}</div></div>"
+    )

@@ -4,22 +4,29 @@ served — with kill and restart buttons (the code of ``%cluster kill/restart``)
 State comes from two places: the processes of a ``LocalCluster`` (polled, so a
 SIGKILL shows at once) and the coordination service's events (``task_state``:
 connected, silent, back after a restart; ``step``: one more step served).
+Each task's changes (started, killed, failed by heartbeat, restarted, with
+times) are kept as its history, drawn under the table.
 """
 
 from __future__ import annotations
 
+import copy
 import os
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from nbdist.notebook import control
-from nbdist.notebook._live import STATE_COLORS, LiveView, esc, short_task
+from nbdist.notebook._live import STATE_COLORS, LiveView, clock, esc, short_task
 from nbdist.notebook.events import cluster_gone
 
 __all__ = ["ClusterView"]
 
 _JOB_ORDER = {"chief": 0, "worker": 1, "ps": 2, "evaluator": 3}
+_HISTORY_SHOWN = 8  # entries per task in the text and html forms
+# What a task's state becoming X is called in its history.
+_PROCESS_NOTES = {"killed": "killed", "exited": "exited", "stopped": "stopped"}
+_SERVICE_NOTES = {"DISCONNECTED": "failed by heartbeat", "ERROR": "error"}
 
 
 @dataclass
@@ -32,10 +39,15 @@ class TaskRow:
     service: str = ""  # from the coordination service: CONNECTED, DISCONNECTED, ...
     steps: int = 0
     restarts: int = 0
+    history: list = field(default_factory=list)  # (wall time, what happened)
 
     @property
     def name(self) -> str:
         return f"{self.job}:{self.index}"
+
+    def note(self, what: str, when: float | None = None):
+        if not self.history or self.history[-1][1] != what:
+            self.history.append((time.time() if when is None else when, what))
 
     @property
     def state(self) -> str:
@@ -77,14 +89,14 @@ class ClusterState:
             if row is None:
                 return False
             pid = int(p.get("pid") or 0)
+            when = (event.wall_time_us or 0) / 1e6 or None
             if row.process != "unknown":
                 # A LocalCluster's processes are watched (update_processes): they
                 # say which pid runs and when it restarted.
                 if pid and row.pid and pid != row.pid:
                     return False  # about a process that is gone
-                row.service = p.get("state", "")
+                self._service(row, p.get("state", ""), when)
                 return True
-            row.service = p.get("state", "")
             if p.get("address"):
                 row.address = p["address"]
             if pid:
@@ -92,6 +104,8 @@ class ClusterState:
             if p.get("restarted"):
                 row.restarts += 1
                 row.steps = 0
+                row.note("restarted", when)
+            self._service(row, p.get("state", ""), when)
             return True
         if event.kind == "step":
             row = self.row(p.get("task") or event.task)
@@ -100,6 +114,18 @@ class ClusterState:
             row.steps += 1
             return True
         return False
+
+    @staticmethod
+    def _service(row: TaskRow, state: str, when: float | None):
+        old, row.service = row.service, state
+        if state == old or row.process in _PROCESS_NOTES:
+            return
+        if state in _SERVICE_NOTES:
+            row.note(_SERVICE_NOTES[state], when)
+        elif state == "CONNECTED" and old in _SERVICE_NOTES:
+            row.note("back", when)
+        elif state == "CONNECTED" and not row.history:
+            row.note("started", when)
 
     def update_processes(self, tasks) -> bool:
         changed = False
@@ -111,6 +137,11 @@ class ClusterState:
                     row.service = ""  # a new process: the service has not seen it yet
                     row.restarts += 1
                     row.steps = 0
+                    row.note("restarted")
+                elif t.state == "running" and not row.history:
+                    row.note("started")
+                elif t.state in _PROCESS_NOTES:
+                    row.note(_PROCESS_NOTES[t.state])
                 row.address, row.pid, row.process = new
                 changed = True
         return changed
@@ -127,6 +158,19 @@ class ClusterState:
             counts[r.state] = counts.get(r.state, 0) + 1
         parts = ", ".join(f"{n} {s}" for s, n in counts.items())
         return f"{len(rows)} task{'s' if len(rows) != 1 else ''}: {parts}"
+
+    def history_lines(self) -> list[tuple[str, str]]:
+        """(task, "17:02:01 started · 17:02:05 killed · ...") per task with a
+        history, the last few changes of each."""
+        out = []
+        for r in self.sorted_rows():
+            if r.history:
+                shown = [
+                    f"{clock(t)} {what}" for t, what in r.history[-_HISTORY_SHOWN:]
+                ]
+                more = "… " if len(r.history) > _HISTORY_SHOWN else ""
+                out.append((r.name, more + " · ".join(shown)))
+        return out
 
 
 def _state_html(state: str) -> str:
@@ -158,6 +202,7 @@ class ClusterView(LiveView):
         spec = getattr(cluster, "cluster_spec", cluster)
         self._state = ClusterState(spec)
         self.message = ""
+        self.snapshot_at: float | None = None
         self._poll_stop = threading.Event()
         super().__init__(
             cluster, source=source, follower=follower, target=target, live=live
@@ -221,12 +266,46 @@ class ClusterView(LiveView):
                         if r.process in ("running", "starting")
                     ]
                 if not live or time.monotonic() - gone_since > 15:
+                    self.freeze()  # the last state stays in its outputs
                     return
 
     def close(self):
         self._poll_stop.set()
         self._poll()
         super().close()
+
+    def snapshot(self) -> ClusterView:
+        """The state and history now, as a static view (what ``%cluster
+        status`` shows): its text says "status at 17:02:03" and it never
+        changes, while this view stays live."""
+        self._poll()
+        snap = ClusterView(self.cluster, live=False)
+        with self._lock:
+            snap._state = copy.deepcopy(self._state)
+            snap.message = self.message
+        snap.snapshot_at = time.time()
+        snap._closed = True
+        return snap
+
+    def face(self) -> str:
+        if self.snapshot_at is not None:
+            return f"status at {clock(self.snapshot_at)}"
+        return super().face()
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        if self.snapshot_at is not None:  # a snapshot: no live widget
+            return {"text/plain": repr(self), "text/html": self._repr_html_()}
+        return super()._repr_mimebundle_(include, exclude)
+
+    def _can_act(self, row: TaskRow | None = None) -> tuple[bool, bool]:
+        """Whether the kill and the restart button of ``row`` can do anything:
+        only on a live view of a running LocalCluster this notebook started;
+        kill only on a task that runs."""
+        owned = hasattr(self.cluster, "kill") and hasattr(self.cluster, "restart")
+        if not owned or self._closed or cluster_gone(self.cluster):
+            return False, False
+        alive = row is not None and row.state in ("running", "starting", "unresponsive")
+        return alive, True
 
     def wait_for(self, predicate, timeout: float = 10.0) -> bool:
         """Waits until ``predicate(state)`` holds; returns whether it did."""
@@ -292,9 +371,22 @@ class ClusterView(LiveView):
             lines.append(
                 "  " + "  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip()
             )
+        history = self._state.history_lines()
+        if history:
+            lines.append("history:")
+            width = max(len(task) for task, _ in history)
+            lines.extend(f"  {task.ljust(width)}  {line}" for task, line in history)
         if self.message:
             lines.append(self.message)
         return "\n".join(lines)
+
+    def _history_html(self) -> str:
+        items = "".join(
+            f"<tr class='nbdist-history' data-task='{esc(task)}'><td><b>{esc(task)}"
+            f"</b></td><td class='muted'>{esc(line)}</td></tr>"
+            for task, line in self._state.history_lines()
+        )
+        return f"<table class='nbdist-history'>{items}</table>" if items else ""
 
     def _header_html(self) -> str:
         return f"<h4>Cluster <span class='muted'>· {esc(self._state.summary())}</span></h4>"
@@ -311,7 +403,7 @@ class ClusterView(LiveView):
         return (
             f"{self._header_html()}<table><tr><th>task</th><th>address</th>"
             f"<th>pid</th><th>state</th><th>steps</th><th></th></tr>{rows}"
-            f"</table>{msg}"
+            f"</table>{self._history_html()}{msg}"
         )
 
     def _build(self):
@@ -329,7 +421,7 @@ class ClusterView(LiveView):
             grid.append(
                 w.HTML(value=f"<div class='nbdist'><b class='muted'>{label}</b></div>")
             )
-        can_act = hasattr(self.cluster, "kill") and hasattr(self.cluster, "restart")
+        self._buttons = {}
         for r in self._state.sorted_rows():
             cells = [w.HTML() for _ in range(5)]
             self._cells[r.name] = cells
@@ -338,12 +430,12 @@ class ClusterView(LiveView):
                 b = w.Button(
                     description=action,
                     icon=icon,
-                    disabled=not can_act,
                     tooltip=f"{action} {r.name}",
                     layout=w.Layout(width="88px", height="26px"),
                 )
                 b.add_class(f"nbdist-{action}")
                 b.on_click(lambda _b, a=action, t=r.name: self._click(a, t))
+                self._buttons[(r.name, action)] = b
                 grid.append(b)
         box = w.GridBox(
             grid,
@@ -354,7 +446,8 @@ class ClusterView(LiveView):
             ),
         )
         footer = w.HTML()
-        view = w.VBox([header, box, footer])
+        self._history = w.HTML()
+        view = w.VBox([header, box, self._history, footer])
         view.add_class("nbdist-cluster-view")
         self._header, self._footer = header, footer
         self._update(view)
@@ -378,10 +471,19 @@ class ClusterView(LiveView):
                 v = f"<div class='nbdist'>{v}</div>"
                 if cell.value != v:
                     cell.value = v
+            for action, possible in zip(("kill", "restart"), self._can_act(r)):
+                button = self._buttons[(r.name, action)]
+                if button.disabled != (not possible):
+                    button.disabled = not possible
+        history = f"<div class='nbdist'>{self._history_html()}</div>"
+        if self._history.value != history:
+            self._history.value = history
         header = STYLE + f"<div class='nbdist'>{self._header_html()}</div>"
         if self._header.value != header:
             self._header.value = header
-        footer = f"<div class='nbdist muted'>{esc(self.message)}</div>"
+        face = self.face()
+        message = " · ".join(x for x in (self.message, face) if x)
+        footer = f"<div class='nbdist muted'>{esc(message)}</div>"
         if self._footer.value != footer:
             self._footer.value = footer
 

@@ -27,7 +27,7 @@ from nbdist.proto import graph_pb2 as nbdist_dot_proto_dot_graph__pb2
 from nbdist.proto import step_stats_pb2 as nbdist_dot_proto_dot_step__stats__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19nbdist/proto/config.proto\x12\x06nbdist\x1a\x1anbdist/proto/cluster.proto\x1a\x18nbdist/proto/graph.proto\x1a\x1dnbdist/proto/step_stats.proto\"\x89\x02\n\nGPUOptions\x12\'\n\x1fper_process_gpu_memory_fraction\x18\x01 \x01(\x01\x12\x16\n\x0e\x61llocator_type\x18\x02 \x01(\t\x12\x1f\n\x17\x64\x65\x66\x65rred_deletion_bytes\x18\x03 \x01(\x03\x12\x14\n\x0c\x61llow_growth\x18\x04 \x01(\x08\x12\x1b\n\x13visible_device_list\x18\x05 \x01(\t\x12\"\n\x1apolling_active_delay_usecs\x18\x06 \x01(\x05\x12$\n\x1cpolling_inactive_delay_msecs\x18\x07 \x01(\x05\x12\x1c\n\x14\x66orce_gpu_compatible\x18\x08 \x01(\x08\"\xc3\x03\n\x0b\x43onfigProto\x12:\n\x0c\x64\x65vice_count\x18\x01 \x03(\x0b\x32$.nbdist.ConfigProto.DeviceCountEntry\x12$\n\x1cintra_op_parallelism_threads\x18\x02 \x01(\x05\x12\x16\n\x0e\x64\x65vice_filters\x18\x04 \x03(\t\x12$\n\x1cinter_op_parallelism_threads\x18\x05 \x01(\x05\x12\'\n\x0bgpu_options\x18\x06 \x01(\x0b\x32\x12.nbdist.GPUOptions\x12\x1c\n\x14\x61llow_soft_placement\x18\x07 \x01(\x08\x12\x1c\n\x14log_device_placement\x18\x08 \x01(\x08\x12\x1f\n\x17operation_timeout_in_ms\x18\x0b \x01(\x03\x12\'\n\x0b\x63luster_def\x18\x0e \x01(\x0b\x32\x12.nbdist.ClusterDef\x12\x1d\n\x15isolate_session_state\x18\x0f \x01(\x08\x12\x12\n\nauth_token\x18\x64 \x01(\t\x1a\x32\n\x10\x44\x65viceCountEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x05:\x02\x38\x01\"\xcc\x01\n\nRunOptions\x12\x32\n\x0btrace_level\x18\x01 \x01(\x0e\x32\x1d.nbdist.RunOptions.TraceLevel\x12\x15\n\rtimeout_in_ms\x18\x02 \x01(\x03\x12\x1f\n\x17output_partition_graphs\x18\x05 \x01(\x08\"R\n\nTraceLevel\x12\x0c\n\x08NO_TRACE\x10\x00\x12\x12\n\x0eSOFTWARE_TRACE\x10\x01\x12\x12\n\x0eHARDWARE_TRACE\x10\x02\x12\x0e\n\nFULL_TRACE\x10\x03\"`\n\x0bRunMetadata\x12%\n\nstep_stats\x18\x01 \x01(\x0b\x32\x11.nbdist.StepStats\x12*\n\x10partition_graphs\x18\x03 \x03(\x0b\x32\x10.nbdist.GraphDefb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19nbdist/proto/config.proto\x12\x06nbdist\x1a\x1anbdist/proto/cluster.proto\x1a\x18nbdist/proto/graph.proto\x1a\x1dnbdist/proto/step_stats.proto\"\x89\x02\n\nGPUOptions\x12\'\n\x1fper_process_gpu_memory_fraction\x18\x01 \x01(\x01\x12\x16\n\x0e\x61llocator_type\x18\x02 \x01(\t\x12\x1f\n\x17\x64\x65\x66\x65rred_deletion_bytes\x18\x03 \x01(\x03\x12\x14\n\x0c\x61llow_growth\x18\x04 \x01(\x08\x12\x1b\n\x13visible_device_list\x18\x05 \x01(\t\x12\"\n\x1apolling_active_delay_usecs\x18\x06 \x01(\x05\x12$\n\x1cpolling_inactive_delay_msecs\x18\x07 \x01(\x05\x12\x1c\n\x14\x66orce_gpu_compatible\x18\x08 \x01(\x08\"\xdb\x01\n\x0cServerLimits\x12\x19\n\x11max_request_bytes\x18\x01 \x01(\x03\x12\x18\n\x10max_tensor_bytes\x18\x02 \x01(\x03\x12 \n\x18max_graph_constant_bytes\x18\x03 \x01(\x03\x12#\n\x1bmax_pushed_bytes_per_client\x18\x04 \x01(\x03\x12\x18\n\x10max_pushed_bytes\x18\x05 \x01(\x03\x12\x18\n\x10max_parked_bytes\x18\x06 \x01(\x03\x12\x1b\n\x13max_key_value_bytes\x18\x07 \x01(\x03\"\xf0\x03\n\x0b\x43onfigProto\x12:\n\x0c\x64\x65vice_count\x18\x01 \x03(\x0b\x32$.nbdist.ConfigProto.DeviceCountEntry\x12$\n\x1cintra_op_parallelism_threads\x18\x02 \x01(\x05\x12\x16\n\x0e\x64\x65vice_filters\x18\x04 \x03(\t\x12$\n\x1cinter_op_parallelism_threads\x18\x05 \x01(\x05\x12\'\n\x0bgpu_options\x18\x06 \x01(\x0b\x32\x12.nbdist.GPUOptions\x12\x1c\n\x14\x61llow_soft_placement\x18\x07 \x01(\x08\x12\x1c\n\x14log_device_placement\x18\x08 \x01(\x08\x12\x1f\n\x17operation_timeout_in_ms\x18\x0b \x01(\x03\x12\'\n\x0b\x63luster_def\x18\x0e \x01(\x0b\x32\x12.nbdist.ClusterDef\x12\x1d\n\x15isolate_session_state\x18\x0f \x01(\x08\x12\x12\n\nauth_token\x18\x64 \x01(\t\x12+\n\rserver_limits\x18\x65 \x01(\x0b\x32\x14.nbdist.ServerLimits\x1a\x32\n\x10\x44\x65viceCountEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x05:\x02\x38\x01\"\xcc\x01\n\nRunOptions\x12\x32\n\x0btrace_level\x18\x01 \x01(\x0e\x32\x1d.nbdist.RunOptions.TraceLevel\x12\x15\n\rtimeout_in_ms\x18\x02 \x01(\x03\x12\x1f\n\x17output_partition_graphs\x18\x05 \x01(\x08\"R\n\nTraceLevel\x12\x0c\n\x08NO_TRACE\x10\x00\x12\x12\n\x0eSOFTWARE_TRACE\x10\x01\x12\x12\n\x0eHARDWARE_TRACE\x10\x02\x12\x0e\n\nFULL_TRACE\x10\x03\"`\n\x0bRunMetadata\x12%\n\nstep_stats\x18\x01 \x01(\x0b\x32\x11.nbdist.StepStats\x12*\n\x10partition_graphs\x18\x03 \x03(\x0b\x32\x10.nbdist.GraphDefb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,14 +38,16 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CONFIGPROTO_DEVICECOUNTENTRY']._serialized_options = b'8\001'
   _globals['_GPUOPTIONS']._serialized_start=123
   _globals['_GPUOPTIONS']._serialized_end=388
-  _globals['_CONFIGPROTO']._serialized_start=391
-  _globals['_CONFIGPROTO']._serialized_end=842
-  _globals['_CONFIGPROTO_DEVICECOUNTENTRY']._serialized_start=792
-  _globals['_CONFIGPROTO_DEVICECOUNTENTRY']._serialized_end=842
-  _globals['_RUNOPTIONS']._serialized_start=845
-  _globals['_RUNOPTIONS']._serialized_end=1049
-  _globals['_RUNOPTIONS_TRACELEVEL']._serialized_start=967
-  _globals['_RUNOPTIONS_TRACELEVEL']._serialized_end=1049
-  _globals['_RUNMETADATA']._serialized_start=1051
-  _globals['_RUNMETADATA']._serialized_end=1147
+  _globals['_SERVERLIMITS']._serialized_start=391
+  _globals['_SERVERLIMITS']._serialized_end=610
+  _globals['_CONFIGPROTO']._serialized_start=613
+  _globals['_CONFIGPROTO']._serialized_end=1109
+  _globals['_CONFIGPROTO_DEVICECOUNTENTRY']._serialized_start=1059
+  _globals['_CONFIGPROTO_DEVICECOUNTENTRY']._serialized_end=1109
+  _globals['_RUNOPTIONS']._serialized_start=1112
+  _globals['_RUNOPTIONS']._serialized_end=1316
+  _globals['_RUNOPTIONS_TRACELEVEL']._serialized_start=1234
+  _globals['_RUNOPTIONS_TRACELEVEL']._serialized_end=1316
+  _globals['_RUNMETADATA']._serialized_start=1318
+  _globals['_RUNMETADATA']._serialized_end=1414
 # @@protoc_insertion_point(module_scope)

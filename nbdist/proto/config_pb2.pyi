@@ -30,8 +30,26 @@ class GPUOptions(_message.Message):
     force_gpu_compatible: bool
     def __init__(self, per_process_gpu_memory_fraction: _Optional[float] = ..., allocator_type: _Optional[str] = ..., deferred_deletion_bytes: _Optional[int] = ..., allow_growth: _Optional[bool] = ..., visible_device_list: _Optional[str] = ..., polling_active_delay_usecs: _Optional[int] = ..., polling_inactive_delay_msecs: _Optional[int] = ..., force_gpu_compatible: _Optional[bool] = ...) -> None: ...
 
+class ServerLimits(_message.Message):
+    __slots__ = ("max_request_bytes", "max_tensor_bytes", "max_graph_constant_bytes", "max_pushed_bytes_per_client", "max_pushed_bytes", "max_parked_bytes", "max_key_value_bytes")
+    MAX_REQUEST_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MAX_TENSOR_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MAX_GRAPH_CONSTANT_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MAX_PUSHED_BYTES_PER_CLIENT_FIELD_NUMBER: _ClassVar[int]
+    MAX_PUSHED_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MAX_PARKED_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MAX_KEY_VALUE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    max_request_bytes: int
+    max_tensor_bytes: int
+    max_graph_constant_bytes: int
+    max_pushed_bytes_per_client: int
+    max_pushed_bytes: int
+    max_parked_bytes: int
+    max_key_value_bytes: int
+    def __init__(self, max_request_bytes: _Optional[int] = ..., max_tensor_bytes: _Optional[int] = ..., max_graph_constant_bytes: _Optional[int] = ..., max_pushed_bytes_per_client: _Optional[int] = ..., max_pushed_bytes: _Optional[int] = ..., max_parked_bytes: _Optional[int] = ..., max_key_value_bytes: _Optional[int] = ...) -> None: ...
+
 class ConfigProto(_message.Message):
-    __slots__ = ("device_count", "intra_op_parallelism_threads", "device_filters", "inter_op_parallelism_threads", "gpu_options", "allow_soft_placement", "log_device_placement", "operation_timeout_in_ms", "cluster_def", "isolate_session_state", "auth_token")
+    __slots__ = ("device_count", "intra_op_parallelism_threads", "device_filters", "inter_op_parallelism_threads", "gpu_options", "allow_soft_placement", "log_device_placement", "operation_timeout_in_ms", "cluster_def", "isolate_session_state", "auth_token", "server_limits")
     class DeviceCountEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -50,6 +68,7 @@ class ConfigProto(_message.Message):
     CLUSTER_DEF_FIELD_NUMBER: _ClassVar[int]
     ISOLATE_SESSION_STATE_FIELD_NUMBER: _ClassVar[int]
     AUTH_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    SERVER_LIMITS_FIELD_NUMBER: _ClassVar[int]
     device_count: _containers.ScalarMap[str, int]
     intra_op_parallelism_threads: int
     device_filters: _containers.RepeatedScalarFieldContainer[str]
@@ -61,7 +80,8 @@ class ConfigProto(_message.Message):
     cluster_def: _cluster_pb2.ClusterDef
     isolate_session_state: bool
     auth_token: str
-    def __init__(self, device_count: _Optional[_Mapping[str, int]] = ..., intra_op_parallelism_threads: _Optional[int] = ..., device_filters: _Optional[_Iterable[str]] = ..., inter_op_parallelism_threads: _Optional[int] = ..., gpu_options: _Optional[_Union[GPUOptions, _Mapping]] = ..., allow_soft_placement: _Optional[bool] = ..., log_device_placement: _Optional[bool] = ..., operation_timeout_in_ms: _Optional[int] = ..., cluster_def: _Optional[_Union[_cluster_pb2.ClusterDef, _Mapping]] = ..., isolate_session_state: _Optional[bool] = ..., auth_token: _Optional[str] = ...) -> None: ...
+    server_limits: ServerLimits
+    def __init__(self, device_count: _Optional[_Mapping[str, int]] = ..., intra_op_parallelism_threads: _Optional[int] = ..., device_filters: _Optional[_Iterable[str]] = ..., inter_op_parallelism_threads: _Optional[int] = ..., gpu_options: _Optional[_Union[GPUOptions, _Mapping]] = ..., allow_soft_placement: _Optional[bool] = ..., log_device_placement: _Optional[bool] = ..., operation_timeout_in_ms: _Optional[int] = ..., cluster_def: _Optional[_Union[_cluster_pb2.ClusterDef, _Mapping]] = ..., isolate_session_state: _Optional[bool] = ..., auth_token: _Optional[str] = ..., server_limits: _Optional[_Union[ServerLimits, _Mapping]] = ...) -> None: ...
 
 class RunOptions(_message.Message):
     __slots__ = ("trace_level", "timeout_in_ms", "output_partition_graphs")

@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass, field
 
 from nbdist import errors
+from nbdist.executor.limits import over_limit
 from nbdist.runtime import env
 
 CONNECTED = "CONNECTED"
@@ -137,7 +138,8 @@ class CoordinationService:
 
     def __init__(self, tasks, heartbeat_interval_ms: int = DEFAULT_HEARTBEAT_INTERVAL_MS,
                  heartbeat_timeout_ms: int = DEFAULT_HEARTBEAT_TIMEOUT_MS,
-                 max_events: int = DEFAULT_MAX_EVENTS, incarnation: int = 0):
+                 max_events: int = DEFAULT_MAX_EVENTS, incarnation: int = 0,
+                 max_key_value_bytes: int | None = None):
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.heartbeat_timeout_ms = heartbeat_timeout_ms
         self.max_events = max_events
@@ -148,6 +150,8 @@ class CoordinationService:
         self._seq = 0
         self._barriers: dict[str, _Barrier] = {}
         self._kv: dict[str, bytes] = {}
+        self._kv_bytes = 0  # keys plus values, capped by max_key_value_bytes
+        self.max_key_value_bytes = max_key_value_bytes
         self._stopped = threading.Event()
         self._checker = threading.Thread(target=self._check_heartbeats, daemon=True,
                                          name="nbdist-coordination-check")
@@ -428,8 +432,21 @@ class CoordinationService:
             if key in self._kv and not allow_overwrite:
                 raise errors.AlreadyExistsError(None, None,
                                                 f"Key '{key}' is already set")
+            self._kv_reserve(key, value)
             self._kv[key] = bytes(value)
             self._emit("key_value", "", {"key": key})
+
+    def _kv_reserve(self, key: str, value: bytes):
+        # Called with self._lock held: counts the entry, or refuses it.
+        old = self._kv.get(key)
+        old_size = 0 if old is None else len(key) + len(old)
+        size = self._kv_bytes - old_size + len(key) + len(value)
+        cap = self.max_key_value_bytes
+        if cap is not None and size > cap:
+            raise over_limit("max_key_value_bytes", cap,
+                             f"InsertKeyValue '{key[:100]}': the key-value store "
+                             f"with this value of {len(value)} bytes", size)
+        self._kv_bytes = size
 
     def get(self, key: str, timeout_s: float, is_cancelled=lambda: False) -> bytes:
         end = time.monotonic() + timeout_s
@@ -449,11 +466,10 @@ class CoordinationService:
 
     def delete(self, key: str):
         with self._lock:
-            if key.endswith("/"):
-                for k in [k for k in self._kv if k.startswith(key)]:
-                    del self._kv[k]
-            else:
-                self._kv.pop(key, None)
+            doomed = ([k for k in self._kv if k.startswith(key)]
+                      if key.endswith("/") else [key] if key in self._kv else [])
+            for k in doomed:
+                self._kv_bytes -= len(k) + len(self._kv.pop(k))
 
     def stop(self):
         self._stopped.set()

@@ -15,6 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from nbdist import errors
+from nbdist.executor.limits import array_nbytes, check_graph_def, check_tensor
 from nbdist.graph.device import DeviceSpec
 from nbdist.graph.graph_def import infer_specs, parse_input, topological_order
 from nbdist.proto import config_pb2, step_stats_pb2
@@ -361,6 +362,7 @@ class Master:
         return workers, devices, incarnations
 
     def create_session(self, graph_def, config=None) -> tuple[str, int]:
+        self._check_request(graph_def, None, "CreateSession")
         cfg = config_pb2.ConfigProto()
         cfg.CopyFrom(self.default_config)
         if config is not None:
@@ -384,6 +386,7 @@ class Master:
         return ms
 
     def extend_session(self, handle: str, graph_def, current_version: int) -> int:
+        self._check_request(graph_def, None, "ExtendSession")
         ms = self._session(handle)
         with ms.lock:
             if current_version != ms.version:
@@ -397,8 +400,22 @@ class Master:
         """Runs one step. ``on_step(step_id)``, if given, is called before the
         step starts (raising there cancels it) so that the caller can
         ``cancel_step`` it later (e.g. when an RPC's client goes away)."""
+        self._check_request(None, feeds, "RunStep")
         return self._session(handle).run(feeds, fetches, targets, options, metadata,
                                          on_step)
+
+    def _check_request(self, graph_def, feeds, where: str):
+        """What a request brings (a graph's constants, sized before they are
+        materialised; fed values) against this task's limits."""
+        limits = self.local_worker.limits
+        if limits is None:
+            return
+        if graph_def is not None:
+            check_graph_def(graph_def, limits, where)
+        for name, value in (feeds or {}).items():
+            v = np.asarray(value)
+            check_tensor(limits, array_nbytes(v.dtype, v.size),
+                         f"{where}: the value fed to {name}")
 
     def cancel_step(self, handle: str, step_id: int, error=None):
         """Cancels ``step_id`` of session ``handle`` if it is still running."""

@@ -122,7 +122,7 @@ def place(nodes, devices: list[str], default_task: str, allow_soft_placement=Fal
                 None, node, f"Cannot assign a device for operation {node}: Operation "
                 f"was explicitly assigned to {merged.to_string()} but available "
                 f"devices are [ {avail} ]. Make sure the device specification "
-                "refers to a valid device.")
+                f"refers to a valid device.\n\t [[node {node}]]")
         for m in members:
             result[m.name] = device
     if log_device_placement:

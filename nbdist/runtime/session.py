@@ -13,7 +13,7 @@ import threading
 import numpy as np
 
 from nbdist import errors
-from nbdist.graph import dtypes
+from nbdist.graph import dtypes, op_site
 from nbdist.graph.default_session import default_session
 from nbdist.graph.ops import Graph, Operation, Tensor, get_default_graph
 from nbdist.proto import config_pb2
@@ -257,12 +257,19 @@ class BaseSession:
                 self._fetch_cache[fetches] = mapper
         feeds = self._feeds(feed_dict) if feed_dict else {}
         if self._graph.version != self._extended or self._handle is None:
-            self._extend()
+            try:
+                self._extend()
+            except errors.OpError as e:
+                _explain(e, self._graph, graph_rejected=True)
+                raise
         with self._runs_done:
             self._active_runs += 1
         try:
             values = self._master.run_step(self._handle, feeds, mapper.tensors,
                                            mapper.targets, options, run_metadata)
+        except errors.OpError as e:
+            _explain(e, self._graph, graph_rejected=False)
+            raise
         finally:
             with self._runs_done:
                 self._active_runs -= 1
@@ -310,6 +317,26 @@ class BaseSession:
         finally:
             if owned and hasattr(master, "close"):
                 master.close()
+
+
+def _explain(e: errors.OpError, graph: Graph, graph_rejected: bool):
+    """Adds to ``e``'s message where the op it names was built (the runtime knows
+    node names only) and, when the master rejected the graph, that every run of
+    this graph will fail the same way, and how to start over."""
+    name = getattr(e.op, "name", e.op)
+    try:
+        op = graph.get_operation_by_name(name)
+    except (KeyError, TypeError):
+        return
+    if op_site.TRACE_HEADING in e.message:
+        return
+    message = op_site.with_creation_site(e.message, op)
+    if graph_rejected:
+        message += (f"\n\nThe graph keeps '{name}', so every run of it fails the "
+                    "same way: start over with nd.reset_default_graph() (or build "
+                    "in a fresh nd.Graph()).")
+    e._message = message
+    e.args = (message,)
 
 
 def _convert_feed(t: Tensor, value) -> np.ndarray:

@@ -14,6 +14,7 @@ from typing import Callable
 
 from nbdist import errors
 from nbdist.executor.executor import Executor, StepContext
+from nbdist.executor.limits import Limits, check_graph_def
 from nbdist.executor.rendezvous import Rendezvous, parse_key
 from nbdist.executor.resources import ResourceMgr
 from nbdist.graph.device import DeviceSpec
@@ -41,11 +42,13 @@ class Worker:
                  num_cpus: int = 1, *, incarnation: int | None = None,
                  transport: TensorTransport | None = None,
                  publish: Callable[[str, dict], None] | None = None,
-                 task_states: Callable[[list[str]], list] | None = None):
+                 task_states: Callable[[list[str]], list] | None = None,
+                 limits: Limits | None = None):
         """``transport`` brings tensors from other tasks (None: this task is the
         whole cluster); ``publish(kind, payload)`` reports runtime events;
         ``task_states(tasks)`` reads the coordination service's task records
-        (what collectives check their peers' liveness with)."""
+        (what collectives check their peers' liveness with); ``limits`` bound
+        what requests may cost (a server's; None: unchecked, in process)."""
         self.task_name = task_name
         self.incarnation = incarnation or new_incarnation()
         self.devices = [f"{task_name}/device:CPU:{i}" for i in range(max(1, num_cpus))]
@@ -61,14 +64,16 @@ class Worker:
         self._sessions: set[str] = set()
         self._graphs: dict[str, tuple[str, Executor]] = {}
         self._steps: dict[int, StepContext] = {}
+        self._step_sessions: dict[int, str] = {}  # running step -> its session
         self._graph_ids = itertools.count(1)
         self._runs = 0
         self._transport = transport
         self.collectives = CollectiveExecutor(task_name, self.incarnation,
                                               self.rendezvous, transport, task_states)
         self._publish = publish or _ignore
-        self.parked = ParkedTensors(self)
-        self.pushed = PushedTensors(self)
+        self.limits = limits
+        self.parked = ParkedTensors(self, limits=limits)
+        self.pushed = PushedTensors(self, limits=limits)
         self.steps_served = 0
 
     # -- executor environment ---------------------------------------------------
@@ -123,11 +128,20 @@ class Worker:
             self._sessions.add(session_handle)
 
     def delete_worker_session(self, session_handle: str):
+        """Forgets a session: its graphs go, its running steps are aborted and
+        later ones refused (how a ``ClusterCoordinator`` fences a worker it
+        declared failed: that worker's steps never apply here late)."""
         with self._lock:
             self._sessions.discard(session_handle)
             for h in [h for h, (s, _) in self._graphs.items() if s == session_handle]:
                 del self._graphs[h]
             private = self._session_resources.pop(session_handle, {})
+            running = [i for i, h in self._step_sessions.items()
+                       if h == session_handle]
+        for step_id in running:
+            self.abort_step(step_id, errors.AbortedError(
+                None, None, f"Session {session_handle} was deleted on "
+                f"{self.task_name} while its step ran"))
         for rm in private.values():
             rm.cleanup(None)  # wakes ops still blocked on its queues
 
@@ -151,6 +165,7 @@ class Worker:
 
     def register_graph(self, session_handle: str, graph_def, config=None) -> str:
         self._check_session(session_handle)
+        check_graph_def(graph_def, self.limits, f"RegisterGraph on {self.task_name}")
         executor = Executor(graph_def, self._env_for(session_handle, config),
                             name=f"partition for {self.task_name}")
         handle = f"{session_handle}/g{next(self._graph_ids)}"
@@ -170,15 +185,20 @@ class Worker:
                   timeout_s: float | None = None,
                   op_timeout_s: float | None = None):
         """Runs a registered graph once; returns ({fetch key: value}, stats)."""
-        entry = self._graphs.get(graph_handle)
+        deadline = time.monotonic() + timeout_s if timeout_s else None
+        step = StepContext(step_id, feeds, deadline, trace, op_timeout_s)
+        # Looked up and registered at once: a session deleted meanwhile (a
+        # fenced one) either refuses the step or aborts it.
+        with self._lock:
+            entry = self._graphs.get(graph_handle)
+            if entry is not None and entry[0] == session_handle:
+                self._steps[step_id] = step
+                self._step_sessions[step_id] = session_handle
         if entry is None or entry[0] != session_handle:
             self._check_session(session_handle)
             raise errors.AbortedError(
                 None, None, f"Graph handle is not found: {graph_handle}. Possibly "
                 f"this worker ({self.task_name}) just restarted.")
-        deadline = time.monotonic() + timeout_s if timeout_s else None
-        step = StepContext(step_id, feeds, deadline, trace, op_timeout_s)
-        self._steps[step_id] = step
         start = time.time()
         try:
             entry[1].run(step)
@@ -189,6 +209,7 @@ class Worker:
             raise
         finally:
             self._steps.pop(step_id, None)
+            self._step_sessions.pop(step_id, None)
             self.steps_served += 1
             self._runs += 1
             if self._runs % 1000 == 0:

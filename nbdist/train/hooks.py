@@ -15,6 +15,7 @@ from __future__ import annotations
 import collections
 import logging
 import os
+import sys
 import time
 
 import numpy as np
@@ -267,6 +268,97 @@ class StopAtStepHook(SessionRunHook):
             step = int(run_context.session.run(self._global_step_tensor))
             if step >= self._last_step:
                 run_context.request_stop()
+
+
+class ProgressBarHook(SessionRunHook):
+    """A ``tqdm`` progress bar of the global step, up to ``last_step`` (or
+    ``num_steps`` more than at session creation; open-ended if neither).
+
+    ``tqdm.auto`` picks the bar: a widget in a notebook, text on a terminal;
+    when stderr is neither (a pipe, a file, CI) nothing is printed. The bar
+    moves every ``every_n_steps`` global steps, and with other workers' steps
+    too, since it follows the shared global step. In a notebook,
+    ``MonitoredTrainingSession`` adds one by itself next to a ``StopAtStepHook``.
+
+    >>> import nbdist as nd
+    >>> gs = nd.train.get_or_create_global_step()
+    >>> train_op = nd.assign_add(gs, 1)
+    >>> hooks = [nd.train.StopAtStepHook(last_step=5),
+    ...          nd.train.ProgressBarHook(last_step=5, desc="train")]
+    >>> with nd.train.MonitoredTrainingSession(hooks=hooks) as sess:
+    ...     while not sess.should_stop():
+    ...         _ = sess.run(train_op)
+    """
+
+    def __init__(self, last_step=None, every_n_steps=1, desc="training",
+                 num_steps=None):
+        if last_step is not None and num_steps is not None:
+            raise ValueError("ProgressBarHook: give last_step or num_steps, not both")
+        if not isinstance(every_n_steps, int) or every_n_steps < 1:
+            raise ValueError("ProgressBarHook: every_n_steps must be an int >= 1, "
+                             f"got {every_n_steps!r}")
+        self._last_step = last_step
+        self._num_steps = num_steps
+        self._every_n_steps = every_n_steps
+        self._desc = desc
+        self._bar = None
+
+    def begin(self):
+        self._global_step_tensor = _global_step_read()
+        if self._global_step_tensor is None:
+            raise RuntimeError("Global step should be created to use ProgressBarHook.")
+
+    def after_create_session(self, session, coord):
+        step = int(session.run(self._global_step_tensor))
+        if self._bar is None:  # a recovered session keeps its bar
+            from tqdm.auto import tqdm
+
+            total = self._last_step
+            if total is None and self._num_steps is not None:
+                total = step + self._num_steps
+            self._step = min(step, total or step)
+            self._bar = tqdm(total=total, initial=self._step, desc=self._desc,
+                             unit="step", disable=None)
+        self._show(step)
+
+    def before_run(self, run_context):
+        return SessionRunArgs(self._global_step_tensor)
+
+    def after_run(self, run_context, run_values):
+        # The value fetched predates this run's increment.
+        step = int(run_values.results) + 1
+        total = self._bar.total
+        if step - self._step >= self._every_n_steps or (total and step >= total):
+            self._show(step)
+
+    def end(self, session):
+        self._show(int(session.run(self._global_step_tensor)))
+        self._bar.close()
+
+    def _show(self, step):
+        # Counted here: a disabled tqdm counts nothing.
+        step = min(step, self._bar.total) if self._bar.total else step
+        if step > self._step:
+            self._bar.update(step - self._step)
+            self._step = step
+
+
+def add_notebook_progress(hooks, other_hooks=None) -> list:
+    """``hooks`` plus a ``ProgressBarHook`` when we run in a notebook, one of
+    ``hooks``/``other_hooks`` is a ``StopAtStepHook`` and none is a bar."""
+    hooks = list(hooks or [])
+    every = hooks + list(other_hooks or [])
+    stops = [h for h in every if isinstance(h, StopAtStepHook)]
+    if not stops or any(isinstance(h, ProgressBarHook) for h in every):
+        return hooks
+    from tqdm.auto import tqdm
+
+    notebook = sys.modules.get("tqdm.notebook")  # imported by tqdm.auto in a kernel
+    if notebook is None or not issubclass(tqdm, notebook.tqdm_notebook):
+        return hooks  # a terminal or a script: ProgressBarHook is opt-in there
+    stop = stops[0]
+    hooks.append(ProgressBarHook(last_step=stop._last_step, num_steps=stop._num_steps))
+    return hooks
 
 
 class CheckpointSaverListener:
@@ -542,7 +634,8 @@ class FeedFnHook(SessionRunHook):
 __all__ = [
     "CheckpointSaverHook", "CheckpointSaverListener", "FeedFnHook", "FinalOpsHook",
     "GlobalStepWaiterHook", "LoggingTensorHook", "NanLossDuringTrainingError",
-    "NanTensorHook", "NeverTriggerTimer", "SecondOrStepTimer", "SessionRunArgs",
+    "NanTensorHook", "NeverTriggerTimer", "ProgressBarHook", "SecondOrStepTimer",
+    "SessionRunArgs",
     "SessionRunContext", "SessionRunHook", "SessionRunValues", "StepCounterHook",
     "StopAtStepHook",
 ]

@@ -14,7 +14,12 @@ A ``MonitoredSession`` is a session wrapper that
   Unlike TF, which retries immediately and forever, retries back off
   exponentially (0.1 s doubling to 2 s) and stop after
   ``max_recovery_attempts`` consecutive failures (default 20), after which
-  the last error is raised;
+  the last error is raised. A task that went away or restarted surfaces as
+  one of these two however the runtime met it (a call that could not
+  connect, a connection cut mid-call, a ``_Recv`` from a restarted
+  producer), and each attempt waits a few seconds for a lost task to answer
+  again, so a parameter server down for 60 s is recovered from
+  (tests/test_ps_outage.py);
 * on ``close`` calls the hooks' ``end``, stops the coordinator's threads and
   closes the session, swallowing preemption errors. A thread still blocked
   in a step shortly after the stop (the SyncReplicas chief waiting for
@@ -270,7 +275,8 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None,
     ``save_checkpoint_steps``; only the seconds if both are given) plus
     ``chief_only_hooks``; a worker waits up to ``max_wait_secs`` for the model
     and gets only ``hooks``. ``max_recovery_attempts`` bounds how many times
-    in a row the session is re-created after a preemption error.
+    in a row the session is re-created after a preemption error. In a notebook,
+    a ``StopAtStepHook`` comes with a ``ProgressBarHook`` of the global step.
     """
     if save_summaries_steps is USE_DEFAULT and save_summaries_secs is USE_DEFAULT:
         save_summaries_steps, save_summaries_secs = 100, None
@@ -286,6 +292,7 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None,
     elif save_checkpoint_steps is USE_DEFAULT:
         save_checkpoint_steps = None
     scaffold = scaffold or Scaffold()
+    hooks = _hooks.add_notebook_progress(hooks, chief_only_hooks if is_chief else None)
     if not is_chief:
         session_creator = WorkerSessionCreator(scaffold=scaffold, master=master,
                                                config=config,

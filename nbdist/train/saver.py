@@ -48,12 +48,22 @@ file last. A crash at any moment therefore leaves ``latest_checkpoint``
 naming a complete, loadable checkpoint (the new one or the previous one).
 Checkpoints beyond ``max_to_keep`` are deleted only after the state file no
 longer lists them.
+
+Taking over a directory: a ``Saver``'s first save into a directory removes the
+temporary files a crash left there under its own names (``<prefix>[-N].npz``,
+``.meta`` and the state file's, older than that save), and counts the
+checkpoints already there against ``max_to_keep``: those the state file
+lists, and ``<prefix>-N`` checkpoints it does not (a process killed between
+the data file and the state file), oldest first. So a directory written by
+one process after another keeps ``max_to_keep`` checkpoints, as it would in
+one process.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import re
 import time
 import zipfile
 
@@ -67,6 +77,7 @@ from nbdist.graph.variables import Variable, global_variables
 from nbdist.proto import meta_graph_pb2
 from nbdist.train import meta_graph
 from nbdist.train.file_io import atomic_write as _atomic_write
+from nbdist.train.file_io import remove_temp_files
 from nbdist.train.saveable_object_util import (
     SavedPart,
     as_ref,
@@ -306,6 +317,13 @@ def remove_checkpoint(checkpoint_prefix, meta_graph_suffix="meta"):
             pass
 
 
+def _in_directory(path, directory):
+    """``path`` as this directory's saves name it, when it is in ``directory``."""
+    if os.path.abspath(os.path.dirname(path)) == os.path.abspath(directory or "."):
+        return os.path.join(directory, os.path.basename(path))
+    return path
+
+
 def meta_graph_filename(checkpoint_filename, meta_graph_suffix="meta"):
     return checkpoint_filename + "." + meta_graph_suffix
 
@@ -356,6 +374,7 @@ class Saver:
         self._filename_tensor = None
         self._last_checkpoints: list[tuple[str, float]] = []
         self._checkpoints_to_be_deleted: list[tuple[str, float]] = []
+        self._taken_over: set = set()  # (directory, prefix, state file) saved into
         self._next_checkpoint_time = (time.time() +
                                       keep_checkpoint_every_n_hours * 3600)
         if saver_def is not None:
@@ -533,6 +552,8 @@ class Saver:
         if not os.path.isdir(save_path_parent or "."):
             raise ValueError(f"Parent directory of {save_path} doesn't exist, can't "
                              "save.")
+        self._take_over_directory(save_path, latest_filename, meta_graph_suffix,
+                                  write_state)
         model_checkpoint_path = None
         if not self._is_empty:
             values = sess.run({n: [p.read for p in parts]
@@ -563,18 +584,63 @@ class Saver:
             self._maybe_delete_old_checkpoints(meta_graph_suffix)
         return model_checkpoint_path
 
+    def _take_over_directory(self, save_path, latest_filename, meta_graph_suffix,
+                             write_state):
+        """On the first save into a directory (see the module docstring)."""
+        directory = os.path.dirname(save_path)
+        base = os.path.basename(save_path)
+        key = (os.path.abspath(directory or "."), base, latest_filename)
+        if key in self._taken_over:
+            return
+        self._taken_over.add(key)
+        prefix = re.escape(base)
+        files = "|".join(re.escape(x) for x in (DATA_SUFFIX, "." + meta_graph_suffix))
+        removed = remove_temp_files(
+            directory, rf"{prefix}(?:-\d+)?(?:{files})|{re.escape(latest_filename)}",
+            time.time())
+        if removed:
+            _log.info("Removed leftover temporary files in %s: %s", directory or ".",
+                      ", ".join(removed))
+        if not self._max_to_keep or not write_state:
+            return
+        listed = []
+        if not self._last_checkpoints:  # else set by restore or by the user
+            try:
+                state = get_checkpoint_state(directory, latest_filename)
+            except ValueError:
+                state = None
+            if state is not None:
+                listed = [_in_directory(p, directory)
+                          for p in state.all_model_checkpoint_paths]
+        known = {os.path.normpath(p) for p in self.last_checkpoints + listed}
+        data = re.compile(rf"{prefix}-\d+{re.escape(DATA_SUFFIX)}")
+        unlisted = sorted(
+            (os.path.join(directory, n[:-len(DATA_SUFFIX)])
+             for n in os.listdir(directory or ".") if data.fullmatch(n)),
+            key=lambda p: get_checkpoint_mtimes([p]) or [0.0])
+        found = []
+        for p in [p for p in unlisted if os.path.normpath(p) not in known] + listed:
+            mtime = get_checkpoint_mtimes([p])
+            if mtime:
+                found.append((p, mtime[0]))
+        self._last_checkpoints = found + self._last_checkpoints
+
     def _record_last_checkpoint(self, path):
         if not self._max_to_keep:
             return
+        same = os.path.normpath(path)
         self._last_checkpoints = [(p, t) for p, t in self._last_checkpoints
-                                  if p != path]
+                                  if os.path.normpath(p) != same]
         self._last_checkpoints.append((path, time.time()))
         while len(self._last_checkpoints) > self._max_to_keep:
             self._checkpoints_to_be_deleted.append(self._last_checkpoints.pop(0))
 
     def _maybe_delete_old_checkpoints(self, meta_graph_suffix="meta"):
+        kept = {os.path.normpath(p) for p in self.last_checkpoints}
         while self._checkpoints_to_be_deleted:
             path, t = self._checkpoints_to_be_deleted.pop(0)
+            if os.path.normpath(path) in kept:
+                continue  # saved again since (the same step)
             if t > self._next_checkpoint_time:
                 # keep_checkpoint_every_n_hours: this one is preserved.
                 self._next_checkpoint_time += (

@@ -17,6 +17,7 @@ from nbdist.executor.kernels.kernel_util import (
     op_error,
     scalar_int,
 )
+from nbdist.executor.limits import check_output
 from nbdist.graph import array_ops_more  # noqa: F401  (registers the ops)
 from nbdist.graph.array_ops_creation import range_size
 from nbdist.graph.array_ops_join import split_sizes
@@ -402,6 +403,11 @@ def _check_dims(node, dims, what="dims"):
     return d
 
 
+def _string_len(value) -> int:
+    v = np.asarray(value)
+    return len(v.reshape(-1)[0]) if v.dtype == object and v.size else 0
+
+
 @register_kernel("Fill")
 def fill_kernel(node):
     np_type = numpy_type(node.attrs["T"])
@@ -412,6 +418,7 @@ def fill_kernel(node):
             raise op_error(
                 node, f"value must be a scalar, got shape {fmt(np.shape(value))}"
             )
+        check_output(node, d, np_type, _string_len(value))
         return np.full(d, value, dtype=np_type)
 
     return compute
@@ -449,6 +456,7 @@ def one_hot_kernel(node):
                 f"Expected axis to be -1 or between [0, {idx.ndim}].  "
                 f"But received: {axis}",
             )
+        check_output(node, idx.shape + (n,), np_type)
         hot = idx[..., None] == np.arange(n)
         out = np.where(hot, on_value, off_value).astype(np_type)
         if axis != -1 and axis != idx.ndim:
@@ -474,6 +482,7 @@ def range_kernel(node):
             n = range_size(s, lim, d, integer)
         except ValueError as e:
             raise op_error(node, str(e)) from None
+        check_output(node, (n,), np_type)
         if integer:
             return np.arange(s, s + n * d, d, dtype=np_type)[:n]
         return (s + np.arange(n, dtype=np.float64) * d).astype(np_type)
@@ -492,6 +501,7 @@ def tile_kernel(node):
                 f"Expected multiples argument to be a vector of length "
                 f"{x.ndim} but got length {len(m)}",
             )
+        check_output(node, [a * b for a, b in zip(x.shape, m)], x.dtype)
         return np.tile(x, m) if m else x.copy()
 
     return compute
@@ -501,6 +511,7 @@ def tile_kernel(node):
 def broadcast_to_kernel(node):
     def compute(step, x, shape):
         d = _check_dims(node, shape, "shape")
+        check_output(node, d, np.asarray(x).dtype)
         try:
             return np.broadcast_to(x, d).copy()
         except ValueError:
@@ -536,7 +547,9 @@ def _paddings(node, x, paddings):
         )
     if np.any(p < 0):
         raise op_error(node, f"paddings must be non-negative: {p.tolist()}")
-    return [(int(a), int(b)) for a, b in p]
+    pads = [(int(a), int(b)) for a, b in p]
+    check_output(node, [n + a + b for n, (a, b) in zip(x.shape, pads)], x.dtype)
+    return pads
 
 
 @register_kernel("Pad", "PadV2")

@@ -15,6 +15,7 @@ import numpy as np
 import nbdist.graph.random_ops  # noqa: F401  (registers the op definitions)
 from nbdist import errors
 from nbdist.executor.kernel import register_kernel
+from nbdist.executor.limits import check_output
 
 _MASK64 = 2**64 - 1
 
@@ -49,6 +50,7 @@ def _float_kernel(draw):
 
         def compute(step, shape):
             dims = _shape(node, shape)
+            check_output(node, dims, np_dtype)
             with lock:
                 out = draw(gen, dims, draw_dtype)
             return out.astype(np_dtype, copy=False)
@@ -88,6 +90,7 @@ def random_uniform_int_kernel(node):
 
     def compute(step, shape, minval, maxval):
         dims = _shape(node, shape)
+        check_output(node, dims, np_dtype)
         lo, hi = int(minval), int(maxval)
         if lo >= hi:
             raise errors.InvalidArgumentError(

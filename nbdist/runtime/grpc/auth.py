@@ -3,8 +3,9 @@
 Token. When a server has a token, every RPC of every service (streams
 included) must carry it in the ``authorization`` metadata as ``Bearer
 <token>``; anything else is answered ``UNAUTHENTICATED`` before the request is
-even decoded. The token comes from, in order: ``Server(..., token=...)``, the
-server's ``ConfigProto.auth_token``, ``NBDIST_TOKEN``. Clients (sessions and
+even read (none of its bytes are buffered). The token comes from, in order:
+``Server(..., token=...)``, the server's ``ConfigProto.auth_token``,
+``NBDIST_TOKEN``. Clients (sessions and
 the servers' own worker clients) send the token of their ``ConfigProto``, else
 ``NBDIST_TOKEN``. Tokens are compared in constant time. A token alone does not
 encrypt anything: use it with TLS on untrusted networks.
@@ -65,21 +66,19 @@ def call_metadata(token: str | None) -> tuple:
     return ((_HEADER, _PREFIX + token),) if token else ()
 
 
-def _deny(handler):
-    def abort(request, context):
-        context.abort(
-            grpc.StatusCode.UNAUTHENTICATED,
-            "Missing or wrong nbdist token (set NBDIST_TOKEN or "
-            "ConfigProto.auth_token to the server's token)",
-        )
+def _refuse(request_iterator, context):
+    context.abort(
+        grpc.StatusCode.UNAUTHENTICATED,
+        "Missing or wrong nbdist token (set NBDIST_TOKEN or "
+        "ConfigProto.auth_token to the server's token)",
+    )
 
-    if handler.unary_unary is not None:
-        return grpc.unary_unary_rpc_method_handler(abort)
-    if handler.unary_stream is not None:
-        return grpc.unary_stream_rpc_method_handler(abort)
-    if handler.stream_unary is not None:
-        return grpc.stream_unary_rpc_method_handler(abort)
-    return grpc.stream_stream_rpc_method_handler(abort)
+
+# A request-streaming handler answers without reading a single message, so a
+# call without the token is refused before its bytes are buffered (a unary
+# handler would read the whole request first). On the wire every call kind
+# looks the same: the client gets UNAUTHENTICATED whatever it called.
+_DENY = grpc.stream_unary_rpc_method_handler(_refuse)
 
 
 class TokenInterceptor(grpc.ServerInterceptor):
@@ -97,7 +96,7 @@ class TokenInterceptor(grpc.ServerInterceptor):
         handler = continuation(handler_call_details)
         if hmac.compare_digest(got.encode("utf-8", "replace"), self._expected):
             return handler
-        return None if handler is None else _deny(handler)
+        return None if handler is None else _DENY
 
 
 def _pem(value) -> bytes | None:

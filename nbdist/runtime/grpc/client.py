@@ -9,10 +9,12 @@ from another task. Both implement the same interfaces as the in-process
 Every call has a deadline. A gRPC failure becomes the nbdist error of the same
 canonical code, naming the task and its address: a dead task is
 ``UnavailableError("Task /job:ps/replica:0/task:0 at 127.0.0.1:2222 is
-unavailable: ...")``. A call that cannot connect waits up to ``RECONNECT_S``
-for the channel to (re)connect, so a restarted task is found again; a call
-cut off mid-way is not retried. Requests that change state carry a random
-``request_id``, which the server uses to drop duplicates.
+unavailable: ...")``. Transient connection failures are retried with backoff
+(``rpc``): a call that could not connect waits up to ``RECONNECT_S`` for the
+channel to (re)connect, so a restarted task is found again; a call cut off
+mid-way is retried only when it is idempotent or carries a ``request_id``
+(the server drops duplicates). A ``_Recv`` whose producer restarted is
+``AbortedError`` naming it.
 
 Tensors: a client's feeds of ``coding.STREAM_MIN_BYTES`` or more go ahead of
 the RunStep in one PushTensors stream and the RunStep names them by
@@ -26,7 +28,6 @@ after ``RECV_POLL_MS`` so that a cancelled step stops waiting at once.
 from __future__ import annotations
 
 import random
-import re
 import time
 
 import grpc
@@ -39,7 +40,17 @@ from nbdist.proto import (
     worker_service_pb2_grpc,
 )
 from nbdist.runtime.grpc import auth, coding
+from nbdist.runtime.grpc.rpc import (
+    RETRIES,
+    Retry,
+    Rpc,
+    channel_options,
+    error_from_status,
+    first_line,
+    make_channel,
+)
 from nbdist.runtime.grpc.wire import connect_failed
+from nbdist.runtime.master import _DISCOVERY_TIMEOUT_S as DISCOVERY_TIMEOUT_S
 
 __all__ = ["GrpcMasterClient", "GrpcWorkerClient", "channel_options", "make_channel"]
 
@@ -48,39 +59,10 @@ STATUS_TIMEOUT_S = 10.0  # GetStatus when the caller gives no timeout
 DELETE_SESSION_TIMEOUT_S = 10.0  # as TF's master; also DeregisterGraph
 UNBOUNDED_S = 7 * 86400.0  # a step with no timeout may block (queues), not forever
 _STEP_GRACE_S = 10.0  # lets a step's own DeadlineExceeded (naming its op) arrive
-# A call that could not connect waits this long for the channel to (re)connect
-# before the task counts as unavailable: long enough for a restarted task.
-RECONNECT_S = 3.0
 # A blocked RecvTensorUnary returns "pending" this often, so the consumer can
 # notice that its step was cancelled (and the server frees the thread).
 RECV_POLL_MS = 100
-
-_NODE_RE = re.compile(r"\[\[node ([^ \]]+)")
-
-
-def channel_options() -> list[tuple[str, int]]:
-    """Options of every nbdist channel: no message size limit, keepalive that
-    notices a dead peer, and quick reconnection to a restarted task."""
-    return [
-        ("grpc.max_send_message_length", -1),
-        ("grpc.max_receive_message_length", -1),
-        ("grpc.keepalive_time_ms", 20000),
-        ("grpc.keepalive_timeout_ms", 10000),
-        ("grpc.keepalive_permit_without_calls", 1),
-        ("grpc.http2.max_pings_without_data", 0),
-        ("grpc.initial_reconnect_backoff_ms", 100),
-        ("grpc.min_reconnect_backoff_ms", 100),
-        ("grpc.max_reconnect_backoff_ms", 1000),
-        ("grpc.enable_retries", 0),
-    ]
-
-
-def make_channel(address: str, tls: auth.TlsConfig | None) -> grpc.Channel:
-    if tls is not None:
-        return grpc.secure_channel(
-            address, tls.channel_credentials(), options=channel_options()
-        )
-    return grpc.insecure_channel(address, options=channel_options())
+_INCARNATION_TIMEOUT_S = 2.0  # GetStatus asking whether a peer restarted
 
 
 def _address(target: str) -> str:
@@ -89,110 +71,6 @@ def _address(target: str) -> str:
 
 def _request_id() -> int:
     return random.getrandbits(62) | 1
-
-
-def _first_line(text: str) -> str:
-    return text.strip().splitlines()[0] if text and text.strip() else ""
-
-
-def error_from_status(code: int, message: str) -> errors.OpError:
-    """The error a body status (RunStep/RunGraph) stands for, with its op name."""
-    m = _NODE_RE.search(message or "")
-    return errors.make_error(code, message, m.group(1) if m else None)
-
-
-class _Rpc:
-    """Shared call logic: metadata, deadlines, retries and error mapping."""
-
-    def __init__(
-        self, who: str, address: str, token: str | None, tls: auth.TlsConfig | None
-    ):
-        self.who = who  # "Task /job:ps/replica:0/task:0 at 127.0.0.1:2222"
-        self.address = address
-        self._metadata = auth.call_metadata(token)
-        self._channel = make_channel(address, tls)
-        self._closed = False
-
-    def error(
-        self, method: str, e: grpc.RpcError, timeout_s: float | None
-    ) -> errors.OpError:
-        code = e.code() if hasattr(e, "code") else grpc.StatusCode.UNKNOWN
-        details = (e.details() if hasattr(e, "details") else str(e)) or ""
-        who = self.who
-        if code == grpc.StatusCode.UNAVAILABLE:
-            return errors.UnavailableError(
-                None,
-                None,
-                f"{who} is unavailable: {_first_line(details)} (calling {method})",
-            )
-        if code == grpc.StatusCode.DEADLINE_EXCEEDED:
-            within = f" within {timeout_s:.1f} s" if timeout_s else ""
-            return errors.DeadlineExceededError(
-                None, None, f"{who} did not answer {method}{within}"
-            )
-        if code == grpc.StatusCode.UNAUTHENTICATED:
-            return errors.UnauthenticatedError(
-                None, None, f"{who} rejected {method}: {details}"
-            )
-        cls = errors.exception_type_from_error_code(code.value[0])
-        m = _NODE_RE.search(details)
-        return cls(
-            None, m.group(1) if m else None, f"{details}\n\t [[{method} to {who}]]"
-        )
-
-    def call(
-        self,
-        method: str,
-        fn,
-        request,
-        timeout_s: float,
-        *,
-        wait_for_ready: bool = False,
-        may_reconnect: bool = True,
-    ):
-        deadline = time.monotonic() + timeout_s
-        reconnect = False
-        while True:
-            left = deadline - time.monotonic()
-            if reconnect:
-                left = min(left, RECONNECT_S)
-            try:
-                return fn(
-                    request,
-                    timeout=max(left, 0.001),
-                    metadata=self._metadata,
-                    wait_for_ready=wait_for_ready or reconnect,
-                )
-            except grpc.RpcError as e:
-                if (
-                    may_reconnect
-                    and not reconnect
-                    and not wait_for_ready
-                    and connect_failed(e)
-                ):
-                    reconnect = True
-                    continue
-                if (
-                    reconnect
-                    and e.code() == grpc.StatusCode.DEADLINE_EXCEEDED
-                    and deadline - time.monotonic() > 0
-                ):
-                    raise errors.UnavailableError(
-                        None,
-                        None,
-                        f"{self.who} is unavailable: could not connect "
-                        f"within {RECONNECT_S:.0f} s (calling {method})",
-                    ) from None
-                raise self.error(method, e, timeout_s) from None
-            except ValueError as e:  # a response the deserializer rejected
-                raise errors.DataLossError(
-                    None, None, f"Malformed {method} response from {self.who}: {e}"
-                ) from None
-
-    def close(self):
-        if not self._closed:
-            self._closed = True
-            self._channel.close()
 
 
 def _step_timeout(timeout_s: float | None) -> float:
@@ -207,25 +85,18 @@ def _recv_tensor_method(channel):
     )
 
 
-def _pull(
-    rpc: _Rpc, method, step_id: int, key: str, timeout_s: float, on_cancel=None
-):
+def _pull(rpc: Rpc, method, step_id: int, key: str, timeout_s: float, on_cancel=None):
     """Streams one tensor into a fresh array. ``on_cancel(fn)`` registers ``fn``
     to run when the caller is cancelled (``StepContext.add_cancel_callback``,
     grpc's ``context.add_callback``) and returns False if it already was; the
     stream is then cancelled at once. Raises grpc.RpcError (the caller maps it)
-    or DataLossError."""
+    or DataLossError. Pulling takes the tensor: only a connection that was
+    never set up is retried."""
     deadline = time.monotonic() + timeout_s
     request = worker_pb2.RecvTensorRequest(step_id=step_id, rendezvous_key=key)
-    reconnect = False
+    failures = 0
     while True:
-        left = _deadline_left(deadline)
-        call = method(
-            request,
-            timeout=min(left, RECONNECT_S) if reconnect else left,
-            metadata=rpc._metadata,
-            wait_for_ready=reconnect,
-        )
+        call = method(request, timeout=_deadline_left(deadline), metadata=rpc.metadata)
         cancelled = False
         if on_cancel is not None and not on_cancel(call.cancel):
             call.cancel()
@@ -236,9 +107,10 @@ def _pull(
                 receiver.add(chunk)
             return receiver.result()
         except grpc.RpcError as e:
-            if reconnect or cancelled or not connect_failed(e):
+            if cancelled or failures >= RETRIES or not connect_failed(e):
                 raise
-            reconnect = True
+            failures += 1
+            rpc.reconnect("RecvTensor", deadline, failures, timeout_s, on_cancel)
         except ValueError as e:
             call.cancel()
             raise errors.DataLossError(
@@ -270,7 +142,7 @@ class GrpcWorkerClient:
     ):
         self.task_name = task_name
         self.address = address
-        self._rpc = _Rpc(
+        self._rpc = Rpc(
             f"Task {task_name} at {address}",
             address,
             auth.resolve_token(token),
@@ -278,7 +150,7 @@ class GrpcWorkerClient:
         )
         # Set by a server: parks a large feed for this task to pull (see coding).
         self._park = park
-        ch = self._rpc._channel
+        ch = self._rpc.channel
         self._stub = worker_service_pb2_grpc.WorkerServiceStub(ch)
         self._run_graph = ch.unary_unary(
             "/nbdist.WorkerService/RunGraph",
@@ -302,6 +174,7 @@ class GrpcWorkerClient:
             worker_pb2.GetStatusRequest(),
             timeout_s or STATUS_TIMEOUT_S,
             wait_for_ready=True,
+            retry=Retry.SAFE,
         )
         if resp.task and resp.task != self.task_name:
             raise errors.InvalidArgumentError(
@@ -322,6 +195,7 @@ class GrpcWorkerClient:
                 session_handle=session_handle, request_id=_request_id()
             ),
             CONTROL_TIMEOUT_S,
+            retry=Retry.SAFE,
         )
 
     def delete_worker_session(self, session_handle: str):
@@ -333,7 +207,7 @@ class GrpcWorkerClient:
                 session_handle=session_handle, request_id=_request_id()
             ),
             DELETE_SESSION_TIMEOUT_S,
-            may_reconnect=False,
+            retry=Retry.NEVER,
         )
 
     def register_graph(self, session_handle: str, graph_def, config=None) -> str:
@@ -345,7 +219,11 @@ class GrpcWorkerClient:
             req.config_proto.auth_token = ""
         try:
             resp = self._rpc.call(
-                "RegisterGraph", self._stub.RegisterGraph, req, CONTROL_TIMEOUT_S
+                "RegisterGraph",
+                self._stub.RegisterGraph,
+                req,
+                CONTROL_TIMEOUT_S,
+                retry=Retry.SAFE,
             )
         except errors.AbortedError as e:
             raise self._aborted(session_handle, e) from None
@@ -361,7 +239,7 @@ class GrpcWorkerClient:
                 request_id=_request_id(),
             ),
             DELETE_SESSION_TIMEOUT_S,
-            may_reconnect=False,
+            retry=Retry.NEVER,
         )
 
     def run_graph(
@@ -387,11 +265,19 @@ class GrpcWorkerClient:
             req.exec_opts.timeout_in_ms = max(1, int(timeout_s * 1000))
         data = coding.encode_message(req, 5, feeds.items(), park=self._park)
         deadline = time.monotonic() + _step_timeout(timeout_s)
+        lost: list[str] = []
         resp, tensors = self._rpc.call(
-            "RunGraph", self._run_graph, data, _step_timeout(timeout_s)
+            "RunGraph",
+            self._run_graph,
+            data,
+            _step_timeout(timeout_s),
+            retry=Retry.SAFE,
+            lost=lost,
         )
         if resp.status_code:
             err = error_from_status(resp.status_code, resp.status_error_message)
+            if lost and isinstance(err, errors.CancelledError):
+                err = self._rpc.lost_error("RunGraph", lost)
             if isinstance(err, errors.AbortedError):
                 err = self._aborted(session_handle, err)
             raise err
@@ -410,7 +296,7 @@ class GrpcWorkerClient:
         fut = self._stub.CleanupGraph.future(
             worker_pb2.CleanupGraphRequest(step_id=step_id),
             timeout=CONTROL_TIMEOUT_S,
-            metadata=self._rpc._metadata,
+            metadata=self._rpc.metadata,
         )
         fut.add_done_callback(lambda f: f.exception())
 
@@ -420,6 +306,7 @@ class GrpcWorkerClient:
             self._stub.CleanupAll,
             worker_pb2.CleanupAllRequest(container=list(containers or [])),
             CONTROL_TIMEOUT_S,
+            retry=Retry.SAFE,
         )
 
     def recv_tensor(self, step, key: str, step_id: int | None = None):
@@ -434,38 +321,40 @@ class GrpcWorkerClient:
         if step.op_timeout_s:
             left.append(step.op_timeout_s)
         timeout = max(min(left), 0.001) if left else UNBOUNDED_S
-        deadline = time.monotonic() + timeout
+        start = time.monotonic()
+        deadline = start + timeout
         request = worker_pb2.RecvTensorRequest(
             step_id=step.step_id if step_id is None else step_id,
             rendezvous_key=key,
             wait_ms=RECV_POLL_MS,
         )
-        metadata = self._rpc._metadata
-        reconnect = False
+        metadata = self._rpc.metadata
+        failures = 0
         try:
             while True:
                 if step.cancelled:
                     step.check()
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    raise self._recv_timeout(key, timeout)
+                    raise self._recv_timeout(key, start)
                 if remaining * 1000 < RECV_POLL_MS:
                     request.wait_ms = max(1, int(remaining * 1000))
                 try:
                     data = self._recv_unary(
-                        request,
-                        timeout=min(remaining, RECONNECT_S)
-                        if reconnect
-                        else remaining + _STEP_GRACE_S,
-                        metadata=metadata,
-                        wait_for_ready=reconnect,
+                        request, timeout=remaining + _STEP_GRACE_S, metadata=metadata
                     )
                 except grpc.RpcError as e:
-                    if reconnect or step.cancelled or not connect_failed(e):
+                    # Receiving takes the tensor: only a connection that was
+                    # never set up is retried.
+                    if step.cancelled or failures >= RETRIES or not connect_failed(e):
                         raise
-                    reconnect = True
+                    failures += 1
+                    what = f"RecvTensor for {_tensor_name(key)}"
+                    self._rpc.reconnect(
+                        what, deadline, failures, timeout, step.add_cancel_callback
+                    )
+                    self._check_not_restarted(what)
                     continue
-                reconnect = False
                 try:
                     got = coding.decode_recv_response(data)
                 except ValueError as e:
@@ -493,19 +382,41 @@ class GrpcWorkerClient:
             if step.cancelled:
                 step.check()
             if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
-                raise self._recv_timeout(key, timeout) from None
+                raise self._recv_timeout(key, start) from None
             if e.code() == grpc.StatusCode.ABORTED:
                 raise errors.AbortedError(None, None, e.details() or "") from None
-            raise self._rpc.error("RecvTensor", e, timeout) from None
+            what = f"RecvTensor for {_tensor_name(key)}"
+            raise self._rpc.error(what, e, time.monotonic() - start) from None
 
-    def _recv_timeout(self, key: str, timeout: float) -> errors.OpError:
-        name = key.split(";")[3] if key.count(";") == 4 else key[:100]
+    def _recv_timeout(self, key: str, start: float) -> errors.OpError:
         return errors.DeadlineExceededError(
             None,
             None,
-            f"Timed out after {timeout:.1f} s waiting for tensor {name} from "
-            f"{self._rpc.who}",
+            f"Timed out after {time.monotonic() - start:.1f} s waiting for tensor "
+            f"{_tensor_name(key)} from {self._rpc.who}",
         )
+
+    def _check_not_restarted(self, what: str):
+        """After a reconnection: a task that restarted lost the tensors of the
+        steps it was running, so waiting for one is pointless."""
+        old = self.incarnation
+        if old is None:
+            return
+        try:
+            new = self._stub.GetStatus(
+                worker_pb2.GetStatusRequest(),
+                timeout=_INCARNATION_TIMEOUT_S,
+                metadata=self._rpc.metadata,
+            ).incarnation
+        except grpc.RpcError:
+            return
+        if new != old:
+            raise errors.AbortedError(
+                None,
+                None,
+                f"{self._rpc.who} restarted (incarnation {old:x}, now {new:x}) "
+                f"during {what}: the tensor is lost; create a new session.",
+            )
 
     def pull(self, step_id: int, key: str, timeout_s: float, on_cancel=None):
         """Streams the tensor parked under ``key`` for ``step_id`` on this task."""
@@ -526,7 +437,9 @@ class GrpcWorkerClient:
         old = self._session_incarnation.get(session_handle)
         try:
             resp = self._stub.GetStatus(
-                worker_pb2.GetStatusRequest(), timeout=2.0, metadata=self._rpc._metadata
+                worker_pb2.GetStatusRequest(),
+                timeout=_INCARNATION_TIMEOUT_S,
+                metadata=self._rpc.metadata,
             )
             new = resp.incarnation
         except grpc.RpcError:
@@ -537,7 +450,7 @@ class GrpcWorkerClient:
                 None,
                 f"{self._rpc.who} restarted (incarnation "
                 f"{old:x}, now {new:x}) and lost this session's state; create a new "
-                f"session. ({_first_line(err.message)})",
+                f"session. ({first_line(err.message)})",
             )
         return err
 
@@ -546,6 +459,10 @@ class GrpcWorkerClient:
 
     def __repr__(self) -> str:
         return f"GrpcWorkerClient({self.task_name!r}, {self.address!r})"
+
+
+def _tensor_name(key: str) -> str:
+    return key.split(";")[3] if key.count(";") == 4 else key[:100]
 
 
 def _identity(data: bytes) -> bytes:
@@ -571,13 +488,13 @@ class GrpcMasterClient:
     def __init__(self, target: str, config=None, tls=None, token: str | None = None):
         self.target = target
         address = _address(target)
-        self._rpc = _Rpc(
+        self._rpc = Rpc(
             f"The master at {address}",
             address,
             auth.resolve_token(token, config),
             auth.resolve_tls(tls),
         )
-        ch = self._rpc._channel
+        ch = self._rpc.channel
         self._stub = master_service_pb2_grpc.MasterServiceStub(ch)
         self._run_step = ch.unary_unary(
             "/nbdist.MasterService/RunStep",
@@ -601,10 +518,12 @@ class GrpcMasterClient:
 
     def create_session(self, graph_def, config=None) -> tuple[str, int]:
         cfg = self._clean(config)
+        # The master waits this long for every task to answer: a CreateSession
+        # during a task's outage must not give up before the master does.
         discovery = (
             cfg.operation_timeout_in_ms / 1000.0
             if cfg.operation_timeout_in_ms > 0
-            else STATUS_TIMEOUT_S
+            else DISCOVERY_TIMEOUT_S
         )
         resp = self._rpc.call(
             "CreateSession",
@@ -616,7 +535,7 @@ class GrpcMasterClient:
                 request_id=_request_id(),
             ),
             CONTROL_TIMEOUT_S + 2 * discovery,
-            wait_for_ready=False,
+            retry=Retry.SAFE,
         )
         return resp.session_handle, resp.graph_version
 
@@ -631,6 +550,7 @@ class GrpcMasterClient:
                 request_id=_request_id(),
             ),
             CONTROL_TIMEOUT_S,
+            retry=Retry.SAFE,
         )
         return resp.new_graph_version
 
@@ -665,11 +585,20 @@ class GrpcMasterClient:
                 big.append(v)
         park = self._push(big, _step_timeout(timeout_s)) if big else None
         data = coding.encode_message(req, 2, feeds.items(), park=park)
+        lost: list[str] = []
         resp, tensors = self._rpc.call(
-            "RunStep", self._run_step, data, _deadline_left(deadline)
+            "RunStep",
+            self._run_step,
+            data,
+            _deadline_left(deadline),
+            retry=Retry.SAFE,
+            lost=lost,
         )
         if resp.status_code:
-            raise error_from_status(resp.status_code, resp.status_error_message)
+            err = error_from_status(resp.status_code, resp.status_error_message)
+            if lost and isinstance(err, errors.CancelledError):
+                err = self._rpc.lost_error("RunStep", lost)
+            raise err
         tensors = coding.resolve_refs(
             tensors, lambda ref: self._pull(ref, _deadline_left(deadline))
         )
@@ -682,13 +611,11 @@ class GrpcMasterClient:
         """Streams ``values`` to the master (PushTensors); returns the ``park``
         function that gives each one's reference for the RunStep."""
         ids = [_request_id() for _ in values]
-        resp = self._rpc.call(
-            "PushTensors",
-            self._push_tensors,
-            coding.push_chunks(zip(ids, values)),
-            timeout_s,
-            may_reconnect=False,
-        )
+
+        def push(_, **kw):  # pushing a push id again replaces it: safe to retry
+            return self._push_tensors(coding.push_chunks(zip(ids, values)), **kw)
+
+        resp = self._rpc.call("PushTensors", push, None, timeout_s, retry=Retry.SAFE)
         if len(resp.key) != len(values):
             raise errors.DataLossError(
                 None,
@@ -713,7 +640,7 @@ class GrpcMasterClient:
                 session_handle=handle, request_id=_request_id()
             ),
             CONTROL_TIMEOUT_S,
-            may_reconnect=False,
+            retry=Retry.NEVER,
         )
 
     def list_devices(self, config=None):
@@ -723,6 +650,7 @@ class GrpcMasterClient:
             self._stub.ListDevices,
             master_pb2.ListDevicesRequest(device_filters=filters),
             CONTROL_TIMEOUT_S + STATUS_TIMEOUT_S,
+            retry=Retry.SAFE,
         )
         return [
             (d.name, d.device_type, d.incarnation)
@@ -739,6 +667,7 @@ class GrpcMasterClient:
                 request_id=_request_id(),
             ),
             timeout_s or CONTROL_TIMEOUT_S + STATUS_TIMEOUT_S,
+            retry=Retry.SAFE,
         )
 
     def close(self):

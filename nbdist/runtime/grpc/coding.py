@@ -74,9 +74,10 @@ __all__ = [
 CHUNK_BYTES = 4 << 20
 STREAM_MIN_BYTES = 1 << 20
 REF_MAGIC = 0x6E6264  # "nbd": this TensorProto is a reference to pull
-# A tensor given by one typed value (filling its shape) may not expand beyond
-# this: a hostile request must not make the server allocate terabytes.
-_MAX_FILL_BYTES = 1 << 31
+# A tensor given by typed values (one fills its shape) may not expand beyond
+# this once decoded: a hostile request must not make the server allocate
+# terabytes. The server's own max_tensor_bytes then applies to what is fed.
+_MAX_FILL_BYTES = 1 << 30
 
 
 # -- wire primitives -------------------------------------------------------------
@@ -193,11 +194,7 @@ def _check_fill(proto) -> None:
     shape = tensor_util.shape_from_proto(proto.tensor_shape)
     if shape is None or any(d is None for d in shape):
         raise ValueError(f"a tensor value needs a fully defined shape, got {shape}")
-    dt = tensor_util.numpy_dtype_from_enum(proto.dtype)
-    if (
-        math.prod(shape) * max(dt.itemsize, 8 if dt.kind == "O" else 1)
-        > _MAX_FILL_BYTES
-    ):
+    if tensor_util.materialized_nbytes(proto) > _MAX_FILL_BYTES:
         raise ValueError(
             f"tensor of shape {list(shape)} is too large to build from "
             "typed values; send tensor_content"
@@ -623,9 +620,11 @@ def _copy_chunks(dest: np.ndarray, q: queue.Queue, done: threading.Event):
 
 class ChunkReceiver:
     """Assembles one tensor from a header and in-order byte slices into a
-    preallocated array (``MemoryError`` if it cannot be allocated)."""
+    preallocated array (``MemoryError`` if it cannot be allocated).
+    ``admit(nbytes)``, if given, may refuse a size before it is allocated."""
 
-    def __init__(self):
+    def __init__(self, admit=None):
+        self._admit = admit
         self.value: np.ndarray | None = None
         self._bytes = None
         self._total = -1
@@ -657,6 +656,8 @@ class ChunkReceiver:
                 or math.prod(shape) * dt.itemsize != msg.total_bytes
             ):
                 raise ValueError("tensor stream header does not match its size")
+            if self._admit is not None:
+                self._admit(msg.total_bytes)
             try:
                 self.value = np.empty(shape, dtype=dt.newbyteorder("<"))
             except ValueError as e:  # "array is too big"

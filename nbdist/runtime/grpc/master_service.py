@@ -19,6 +19,7 @@ from nbdist.runtime.grpc.servicer_base import (
     encoded,
     invalid,
     lenient,
+    since_arrival,
     to_status,
     unary,
 )
@@ -73,7 +74,7 @@ class MasterServicer(ServicerBase, master_service_pb2_grpc.MasterServiceServicer
             feed_dict = dict(feeds)
             options = msg.options if msg.HasField("options") else None
             if options is not None:
-                clamp_ms(options)
+                since_arrival(clamp_ms(options))
             metadata = None
             if options is not None and (
                 options.trace_level == config_pb2.RunOptions.FULL_TRACE
@@ -113,21 +114,23 @@ class MasterServicer(ServicerBase, master_service_pb2_grpc.MasterServiceServicer
             keys = []
             receiver = None
             push_id = 0
+            client = context.peer()  # caps on pushed bytes count per client
             for chunk in request_iterator:
                 if isinstance(chunk, Malformed):
                     raise invalid("PushTensors", chunk.error)
                 if chunk[0] == "head":
                     if receiver is not None:
-                        keys.append(self._pushed_put(push_id, receiver))
+                        keys.append(self._pushed_put(push_id, receiver, client))
                     push_id = chunk[1].push_id
                     if not push_id:
                         raise invalid("PushTensors", "push_id must be nonzero")
-                    receiver = coding.ChunkReceiver()
+                    receiver = coding.ChunkReceiver(
+                        lambda n: self._pushed.admit(n, client))
                 elif receiver is None:
                     raise invalid("PushTensors", "data before a tensor header")
                 receiver.add(chunk)
             if receiver is not None:
-                keys.append(self._pushed_put(push_id, receiver))
+                keys.append(self._pushed_put(push_id, receiver, client))
             return master_pb2.PushTensorsResponse(key=keys)
         except MemoryError as e:
             st = StatusError(
@@ -140,10 +143,10 @@ class MasterServicer(ServicerBase, master_service_pb2_grpc.MasterServiceServicer
             st = to_status(e)
         context.abort(st.code, st.message[:MAX_MESSAGE_CHARS])
 
-    def _pushed_put(self, push_id: int, receiver) -> str:
+    def _pushed_put(self, push_id: int, receiver, client: str) -> str:
         if not receiver.complete:
             raise invalid("PushTensors", "a tensor ended before all its bytes came")
-        return self._pushed.put(push_id, receiver.result())
+        return self._pushed.put(push_id, receiver.result(), client)
 
     def CloseSession(self, request, context):
         def fn(req):

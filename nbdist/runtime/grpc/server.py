@@ -23,12 +23,14 @@ from concurrent import futures
 
 import grpc
 from nbdist import errors
+from nbdist.executor.limits import Limits
 from nbdist.proto import config_pb2, server_def_pb2
 from nbdist.runtime import coordination, transports
 from nbdist.runtime.cluster_spec import ClusterSpec, split_address, task_device
 from nbdist.runtime.coordination_agent import CoordinationAgent
 from nbdist.runtime.coordination_local import LocalCoordinationClient
 from nbdist.runtime.grpc import auth
+from nbdist.runtime.grpc.admission import AdmissionInterceptor
 from nbdist.runtime.grpc.coordination_client import GrpcCoordinationClient
 from nbdist.runtime.grpc.coordination_service import CoordinationServicer
 from nbdist.runtime.grpc.master_service import MasterServicer
@@ -42,7 +44,9 @@ from nbdist.runtime.worker import Worker, new_incarnation
 __all__ = ["GrpcServer", "live_server_at"]
 
 DEFAULT_BIND = "127.0.0.1"
-_RPC_THREADS = 256  # blocked RecvTensor/RunGraph calls each hold one
+# Refusals, unknown methods and calls without the token; every admitted call
+# runs on its class's own pool (admission.CALL_CLASSES).
+_OTHER_RPC_THREADS = 8
 _STOP_GRACE_S = 1.0
 _EXIT_GRACE_S = 1.0
 _STATES_TIMEOUT_S = 5.0
@@ -81,10 +85,12 @@ def _register_exit_hook():
     atexit.register(_stop_all_at_exit)
 
 
-def _server_options() -> list[tuple[str, int]]:
+def _server_options(limits: Limits) -> list[tuple[str, int]]:
+    """gRPC refuses a request message over ``max_request_bytes`` from its
+    length prefix, RESOURCE_EXHAUSTED, before reading it."""
     return [
         ("grpc.max_send_message_length", -1),
-        ("grpc.max_receive_message_length", -1),
+        ("grpc.max_receive_message_length", min(limits.max_request_bytes, 2**31 - 1)),
         ("grpc.so_reuseport", 0),  # a port in use must fail, not be shared
         ("grpc.keepalive_time_ms", 20000),
         ("grpc.keepalive_timeout_ms", 10000),
@@ -196,7 +202,8 @@ class GrpcServer(Server):
     ``ClusterSpec`` or dict; ``job_name``/``task_index`` choose this task when
     the cluster has several. ``config`` is the default ``ConfigProto`` of
     sessions on this server (``device_count={"CPU": n}`` gives the task n CPU
-    devices; ``auth_token`` sets the token). The server listens on
+    devices; ``auth_token`` sets the token; ``server_limits`` bounds what one
+    request may cost, see ``nbdist.executor.limits``). The server listens on
     ``ServerDef.bind_address`` (default 127.0.0.1) at its task's port.
     ``token`` and ``tls`` (an ``auth.TlsConfig``) are nbdist additions; see
     ``nbdist.runtime.grpc.auth``. ``coordination_config`` (a dict with
@@ -267,6 +274,7 @@ class GrpcServer(Server):
 
     def _make_runtime(self, session_config):
         """This task's worker (pulling from peers over gRPC) and master."""
+        self._limits = Limits.from_config(session_config)
         self._incarnation = new_incarnation()
         self._peers = GrpcPeers(self._cluster, self.task_name, token=self._token,
                                 tls=self._tls or False, park=self._park)
@@ -278,6 +286,7 @@ class GrpcServer(Server):
                 GrpcTensorTransport(self._peers), self._cluster, self.task_name),
             publish=self._publish,
             task_states=self._task_states,
+            limits=self._limits,
         )
         self._master = Master(
             self.task_name,
@@ -300,6 +309,7 @@ class GrpcServer(Server):
                 heartbeat_timeout_ms=cc.heartbeat_timeout_ms,
                 max_events=cc.max_events,
                 incarnation=self._incarnation,
+                max_key_value_bytes=self._limits.max_key_value_bytes,
             )
             self._coordination_servicer = CoordinationServicer(self._coordination)
         else:
@@ -309,10 +319,12 @@ class GrpcServer(Server):
 
     def _make_grpc_server(self) -> grpc.Server:
         recent = RecentRequests()
+        self._admission = AdmissionInterceptor(self.task_name)
         interceptors = [auth.TokenInterceptor(self._token)] if self._token else []
+        interceptors.append(self._admission)
         return grpc.server(
             futures.ThreadPoolExecutor(
-                _RPC_THREADS, thread_name_prefix=f"nbdist-rpc{self.task_name}"
+                _OTHER_RPC_THREADS, thread_name_prefix=f"nbdist-rpc{self.task_name}"
             ),
             handlers=[
                 MasterServicer(self._master, recent).handler(),
@@ -320,7 +332,7 @@ class GrpcServer(Server):
                 self._coordination_servicer.handler(),
             ],
             interceptors=interceptors,
-            options=_server_options(),
+            options=_server_options(self._limits),
         )
 
     def _listen(self, sd):
@@ -454,6 +466,7 @@ class GrpcServer(Server):
                 self._grpc.start()  # grpc frees the port of a never-started server
                 grace = 0  # only by stopping it after a start
             self._grpc.stop(grace).wait(grace + 5.0)
+            self._admission.shutdown()
             self._peers.close()
 
     def __repr__(self) -> str:

@@ -28,6 +28,7 @@ import threading
 
 import grpc
 from nbdist import errors
+from nbdist.runtime.grpc.admission import queued_s
 from nbdist.runtime.grpc.recent_requests import RecentRequests
 from nbdist.runtime.grpc.wire import (
     MAX_MESSAGE_CHARS,
@@ -47,6 +48,14 @@ def clamp_ms(msg, field: str = "timeout_in_ms"):
     platform's wait primitives): cut it to a week."""
     if getattr(msg, field) > _MAX_TIMEOUT_MS:
         setattr(msg, field, _MAX_TIMEOUT_MS)
+    return msg
+
+
+def since_arrival(msg):
+    """A step's ``timeout_in_ms`` counts from its call's arrival: take off the
+    time the call waited for a thread (``admission.queued_s``)."""
+    if msg.timeout_in_ms > 0:
+        msg.timeout_in_ms = max(1, msg.timeout_in_ms - int(queued_s() * 1000))
     return msg
 
 

@@ -27,6 +27,7 @@ from nbdist.runtime.grpc.servicer_base import (
     encoded,
     invalid,
     lenient,
+    since_arrival,
     to_status,
     unary,
 )
@@ -122,7 +123,7 @@ class WorkerServicer(ServicerBase, worker_service_pb2_grpc.WorkerServiceServicer
             feed_dict = dict(feeds)
             if len(feed_dict) != len(feeds):
                 raise invalid("RunGraph", "a tensor is sent twice")
-            opts = clamp_ms(msg.exec_opts)
+            opts = since_arrival(clamp_ms(msg.exec_opts))
             timeout_s = opts.timeout_in_ms / 1000.0 if opts.timeout_in_ms > 0 else None
             # The master went away mid-step (its RunGraph call ended): cancel.
             watch = StepWatch(context, self.worker.abort_step, "master")
