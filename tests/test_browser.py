@@ -104,6 +104,12 @@ def lab(tmp_path):
     root = tmp_path / "notebooks"
     shutil.copytree(ROOT / "notebooks", root)
     port, token = free_port(), secrets.token_hex(16)
+    # Every cell attached and rendered: by default (contentVisibility) the cells
+    # out of view, such as the ClusterView's once Run All has scrolled to the
+    # end, may be skipped by the browser, and their text read as empty.
+    tracker = tmp_path / "settings" / "@jupyterlab" / "notebook-extension"
+    tracker.mkdir(parents=True)
+    (tracker / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
     env = dict(
         os.environ,
         JUPYTER_CONFIG_DIR=str(tmp_path / "config"),

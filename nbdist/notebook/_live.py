@@ -249,7 +249,9 @@ class LiveView:
     def _update_displays(self):
         if not self._handles:
             return
-        bundle = self._repr_mimebundle_()
+        # The widget stays where it was shown (a kernel's page sees it stop);
+        # text/html and text/plain get the last state for static renders.
+        bundle = self._with_widget(self._static_bundle())
         for handle in self._handles:
             try:
                 handle.update(bundle, raw=True)
@@ -310,9 +312,19 @@ class LiveView:
         if handle is not None and not self._closed:
             self._handles.append(handle)
 
-    def _repr_mimebundle_(self, include=None, exclude=None):
-        data = {"text/plain": repr(self), "text/html": self._repr_html_()}
+    def _static_bundle(self) -> dict:
+        """The forms a static render (nbconvert, GitHub, no kernel) shows."""
+        return {"text/plain": repr(self), "text/html": self._repr_html_()}
+
+    def _with_widget(self, data: dict) -> dict:
         if in_kernel():
-            data.update(self.widget._repr_mimebundle_())
+            data = {**data, **self.widget._repr_mimebundle_()}
             data["text/plain"] = repr(self)
         return data
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        # A frozen view is shown without its widget: with saved widget state,
+        # nbconvert and JupyterLab would draw the widget instead of the html.
+        if self._closed:
+            return self._static_bundle()
+        return self._with_widget(self._static_bundle())

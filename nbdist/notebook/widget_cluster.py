@@ -292,11 +292,6 @@ class ClusterView(LiveView):
             return f"status at {clock(self.snapshot_at)}"
         return super().face()
 
-    def _repr_mimebundle_(self, include=None, exclude=None):
-        if self.snapshot_at is not None:  # a snapshot: no live widget
-            return {"text/plain": repr(self), "text/html": self._repr_html_()}
-        return super()._repr_mimebundle_(include, exclude)
-
     def _can_act(self, row: TaskRow | None = None) -> tuple[bool, bool]:
         """Whether the kill and the restart button of ``row`` can do anything:
         only on a live view of a running LocalCluster this notebook started;

@@ -28,7 +28,7 @@ import struct
 import threading
 import time
 
-from nbdist.notebook._live import LiveView, esc, in_kernel, short_task
+from nbdist.notebook._live import LiveView, esc, short_task
 
 __all__ = ["TrainingView", "read_scalars"]
 
@@ -278,12 +278,8 @@ class TrainingView(LiveView):
     def _update(self, widget):
         widget.value = self.png()
 
-    def _repr_mimebundle_(self, include=None, exclude=None):
-        data = {
+    def _static_bundle(self) -> dict:
+        return {
             "text/plain": repr(self),
             "image/png": base64.b64encode(self.png()).decode(),
         }
-        if in_kernel():
-            data.update(self.widget._repr_mimebundle_())
-            data["text/plain"] = repr(self)
-        return data

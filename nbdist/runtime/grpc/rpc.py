@@ -140,7 +140,7 @@ class Rpc:
         return cls(
             None,
             m.group(1) if m else None,
-            f"{details}\n\t(from {who}, calling {method})",
+            f"{details}\n\t [[{method} on {who[:1].lower()}{who[1:]}]]",
         )
 
     def reconnect(
