@@ -269,7 +269,10 @@ from nbdist.distribute.distribute_coordinator_context import get_current_worker_
 def worker_fn(strategy):
     ctx = get_current_worker_context()
     g = nd.Graph()
-    with g.as_default(), nd.Session(ctx.master_target) as sess:
+    # No barrier (as TF): a peer may already be done and gone, so the session
+    # needs only this task, as between-graph sessions filter their devices.
+    own = nd.ConfigProto(device_filters=[f"/job:{ctx.task_type}/task:{ctx.task_id}"])
+    with g.as_default(), nd.Session(ctx.master_target, config=own) as sess:
         ran = int(sess.run(nd.constant(1) + 1))
     assert ctx.wait_for_other_workers(timeout=60) is None  # as TF: no barrier
     print("CONTEXT " + json.dumps({
