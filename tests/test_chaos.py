@@ -191,9 +191,6 @@ class AppliedAfterJoin(AssertionError):
 
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("seed", SEEDS)
-@pytest.mark.xfail(strict=True, raises=AppliedAfterJoin,
-                   reason="issue 10 item 6: a worker that comes back runs stale work "
-                   "(remove this mark with the fencing fix)")
 def test_coordinator_run_loses_nothing_under_kills_stops_and_restarts(make_cluster,
                                                                        seed):
     from nbdist.distribute.cluster_coordinator import ClusterCoordinator

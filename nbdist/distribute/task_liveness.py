@@ -7,8 +7,9 @@ machine as events (``WorkerFailed``/``WorkerRecovered``, ``PsFailed``/
   heartbeating is failed; one that heartbeats again, or restarts, rejoins; a
   ps that stops, or restarts, is failed (its variables are lost).
 * A prober (``ClusterCoordinator-Prober``) asks failed tasks for their status
-  (``GetStatus``) every 250 ms, and every task while the coordination service
-  cannot be reached.
+  (``GetStatus``) every 250 ms, the tasks the service does not know (not
+  registered again since its leader restarted), and every task while the
+  coordination service cannot be reached.
 * ``after_task_error`` tells, after an RPC-class error on a worker, whether the
   worker or a ps is down, with probes (no error message is parsed).
 """
@@ -65,6 +66,9 @@ class TaskLiveness:
         self._ps_incarnations: dict = {}
         self._stop = threading.Event()
         self._service_up = True
+        # Tasks the service's last answer had not registered: it cannot tell
+        # whether they are up, so the prober asks them.
+        self._unregistered: frozenset = frozenset()
         self.threads = [
             threading.Thread(target=self._watch, daemon=True,
                              name="ClusterCoordinator-Watcher"),
@@ -158,6 +162,9 @@ class TaskLiveness:
                     client = transports.connect_coordination(
                         self._coordination_target)
                 records = client.task_states(timeout_s=1.0)
+                self._unregistered = frozenset(
+                    r.task for r in records if r.task in self._addresses
+                    and r.state not in ("CONNECTED", "DISCONNECTED", "ERROR"))
                 if not self._service_up:
                     _log.info("Coordination service at %s is back",
                               self._coordination_target)
@@ -214,8 +221,8 @@ class TaskLiveness:
             self._handle(*events)
 
     def _probe_loop(self):
-        """Failed tasks are probed until they answer; without the coordination
-        service every task is."""
+        """Failed tasks are probed until they answer, and the tasks the service
+        does not know; without the coordination service every task is."""
         last: dict = {}
         # A task that is down pushes nothing: it is asked again at each interval.
         while not self._stop.wait(PROBE_INTERVAL_S):
@@ -227,7 +234,8 @@ class TaskLiveness:
     def _probe_round(self, last: dict):
         """One round of the prober."""
         failed, failed_ps = self._failed_tasks()
-        if self._service_up:
+        service_up = self._service_up
+        if service_up:
             last.clear()
             for i in failed:
                 inc = self.probe(task_name("worker", i))
@@ -237,11 +245,22 @@ class TaskLiveness:
                 inc = self.probe(task)
                 if inc is not None and not self._stop.is_set():
                     self._observe({task: ("CONNECTED", inc)}, {}, "probe")
+            # A task the service does not know (e.g. a worker stopped before it
+            # registered with a restarted leader) misses no heartbeat: one alive
+            # to the coordinator fails when it does not answer (against the
+            # coordinator's state, which other threads change too).
+            down = {task_name("worker", i) for i in failed} | set(failed_ps)
+            tasks = sorted(self._unregistered - down)
         else:
-            seen = {}
-            for task in self._addresses:
-                inc = self.probe(task)
-                seen[task] = ("CONNECTED", inc) if inc is not None else (
-                    "DISCONNECTED", None)
-            if not self._stop.is_set():
-                self._observe(seen, last, "probes")
+            tasks = list(self._addresses)
+        if not tasks:
+            return
+        seen = {}
+        for task in tasks:
+            inc = self.probe(task)
+            seen[task] = ("CONNECTED", inc) if inc is not None else (
+                "DISCONNECTED", None)
+        if service_up:
+            last = {t: (True, inc) for t, (_, inc) in seen.items()}
+        if not self._stop.is_set():
+            self._observe(seen, last, "probes")
