@@ -772,15 +772,31 @@ def _requests(gen: Gen, service, method, kind, desc, n):
 
 
 # -- fixtures ----------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def fuzz_server():
+def _limited_server():
     cluster = local_cluster(ps=1)
     proc = ServerProcess(
         [f"--cluster_spec={cluster_string(cluster)}", "--job_name=ps", "--task_index=0"]
         + [f"--{name}={value}" for name, value in LIMITS.items()]
     )
+    return proc, cluster["ps"][0]
+
+
+@pytest.fixture(scope="module")
+def fuzz_server():
+    proc, address = _limited_server()
     try:
-        yield proc, cluster["ps"][0]
+        yield proc, address
+    finally:
+        proc.kill()
+
+
+@pytest.fixture
+def fresh_limited_server():
+    """A server of its own: hostile requests before it may have filled the
+    shared one's small parking budget with results nobody pulls."""
+    proc, address = _limited_server()
+    try:
+        yield proc, address
     finally:
         proc.kill()
 
@@ -982,8 +998,8 @@ def test_fuzz_every_rpc_method(fuzz_server):
     assert not tracebacks, "\n".join(_server_errors(proc.stderr))
 
 
-def test_large_feed_is_pushed_and_references_are_checked(fuzz_server):
-    _proc, address = fuzz_server
+def test_large_feed_is_pushed_and_references_are_checked(fresh_limited_server):
+    _proc, address = fresh_limited_server
     target = "grpc://" + address
     value = np.random.default_rng(3).random(1 << 19).astype(np.float32)  # 2 MiB
     g = nd.Graph()
