@@ -207,11 +207,17 @@ class Rpc:
                     wait_for_ready=wait_for_ready,
                 )
             except grpc.RpcError as e:
-                if (
-                    failures >= RETRIES
-                    or deadline - time.monotonic() <= 0
-                    or not retryable(e, retry)
-                ):
+                out_of_time = deadline - time.monotonic() <= 0
+                if out_of_time and connect_failed(e):
+                    # Never connected before the call's deadline: TF's answer is
+                    # DEADLINE_EXCEEDED, whatever the last attempt said.
+                    raise errors.DeadlineExceededError(
+                        None,
+                        None,
+                        f"{self.who} did not answer {method} within {timeout_s:.1f} s "
+                        "(could not connect)",
+                    ) from None
+                if failures >= RETRIES or out_of_time or not retryable(e, retry):
                     raise self.error(method, e, timeout_s) from None
                 failures += 1
                 if lost is not None and connection_lost(e):
