@@ -145,8 +145,11 @@ class BaseSession:
         self._fetch_cache: dict = {}
         self._feed_cache: dict = {}
         self._default_ctx = None
-        self._active_runs = 0
-        self._runs_done = threading.Condition()
+        # One entry per run in progress (list append/pop are atomic in CPython: no
+        # lock on the hot path); close() waits on the event for the last to end.
+        self._active_runs: list = []
+        self._closing = False
+        self._runs_done = threading.Event()
 
     graph = property(lambda self: self._graph)
     sess_str = property(lambda self: self._target)
@@ -184,8 +187,9 @@ class BaseSession:
                 pass
         # Steps cancelled by the close get their error (TF's "Session::Close")
         # before an owned master's channel goes.
-        with self._runs_done:
-            self._runs_done.wait_for(lambda: self._active_runs == 0, _CLOSE_WAIT_S)
+        self._closing = True
+        if self._active_runs:
+            self._runs_done.wait(_CLOSE_WAIT_S)
         if self._owns_master and hasattr(self._master, "close"):
             self._master.close()
 
@@ -262,8 +266,7 @@ class BaseSession:
             except errors.OpError as e:
                 _explain(e, self._graph, graph_rejected=True)
                 raise
-        with self._runs_done:
-            self._active_runs += 1
+        self._active_runs.append(None)
         try:
             values = self._master.run_step(self._handle, feeds, mapper.tensors,
                                            mapper.targets, options, run_metadata)
@@ -271,9 +274,9 @@ class BaseSession:
             _explain(e, self._graph, graph_rejected=False)
             raise
         finally:
-            with self._runs_done:
-                self._active_runs -= 1
-                self._runs_done.notify_all()
+            self._active_runs.pop()
+            if self._closing and not self._active_runs:
+                self._runs_done.set()
         return mapper.build([tensor_value_for_client(v) for v in values])
 
     def make_callable(self, fetches, feed_list=None, accept_options=False):

@@ -199,7 +199,7 @@ class Worker:
             raise errors.AbortedError(
                 None, None, f"Graph handle is not found: {graph_handle}. Possibly "
                 f"this worker ({self.task_name}) just restarted.")
-        start = time.time()
+        start = time.time() if self._publish is not _ignore else 0.0
         try:
             entry[1].run(step)
         except errors.OpError as e:
