@@ -110,4 +110,12 @@ def __getattr__(name):
             return importlib.import_module(target)
         mod = importlib.import_module(target[0])
         return getattr(mod, target[1])
+    if not name.startswith("_"):
+        # Any subpackage (`nd.cluster`, `nd.server` ...) on first access, as TF's
+        # lazy loader gives `tf.<module>`.
+        try:
+            return importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"{__name__}.{name}":
+                raise
     raise AttributeError(f"module 'nbdist' has no attribute '{name}'")
