@@ -1,9 +1,13 @@
-"""``FIFOQueue`` and ``RandomShuffleQueue``: queue resources shared by name across
-sessions and clients.
+"""``FIFOQueue``, ``PaddingFIFOQueue`` and ``RandomShuffleQueue``: queue resources
+shared by name across sessions and clients.
 
 Ops that use the queue are colocated with it. A blocked dequeue honours
 ``operation_timeout_in_ms`` and cancellation; a closed, empty queue raises
 ``OutOfRangeError``.
+
+Also here, for the input pipeline: ``MatchingFiles`` (the files matching a glob)
+and TF's ``Assert`` op (raises ``InvalidArgumentError`` when its condition is
+false).
 """
 
 from __future__ import annotations
@@ -25,6 +29,13 @@ def _queue_infer(c):
 
 
 register_op("FIFOQueueV2", _queue_infer,
+            attrs={"component_types": ("list(type)", REQUIRED),
+                   "shapes": ("list(shape)", []), "capacity": ("int", -1),
+                   "container": ("string", ""), "shared_name": ("string", "")},
+            num_inputs=0, stateful=True)
+
+
+register_op("PaddingFIFOQueueV2", _queue_infer,
             attrs={"component_types": ("list(type)", REQUIRED),
                    "shapes": ("list(shape)", []), "capacity": ("int", -1),
                    "container": ("string", ""), "shared_name": ("string", "")},
@@ -84,19 +95,13 @@ register_op("QueueCloseV2", lambda c: (_handle_only(c), [])[1],
             ref_inputs=(0,), stateful=True)
 
 
-class FIFOQueue:
-    """A first-in first-out queue of tuples of tensors.
+class QueueBase:
+    """What every queue offers: ``enqueue``, ``enqueue_many``, ``dequeue``,
+    ``dequeue_many``, ``dequeue_up_to``, ``size``, ``close``. Build one of the
+    subclasses (``FIFOQueue``, ``PaddingFIFOQueue``, ``RandomShuffleQueue``)."""
 
-    >>> import nbdist as nd
-    >>> q = nd.FIFOQueue(10, [nd.float32], shapes=[[]])
-    >>> enq, deq = q.enqueue([1.0]), q.dequeue()
-    >>> with nd.Session() as s:
-    ...     s.run(enq)
-    ...     float(s.run(deq))
-    1.0
-    """
-
-    _OP_TYPE = "FIFOQueueV2"
+    _OP_TYPE = ""
+    _partial_shapes_allowed = False
 
     def __init__(self, capacity, dtypes, shapes=None, names=None, shared_name=None,
                  name="fifo_queue", _attrs=None):
@@ -107,6 +112,11 @@ class FIFOQueue:
             if len(shapes) != len(self._dtypes):
                 raise ValueError("Queue shapes must have the same length as dtypes")
             self._shapes = [as_shape(s) for s in shapes]
+            if not self._partial_shapes_allowed and not all(
+                    s.is_fully_defined() for s in self._shapes):
+                raise ValueError(f"All shapes must be fully defined: "
+                                 f"{self._shapes} (a PaddingFIFOQueue takes "
+                                 f"unknown dimensions)")
         else:
             self._shapes = [TensorShape(None) for _ in self._dtypes]
         if names is not None:
@@ -205,7 +215,50 @@ class FIFOQueue:
                         name or "QueueCloseV2")
 
 
-class RandomShuffleQueue(FIFOQueue):
+class FIFOQueue(QueueBase):
+    """A first-in first-out queue of tuples of tensors.
+
+    >>> import nbdist as nd
+    >>> q = nd.FIFOQueue(10, [nd.float32], shapes=[[]])
+    >>> enq, deq = q.enqueue([1.0]), q.dequeue()
+    >>> with nd.Session() as s:
+    ...     s.run(enq)
+    ...     float(s.run(deq))
+    1.0
+    """
+
+    _OP_TYPE = "FIFOQueueV2"
+
+
+class PaddingFIFOQueue(QueueBase):
+    """A ``FIFOQueue`` whose ``shapes`` may have unknown (``None``) dimensions:
+    ``dequeue_many`` / ``dequeue_up_to`` pad every element of a batch to the
+    batch's largest size, with zeros (empty strings for strings).
+
+    >>> import nbdist as nd
+    >>> q = nd.PaddingFIFOQueue(10, [nd.int32], shapes=[[None]])
+    >>> enq = q.enqueue([nd.placeholder(nd.int32, [None])])
+    >>> with nd.Session() as s:
+    ...     s.run(enq, {enq.inputs[1]: [1]})
+    ...     s.run(enq, {enq.inputs[1]: [2, 3]})
+    ...     s.run(q.dequeue_many(2)).tolist()
+    [[1, 0], [2, 3]]
+    """
+
+    _OP_TYPE = "PaddingFIFOQueueV2"
+    _partial_shapes_allowed = True
+
+    def __init__(self, capacity, dtypes, shapes, names=None, shared_name=None,
+                 name="padding_fifo_queue"):
+        n_dtypes = len(dtypes) if isinstance(dtypes, (list, tuple)) else 1
+        if shapes is None or len(shapes) != n_dtypes:
+            raise ValueError(f"Shapes must be provided for all components, but "
+                             f"received {n_dtypes} dtypes and "
+                             f"{0 if shapes is None else len(shapes)} shapes.")
+        super().__init__(capacity, dtypes, shapes, names, shared_name, name)
+
+
+class RandomShuffleQueue(QueueBase):
     """A queue that dequeues its elements in a random order, keeping at least
     ``min_after_dequeue`` of them until it is closed (seeded as TF's random ops).
 
@@ -228,4 +281,47 @@ class RandomShuffleQueue(FIFOQueue):
                                  "seed": seed1, "seed2": seed2})
 
 
-__all__ = ["FIFOQueue", "RandomShuffleQueue"]
+# -- ops the input pipeline needs ---------------------------------------------------
+def _matching_files_infer(c):
+    if c.dtype(0) is not _dtypes.string or (c.shape(0).rank or 0) > 1:
+        raise ValueError(f"MatchingFiles needs a string scalar or vector pattern, "
+                         f"got {c.dtype(0).name} {c.shape(0)}")
+    return [(_dtypes.string, TensorShape([None]))]
+
+
+register_op("MatchingFiles", _matching_files_infer, num_inputs=1)
+
+
+def matching_files(pattern, name=None):
+    """The sorted names of the files matching the glob ``pattern`` (or any of a
+    vector of patterns), as a string vector; empty when none match."""
+    pattern = convert_to_tensor(pattern, dtype=_dtypes.string)
+    return pattern.graph.create_op("MatchingFiles", [pattern], {},
+                                   name=name or "MatchingFiles").outputs[0]
+
+
+def _assert_infer(c):
+    if c.dtype(0) is not _dtypes.bool or (c.shape(0).rank or 0) != 0:
+        raise ValueError(f"Assert needs a scalar bool condition, got "
+                         f"{c.dtype(0).name} {c.shape(0)}")
+    return []
+
+
+register_op("Assert", _assert_infer,
+            attrs={"T": ("list(type)", REQUIRED), "summarize": ("int", 3)},
+            min_inputs=1, stateful=True)
+
+
+def assert_op(condition, data, summarize=None, name=None):
+    """TF's ``Assert`` op: running it raises ``InvalidArgumentError`` (showing
+    ``data``) when ``condition`` is false."""
+    condition = convert_to_tensor(condition, dtype=_dtypes.bool)
+    data = [convert_to_tensor(d) for d in data]
+    return condition.graph.create_op(
+        "Assert", [condition] + data,
+        {"T": [d.dtype.base_dtype for d in data], "summarize": int(summarize or 3)},
+        name=name or "Assert")
+
+
+__all__ = ["FIFOQueue", "PaddingFIFOQueue", "QueueBase", "RandomShuffleQueue",
+           "matching_files"]

@@ -1,9 +1,10 @@
-"""Kernels for ``FIFOQueue`` and ``RandomShuffleQueue``: the queue lives in the
-device's resource manager."""
+"""Kernels for ``FIFOQueue``, ``PaddingFIFOQueue`` and ``RandomShuffleQueue`` (the
+queue lives in the device's resource manager), ``MatchingFiles`` and ``Assert``."""
 
 from __future__ import annotations
 
 import collections
+import glob
 import threading
 
 import numpy as np
@@ -78,6 +79,30 @@ class FIFOQueueResource:
     def _take(self):
         return self.items.popleft()
 
+    def batch(self, i, values):
+        """Component ``i`` of dequeued elements ``values``, stacked."""
+        return np.stack(values)
+
+
+class PaddingFIFOQueueResource(FIFOQueueResource):
+    """A FIFO queue whose elements may differ in their unknown dimensions; a
+    batch is padded to its largest element."""
+
+    kind = "PaddingFIFOQueue"
+
+    def batch(self, i, values):
+        dtype = self.dtypes[i]
+        shapes = np.array([v.shape for v in values], dtype=np.int64).reshape(
+            len(values), -1)
+        out_shape = [len(values)] + shapes.max(axis=0, initial=0).tolist()
+        if dtype.name == "string":
+            out = np.full(out_shape, b"", dtype=object)
+        else:
+            out = np.zeros(out_shape, dtype=dtype.as_numpy_dtype)
+        for row, v in zip(out, values):
+            row[tuple(slice(0, d) for d in v.shape)] = v
+        return out
+
 
 class RandomShuffleQueueResource(FIFOQueueResource):
     """Dequeues a random element while more than ``min_after_dequeue`` remain
@@ -109,6 +134,12 @@ def _queue_kernel(node, make):
 @register_kernel("FIFOQueueV2")
 def fifo_queue_kernel(node):
     return _queue_kernel(node, lambda name, a: FIFOQueueResource(
+        name, a["component_types"], a["shapes"], a["capacity"]))
+
+
+@register_kernel("PaddingFIFOQueueV2")
+def padding_fifo_queue_kernel(node):
+    return _queue_kernel(node, lambda name, a: PaddingFIFOQueueResource(
         name, a["component_types"], a["shapes"], a["capacity"]))
 
 
@@ -177,11 +208,12 @@ def _dequeue_n(node, up_to):
         outs = []
         for i in range(n_out):
             if items:
-                outs.append(np.stack([np.asarray(t[i]) for t in items]))
+                outs.append(q.batch(i, [np.asarray(t[i]) for t in items]))
             else:
                 shape = q.shapes[i].as_list() if i < len(q.shapes) and (
-                    q.shapes[i].is_fully_defined()) else []
-                outs.append(np.zeros([0] + shape, q.dtypes[i].as_numpy_dtype))
+                    q.shapes[i].rank is not None) else []
+                outs.append(np.zeros([0] + [d or 0 for d in shape],
+                                     q.dtypes[i].as_numpy_dtype))
         return outs[0] if n_out == 1 else tuple(outs)
 
     return compute
@@ -200,3 +232,36 @@ def close_kernel(node):
             q.cond.notify_all()
 
     return compute
+
+
+@register_kernel("MatchingFiles")
+def matching_files_kernel(node):
+    def compute(step, pattern):
+        names = set()
+        for p in np.asarray(pattern, dtype=object).reshape(-1):
+            p = p.decode() if isinstance(p, bytes) else str(p)
+            names.update(glob.glob(p, include_hidden=True))
+        return np.array(sorted(n.encode() for n in names), dtype=object)
+
+    return compute
+
+
+@register_kernel("Assert")
+def assert_kernel(node):
+    summarize = node.attrs["summarize"]
+
+    def compute(step, condition, *data):
+        if not bool(condition):
+            shown = ", ".join(_summary(np.asarray(d), summarize) for d in data)
+            raise errors.InvalidArgumentError(None, node.name,
+                                              f"assertion failed: [{shown}]")
+
+    return compute
+
+
+def _summary(value, summarize):
+    flat = value.reshape(-1)[:summarize]
+    items = [v.decode(errors="replace") if isinstance(v, bytes) else str(v)
+             for v in flat.tolist()]
+    more = "..." if value.size > summarize else ""
+    return (items[0] if value.ndim == 0 else "[" + " ".join(items) + more + "]")
