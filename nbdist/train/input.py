@@ -67,7 +67,7 @@ def match_filenames_once(pattern, name=None):
     [b'a.txt', b'b.txt']
     """
     with name_scope(name, "matching_filenames", [pattern]) as scope:
-        return Variable(matching_files(pattern), name=scope[:-1], trainable=False,
+        return Variable(matching_files(pattern), name=scope, trainable=False,
                         validate_shape=False,
                         collections=[GraphKeys.LOCAL_VARIABLES])
 

@@ -99,8 +99,8 @@ class PaddingFIFOQueueResource(FIFOQueueResource):
             out = np.full(out_shape, b"", dtype=object)
         else:
             out = np.zeros(out_shape, dtype=dtype.as_numpy_dtype)
-        for row, v in zip(out, values):
-            row[tuple(slice(0, d) for d in v.shape)] = v
+        for k, v in enumerate(values):
+            out[(k,) + tuple(slice(0, d) for d in v.shape)] = v
         return out
 
 
