@@ -13,6 +13,8 @@ false).
 from __future__ import annotations
 
 from nbdist.graph import dtypes as _dtypes
+from nbdist.graph.array_ops_join import stack
+from nbdist.graph.array_ops_slicing import gather
 from nbdist.graph.op_def import REQUIRED, register_op
 from nbdist.graph.ops import convert_to_tensor, get_default_graph
 from nbdist.graph.random_ops import _get_seeds
@@ -108,10 +110,11 @@ class QueueBase:
         if not isinstance(dtypes, (list, tuple)):
             dtypes = [dtypes]
         self._dtypes = [_dtypes.as_dtype(d) for d in dtypes]
+        shapes = _as_shape_list(shapes)
         if shapes is not None:
             if len(shapes) != len(self._dtypes):
                 raise ValueError("Queue shapes must have the same length as dtypes")
-            self._shapes = [as_shape(s) for s in shapes]
+            self._shapes = shapes
             if not self._partial_shapes_allowed and not all(
                     s.is_fully_defined() for s in self._shapes):
                 raise ValueError(f"All shapes must be fully defined: "
@@ -120,8 +123,11 @@ class QueueBase:
         else:
             self._shapes = [TensorShape(None) for _ in self._dtypes]
         if names is not None:
+            if not isinstance(names, (list, tuple)):
+                names = [names]
             if len(names) != len(self._dtypes):
-                raise ValueError("Queue names must have the same length as dtypes")
+                raise ValueError("List of names must have the same length as the "
+                                 "list of dtypes")
         self._names = list(names) if names is not None else None
         g = get_default_graph()
         attrs = {"component_types": self._dtypes, "capacity": int(capacity),
@@ -133,6 +139,40 @@ class QueueBase:
                                       name=name).outputs[0]
         self._name = self._queue_ref.op.name
 
+    @staticmethod
+    def from_list(index, queues):
+        """The queue ``queues[index]`` (``index`` a scalar tensor, chosen when
+        the graph runs); the queues must share dtypes and names.
+
+        >>> import nbdist as nd
+        >>> qs = [nd.FIFOQueue(5, nd.float32, shapes=[[]]) for _ in range(2)]
+        >>> chosen = nd.FIFOQueue.from_list(nd.constant(1), qs)
+        >>> with nd.Session() as s:
+        ...     s.run(chosen.enqueue(3.0))
+        ...     int(s.run(qs[1].size())), int(s.run(qs[0].size()))
+        (1, 0)
+        """
+        if not queues or not all(isinstance(q, QueueBase) for q in queues):
+            raise TypeError("A list of queues expected")
+        first = queues[0]
+        for i, q in enumerate(queues[1:], 1):
+            if q.dtypes != first.dtypes:
+                raise TypeError(f"Queue {i} has incompatible dtypes: {q.dtypes} "
+                                f"vs. {first.dtypes}")
+            if q.names != first.names:
+                raise TypeError(f"Queue {i} has incompatible names: {q.names} vs. "
+                                f"{first.names}")
+        # A component's shape is known only if every queue agrees on it.
+        shapes = [s if all(q.shapes[i] == s for q in queues) else TensorShape(None)
+                  for i, s in enumerate(first.shapes)]
+        with first.queue_ref.graph.name_scope("queue_select"):
+            selected = gather(stack([q.queue_ref for q in queues]), index)
+        chosen = QueueBase.__new__(QueueBase)
+        chosen._dtypes, chosen._shapes = list(first.dtypes), shapes
+        chosen._names = first.names
+        chosen._queue_ref, chosen._name = selected, selected.op.name
+        return chosen
+
     queue_ref = property(lambda self: self._queue_ref)
     name = property(lambda self: self._name)
     dtypes = property(lambda self: list(self._dtypes))
@@ -142,11 +182,14 @@ class QueueBase:
     def _components(self, vals):
         if self._names is not None:
             if not isinstance(vals, dict):
-                raise ValueError("Queue has names: enqueue a dict keyed by them")
+                raise ValueError("You must enqueue a dictionary in a Queue with names")
             if set(vals) != set(self._names):
-                raise ValueError(f"Keys {sorted(vals)} do not match queue names "
+                raise ValueError(f"Keys in dictionary to enqueue do not match names "
+                                 f"of Queue. Dictionary: {sorted(vals)}, Queue: "
                                  f"{self._names}")
             vals = [vals[n] for n in self._names]
+        elif isinstance(vals, dict):
+            raise ValueError("Queue must have names to enqueue a dictionary")
         elif not isinstance(vals, (list, tuple)):
             vals = [vals]
         if len(vals) != len(self._dtypes):
@@ -171,6 +214,20 @@ class QueueBase:
 
     def enqueue_many(self, vals, name=None):
         comps = self._components(vals)
+        batch = TensorShape([None])
+        for t, s in zip(comps, self._shapes):
+            if t.shape.rank == 0:
+                raise ValueError(f"enqueue_many needs values with a batch "
+                                 f"dimension, got the scalar {t}")
+            if t.shape.rank is None:
+                continue
+            if not batch.is_compatible_with(t.shape.as_list()[:1]):
+                raise ValueError(f"enqueue_many values must share their first "
+                                 f"(batch) dimension: {batch[0]} vs. {t.shape}")
+            batch = batch.merge_with(t.shape.as_list()[:1])
+            if not TensorShape(t.shape.as_list()[1:]).is_compatible_with(s):
+                raise ValueError(f"Shape {t.shape} of an enqueued batch is not "
+                                 f"compatible with the queue's {s}")
         return self._op("QueueEnqueueManyV2", comps, {"Tcomponents": self._dtypes},
                         name or "QueueEnqueueManyV2")
 
@@ -215,6 +272,20 @@ class QueueBase:
                         name or "QueueCloseV2")
 
 
+def _as_shape_list(shapes):
+    """``shapes`` as TF reads it: None, one shape (a list of ints or None, or a
+    ``TensorShape``), or a list of shapes."""
+    if shapes is None:
+        return None
+    if isinstance(shapes, TensorShape):
+        return [shapes]
+    if not isinstance(shapes, (list, tuple)):
+        raise TypeError(f"shapes must be a list of shapes, got {shapes!r}")
+    if all(d is None or isinstance(d, int) for d in shapes):
+        return [as_shape(shapes)]
+    return [as_shape(s) for s in shapes]
+
+
 class FIFOQueue(QueueBase):
     """A first-in first-out queue of tuples of tensors.
 
@@ -251,6 +322,7 @@ class PaddingFIFOQueue(QueueBase):
     def __init__(self, capacity, dtypes, shapes, names=None, shared_name=None,
                  name="padding_fifo_queue"):
         n_dtypes = len(dtypes) if isinstance(dtypes, (list, tuple)) else 1
+        shapes = _as_shape_list(shapes)
         if shapes is None or len(shapes) != n_dtypes:
             raise ValueError(f"Shapes must be provided for all components, but "
                              f"received {n_dtypes} dtypes and "

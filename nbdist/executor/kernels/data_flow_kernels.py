@@ -41,10 +41,25 @@ class FIFOQueueResource:
         if shape is not None and shape.rank is not None:
             got = value.shape[1:] if batched else value.shape
             if not shape.is_compatible_with(got):
+                lead = [value.shape[0]] if batched else []
+                want = lead + [-1 if d is None else d for d in shape.as_list()]
                 raise errors.InvalidArgumentError(
-                    None, node, f"Shape mismatch in tuple component {i} for queue "
-                    f"'{self.name}'. Expected {shape}, got {list(got)}")
+                    None, node, f"Shape mismatch in tuple component {i}. Expected "
+                    f"{_dims(want)}, got {_dims(value.shape)} (queue "
+                    f"'{self.name}')")
         return value
+
+    def check_matches(self, node, kind, dtypes, shapes, capacity):
+        """A shared queue must be the same queue to every op naming it."""
+        mine = (self.kind, [d.name for d in self.dtypes],
+                [str(s) for s in self.shapes], self.capacity)
+        theirs = (kind, [d.name for d in dtypes], [str(s) for s in shapes], capacity)
+        for what, a, b in zip(("type", "component types", "component shapes",
+                               "capacity"), mine, theirs):
+            if a != b:
+                raise errors.InvalidArgumentError(
+                    None, node, f"Shared queue '{self.name}' has {what} {a}, but "
+                    f"this op asks for {what} {b}")
 
     def enqueue(self, step, node, tuples):
         with self.cond:
@@ -122,32 +137,57 @@ class RandomShuffleQueueResource(FIFOQueueResource):
         return self.items.pop()
 
 
+def _dims(shape) -> str:
+    return "[" + ",".join(str(int(d)) for d in shape) + "]"
+
+
 def _queue_kernel(node, make):
-    """The queue resource of ``node``, made by ``make(name, attrs)`` on first use."""
+    """The queue resource of ``node``, made by ``make(name, attrs)`` on first use;
+    a queue shared by name must match this node's definition."""
     a = node.attrs
     name = a["shared_name"] or node.name
     rm = node.resources
-    return lambda step: rm.lookup_or_create(a["container"], "queue", name,
-                                            lambda: make(name, a))
+
+    def compute(step):
+        fresh = []
+
+        def create():
+            fresh.append(make(name, a))
+            return fresh[0]
+
+        q = rm.lookup_or_create(a["container"], "queue", name, create)
+        if not fresh:
+            q.check_matches(node.name, make.kind, a["component_types"], a["shapes"],
+                            a["capacity"])
+        return q
+
+    return compute
+
+
+def _factory(cls, make):
+    make.kind = cls.kind
+    return make
 
 
 @register_kernel("FIFOQueueV2")
 def fifo_queue_kernel(node):
-    return _queue_kernel(node, lambda name, a: FIFOQueueResource(
-        name, a["component_types"], a["shapes"], a["capacity"]))
+    return _queue_kernel(node, _factory(FIFOQueueResource, lambda name, a: (
+        FIFOQueueResource(name, a["component_types"], a["shapes"], a["capacity"]))))
 
 
 @register_kernel("PaddingFIFOQueueV2")
 def padding_fifo_queue_kernel(node):
-    return _queue_kernel(node, lambda name, a: PaddingFIFOQueueResource(
-        name, a["component_types"], a["shapes"], a["capacity"]))
+    return _queue_kernel(node, _factory(PaddingFIFOQueueResource, lambda name, a: (
+        PaddingFIFOQueueResource(name, a["component_types"], a["shapes"],
+                                 a["capacity"]))))
 
 
 @register_kernel("RandomShuffleQueueV2")
 def random_shuffle_queue_kernel(node):
-    return _queue_kernel(node, lambda name, a: RandomShuffleQueueResource(
-        name, a["component_types"], a["shapes"], a["capacity"],
-        a["min_after_dequeue"], random_generator(node)))
+    return _queue_kernel(node, _factory(RandomShuffleQueueResource, lambda name, a: (
+        RandomShuffleQueueResource(name, a["component_types"], a["shapes"],
+                                   a["capacity"], a["min_after_dequeue"],
+                                   random_generator(node)))))
 
 
 @register_kernel("QueueEnqueueV2")
@@ -201,6 +241,10 @@ def _dequeue_n(node, up_to):
 
     def compute(step, q, n):
         n = int(n)
+        if not q.shapes:
+            raise errors.InvalidArgumentError(
+                None, node.name, f"{q.kind} '{q.name}''s DequeueMany and DequeueUpTo "
+                f"require the components to have specified shapes.")
         if n < 0:
             raise errors.InvalidArgumentError(None, node.name,
                                               f"dequeue_many n must be >= 0, got {n}")
