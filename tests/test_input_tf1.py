@@ -472,7 +472,7 @@ def test_padding_fifo_queue_pads_each_batch_to_its_longest(graph):
 
 
 def test_padding_fifo_queue_needs_shapes_and_fifo_queue_full_shapes(graph):
-    with pytest.raises(ValueError, match="Shapes must be provided"):
+    with pytest.raises(ValueError, match="a list of shapes must be provided"):
         nd.PaddingFIFOQueue(10, [nd.int32], shapes=None)
     with pytest.raises(ValueError, match="All shapes must be fully defined"):
         nd.FIFOQueue(10, [nd.int32], shapes=[[None]])

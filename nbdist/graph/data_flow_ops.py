@@ -323,10 +323,13 @@ class PaddingFIFOQueue(QueueBase):
                  name="padding_fifo_queue"):
         n_dtypes = len(dtypes) if isinstance(dtypes, (list, tuple)) else 1
         shapes = _as_shape_list(shapes)
-        if shapes is None or len(shapes) != n_dtypes:
-            raise ValueError(f"Shapes must be provided for all components, but "
-                             f"received {n_dtypes} dtypes and "
-                             f"{0 if shapes is None else len(shapes)} shapes.")
+        if shapes is None:
+            raise ValueError("When providing partial shapes, a list of shapes must "
+                             "be provided.")
+        if len(shapes) != n_dtypes or any(s.rank is None for s in shapes):
+            raise ValueError(f"Shapes of known rank must be provided for all "
+                             f"components, but received {n_dtypes} dtypes and the "
+                             f"shapes {shapes}.")
         super().__init__(capacity, dtypes, shapes, names, shared_name, name)
 
 

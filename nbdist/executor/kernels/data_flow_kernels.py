@@ -42,7 +42,7 @@ class FIFOQueueResource:
             got = value.shape[1:] if batched else value.shape
             if not shape.is_compatible_with(got):
                 lead = [value.shape[0]] if batched else []
-                want = lead + [-1 if d is None else d for d in shape.as_list()]
+                want = lead + ["?" if d is None else d for d in shape.as_list()]
                 raise errors.InvalidArgumentError(
                     None, node, f"Shape mismatch in tuple component {i}. Expected "
                     f"{_dims(want)}, got {_dims(value.shape)} (queue "
@@ -138,7 +138,7 @@ class RandomShuffleQueueResource(FIFOQueueResource):
 
 
 def _dims(shape) -> str:
-    return "[" + ",".join(str(int(d)) for d in shape) + "]"
+    return "[" + ",".join(str(d) for d in shape) + "]"
 
 
 def _queue_kernel(node, make):
