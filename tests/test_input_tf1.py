@@ -477,3 +477,26 @@ def test_padding_fifo_queue_needs_shapes_and_fifo_queue_full_shapes(graph):
     with pytest.raises(ValueError, match="All shapes must be fully defined"):
         nd.FIFOQueue(10, [nd.int32], shapes=[[None]])
     assert isinstance(nd.PaddingFIFOQueue(1, [nd.int32], [[None]]), nd.QueueBase)
+
+
+# -- queue-fill summaries -----------------------------------------------------------
+def test_queue_fill_summaries_as_tf_names_them(graph):
+    from nbdist.proto import summary_pb2
+
+    nd.train.string_input_producer(["a", "b"], capacity=8)
+    x = nd.train.range_input_producer(5, capacity=4).dequeue()
+    nd.train.batch([x], 2, capacity=6)
+    nd.train.shuffle_batch([nd.constant(1)], 2, capacity=10, min_after_dequeue=3)
+    summaries = nd.get_collection(nd.GraphKeys.SUMMARIES)
+    assert [s.op.name for s in summaries] == [
+        "input_producer/fraction_of_8_full", "input_producer_1/fraction_of_4_full",
+        "batch/fraction_of_6_full", "shuffle_batch/fraction_over_3_of_7_full"]
+    runners = nd.get_collection(nd.GraphKeys.QUEUE_RUNNERS)
+    with _session() as sess:
+        for _ in range(5):  # five examples into the shuffling queue, by hand
+            sess.run(runners[-1].enqueue_ops[0])
+        sess.run(runners[0].enqueue_ops[0])  # one epoch: two strings
+        values = [summary_pb2.Summary.FromString(v).value[0].simple_value
+                  for v in sess.run(summaries)]
+    # sizes 2 of 8, 0 of 4, 0 of 6; (5 - 3) of the 7 above min_after_dequeue
+    np.testing.assert_allclose(values, [2 / 8, 0.0, 0.0, 2 / 7], rtol=1e-6)

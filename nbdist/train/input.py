@@ -18,7 +18,7 @@ from nbdist.graph.array_ops_shape import shape as _shape
 from nbdist.graph.array_ops_shape import size as _size
 from nbdist.graph.array_ops_slicing import gather
 from nbdist.graph.data_flow_ops import FIFOQueue, assert_op, matching_files
-from nbdist.graph.math_ops_elementwise import greater
+from nbdist.graph.math_ops_elementwise import cast, greater, multiply
 from nbdist.graph.ops import (
     GraphKeys,
     Tensor,
@@ -29,6 +29,7 @@ from nbdist.graph.ops import (
 from nbdist.graph.random_ops import random_shuffle
 from nbdist.graph.shapes import TensorShape, as_shape
 from nbdist.graph.state_ops import count_up_to
+from nbdist.graph.summary_ops import scalar as scalar_summary
 from nbdist.graph.variables import Variable
 from nbdist.train.input_batch import (  # noqa: F401 - TF's train.input names
     _as_original_type,
@@ -102,7 +103,6 @@ def input_producer(input_tensor, element_shape=None, num_epochs=None, shuffle=Tr
     ...     [int(sess.run(q.dequeue())) for _ in range(3)]
     [1, 2, 3]
     """
-    del summary_name  # TF adds a queue-fill summary; nbdist has none yet
     with name_scope(name, "input_producer", [input_tensor]):
         input_tensor = convert_to_tensor(input_tensor, name="input_tensor")
         if input_tensor.shape.rank is None:
@@ -120,6 +120,9 @@ def input_producer(input_tensor, element_shape=None, num_epochs=None, shuffle=Tr
                       shared_name=shared_name, name=name or "fifo_queue")
         enq = q.enqueue_many([input_tensor])
         add_queue_runner(QueueRunner(q, [enq], cancel_op=cancel_op))
+        if summary_name is not None:
+            scalar_summary(summary_name,
+                           multiply(cast(q.size(), dtypes.float32), 1.0 / capacity))
         return q
 
 
@@ -146,7 +149,8 @@ def string_input_producer(string_tensor, num_epochs=None, shuffle=True, seed=Non
                                              [not_null])]):
             string_tensor = identity(string_tensor)
         return input_producer(string_tensor, [], num_epochs, shuffle, seed, capacity,
-                              shared_name, name=scope, cancel_op=cancel_op)
+                              shared_name, f"fraction_of_{capacity}_full",
+                              name=scope, cancel_op=cancel_op)
 
 
 def range_input_producer(limit, num_epochs=None, shuffle=True, seed=None,
@@ -162,7 +166,8 @@ def range_input_producer(limit, num_epochs=None, shuffle=True, seed=None,
     """
     with name_scope(name, "input_producer", [limit]) as scope:
         return input_producer(_range(limit), [], num_epochs, shuffle, seed,
-                              capacity, shared_name, name=scope)
+                              capacity, shared_name, f"fraction_of_{capacity}_full",
+                              name=scope)
 
 
 def slice_input_producer(tensor_list, num_epochs=None, shuffle=True, seed=None,

@@ -3,7 +3,9 @@
 
 Each builds a queue of single examples (a ``FIFOQueue``; a ``PaddingFIFOQueue``
 with ``dynamic_pad``; a ``RandomShuffleQueue`` for the shuffling forms), a
-``QueueRunner`` of enqueue ops that fill it, and a dequeue of ``batch_size``
+``QueueRunner`` of enqueue ops that fill it, TF's queue-fill scalar summary
+(``fraction_of_<capacity>_full``, or ``fraction_over_<min>_of_<room>_full``),
+and a dequeue of ``batch_size``
 examples (``dequeue_up_to`` with ``allow_smaller_final_batch``). The ``*_join``
 forms enqueue several lists of tensors, one enqueue op (thread) each. The
 ``maybe_*`` forms enqueue only the examples whose ``keep_input`` is true: a
@@ -21,7 +23,9 @@ from nbdist.graph.array_ops_shape import shape as _shape
 from nbdist.graph.array_ops_transform import tile
 from nbdist.graph.control_flow_ops import no_op
 from nbdist.graph.data_flow_ops import FIFOQueue, PaddingFIFOQueue, RandomShuffleQueue
+from nbdist.graph.math_ops_elementwise import cast, maximum, multiply, subtract
 from nbdist.graph.ops import Tensor, _static_value, convert_to_tensor, name_scope
+from nbdist.graph.summary_ops import scalar as scalar_summary
 from nbdist.graph.shapes import TensorShape, as_shape
 from nbdist.train.queue_runner import QueueRunner, add_queue_runner
 
@@ -151,10 +155,24 @@ def _enqueue_op(queue, tensor_list, enqueue_many, keep_input):
     return queue.enqueue_many(_kept(tensor_list, keep_input, enqueue_many))
 
 
+def _fill_summary(queue, capacity, min_after_dequeue=None):
+    """TF's queue-fill summary: the fraction of ``capacity`` in use (for a
+    shuffling queue, of the room above ``min_after_dequeue``)."""
+    size = queue.size()
+    if min_after_dequeue is None:
+        scalar_summary(f"fraction_of_{capacity}_full",
+                       multiply(cast(size, dtypes.float32), 1.0 / capacity))
+        return
+    room = capacity - min_after_dequeue
+    above = cast(maximum(0, subtract(size, min_after_dequeue)), dtypes.float32)
+    scalar_summary(f"fraction_over_{min_after_dequeue}_of_{room}_full",
+                   multiply(above, 1.0 / room))
+
+
 def _batch(queue_factory, tensors_list, batch_size, threads, enqueue_many, shapes,
            allow_smaller_final_batch, keep_input, name, what, join):
-    """The common body: a queue from ``queue_factory(types, shapes)``, its runner
-    and the batched dequeue, in the form the inputs were given."""
+    """The common body: a queue from ``queue_factory(types, shapes)``, its runner,
+    its fill summary and the batched dequeue, in the form the inputs were given."""
     tensors_list = tensors_list if join else [tensors_list]
     tensor_list_list = _as_tensor_list_list(tensors_list)
     flat = [t for tl in tensor_list_list for t in tl]
@@ -173,6 +191,7 @@ def _batch(queue_factory, tensors_list, batch_size, threads, enqueue_many, shape
             enqueue_ops = [_enqueue_op(queue, tensor_list_list[0], enqueue_many,
                                        keep_input)] * threads
         add_queue_runner(QueueRunner(queue, enqueue_ops))
+        _fill_summary(queue, *queue_factory.fill)
         if allow_smaller_final_batch:
             dequeued = queue.dequeue_up_to(batch_size, name=scope)
         else:
@@ -182,17 +201,28 @@ def _batch(queue_factory, tensors_list, batch_size, threads, enqueue_many, shape
 
 def _fifo(capacity, dynamic_pad, shared_name):
     queue_cls = PaddingFIFOQueue if dynamic_pad else FIFOQueue
-    return lambda types, shapes: queue_cls(capacity=capacity, dtypes=types,
-                                           shapes=shapes, shared_name=shared_name)
+
+    def make(types, shapes):
+        return queue_cls(capacity=capacity, dtypes=types, shapes=shapes,
+                         shared_name=shared_name)
+
+    make.fill = (capacity,)
+    return make
 
 
 def _shuffling(capacity, min_after_dequeue, seed, shared_name):
     if capacity <= min_after_dequeue:
         raise ValueError(f"capacity {capacity} must be bigger than min_after_dequeue "
                          f"{min_after_dequeue}.")
-    return lambda types, shapes: RandomShuffleQueue(
-        capacity=capacity, min_after_dequeue=min_after_dequeue, seed=seed,
-        dtypes=types, shapes=shapes, shared_name=shared_name)
+
+    def make(types, shapes):
+        return RandomShuffleQueue(capacity=capacity,
+                                  min_after_dequeue=min_after_dequeue, seed=seed,
+                                  dtypes=types, shapes=shapes,
+                                  shared_name=shared_name)
+
+    make.fill = (capacity, min_after_dequeue)
+    return make
 
 
 # -- the public forms ---------------------------------------------------------------
