@@ -500,3 +500,20 @@ def test_queue_fill_summaries_as_tf_names_them(graph):
                   for v in sess.run(summaries)]
     # sizes 2 of 8, 0 of 4, 0 of 6; (5 - 3) of the 7 above min_after_dequeue
     np.testing.assert_allclose(values, [2 / 8, 0.0, 0.0, 2 / 7], rtol=1e-6)
+
+
+def test_runner_threads_end_by_themselves_when_the_input_ends(graph):
+    # No coordinator: the producer's OutOfRangeError closes each queue in turn.
+    batched = nd.train.shuffle_batch([_counter(35), "s"], batch_size=10, capacity=32,
+                                     min_after_dequeue=16, seed=141421, num_threads=4,
+                                     allow_smaller_final_batch=True)
+    with _session() as sess:
+        sess.run(nd.global_variables_initializer())
+        threads = nd.train.start_queue_runners(sess)
+        got = _drain(sess, batched)
+        for t in threads:
+            t.join(JOIN_SECS)
+            assert not t.is_alive(), t.name
+    values = np.concatenate([c for c, _ in got]).tolist()
+    assert [len(c) for c, _ in got] == [10, 10, 10, 5]
+    assert sorted(values) == list(range(35)) and values != sorted(values)
