@@ -99,6 +99,7 @@ def __getattr__(name):
         "RandomShuffleQueue": ("nbdist.graph.data_flow_ops", "RandomShuffleQueue"),
         "PaddingFIFOQueue": ("nbdist.graph.data_flow_ops", "PaddingFIFOQueue"),
         "QueueBase": ("nbdist.graph.data_flow_ops", "QueueBase"),
+        "matching_files": ("nbdist.graph.data_flow_ops", "matching_files"),
         "ConditionalAccumulator": ("nbdist.graph.accumulator_ops",
                                    "ConditionalAccumulator"),
         "hessians": ("nbdist.graph.gradients", "hessians"),

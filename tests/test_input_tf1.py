@@ -173,6 +173,10 @@ def test_match_filenames_once_globs_into_a_local_variable(graph, tmp_path):
         assert sess.run(star).tolist() == [n.encode() for n in everything]
         assert sess.run(question).tolist() == [n.encode() for n in extra]
         assert sess.run(one).tolist() == [extra[1].encode()]
+        both = nd.matching_files([str(tmp_path / "*.txt"), extra[2]])
+        assert sess.run(both).tolist() == [extra[2].encode(),
+                                           str(tmp_path / "other.txt").encode()]
+        assert sess.run(nd.matching_files(str(tmp_path / "none*"))).tolist() == []
 
 
 # -- batch --------------------------------------------------------------------------

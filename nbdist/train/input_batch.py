@@ -25,8 +25,8 @@ from nbdist.graph.control_flow_ops import no_op
 from nbdist.graph.data_flow_ops import FIFOQueue, PaddingFIFOQueue, RandomShuffleQueue
 from nbdist.graph.math_ops_elementwise import cast, maximum, multiply, subtract
 from nbdist.graph.ops import Tensor, _static_value, convert_to_tensor, name_scope
-from nbdist.graph.summary_ops import scalar as scalar_summary
 from nbdist.graph.shapes import TensorShape, as_shape
+from nbdist.graph.summary_ops import scalar as scalar_summary
 from nbdist.train.queue_runner import QueueRunner, add_queue_runner
 
 __all__ = ["batch", "batch_join", "maybe_batch", "maybe_batch_join",
