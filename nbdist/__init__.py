@@ -32,6 +32,7 @@ from nbdist.graph.partitioned_variables import (PartitionedVariable,
 from nbdist.graph.shapes import TensorShape
 from nbdist.graph.state_ops import assign, assign_add, assign_sub
 from nbdist.graph.state_ops import scatter_add, scatter_sub, scatter_update
+from nbdist.graph.state_ops import count_up_to
 from nbdist.graph.variables import (AUTO_REUSE, Variable, VariableScope,
                                     all_variables, constant_initializer,
                                     get_variable, get_variable_scope,
@@ -96,6 +97,9 @@ def __getattr__(name):
         "function": ("nbdist.distribute.function", "function"),
         "FIFOQueue": ("nbdist.graph.data_flow_ops", "FIFOQueue"),
         "RandomShuffleQueue": ("nbdist.graph.data_flow_ops", "RandomShuffleQueue"),
+        "PaddingFIFOQueue": ("nbdist.graph.data_flow_ops", "PaddingFIFOQueue"),
+        "QueueBase": ("nbdist.graph.data_flow_ops", "QueueBase"),
+        "matching_files": ("nbdist.graph.data_flow_ops", "matching_files"),
         "ConditionalAccumulator": ("nbdist.graph.accumulator_ops",
                                    "ConditionalAccumulator"),
         "hessians": ("nbdist.graph.gradients", "hessians"),

@@ -249,6 +249,11 @@ class Variable(metaclass=_VariableMetaclass):
     def assign_sub(self, delta, use_locking=False, name=None, read_value=True):
         return state_ops.assign_sub(self._variable, delta, name=name)
 
+    def count_up_to(self, limit):
+        """Increments this integer variable; returns the value before the
+        increment, and raises ``OutOfRangeError`` once it has reached ``limit``."""
+        return state_ops.count_up_to(self._variable, limit)
+
     def scatter_add(self, sparse_delta_indices, updates, name=None):
         return state_ops.scatter_add(self._variable, sparse_delta_indices, updates,
                                      name=name)

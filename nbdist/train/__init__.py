@@ -76,6 +76,15 @@ from nbdist.train.input import (
     slice_input_producer,
     string_input_producer,
 )
+from nbdist.train.input import (
+    batch_join,
+    match_filenames_once,
+    maybe_batch,
+    maybe_batch_join,
+    maybe_shuffle_batch,
+    maybe_shuffle_batch_join,
+    shuffle_batch_join,
+)
 from nbdist.train.queue_barrier import queue_barrier
 from nbdist.train.queue_runner import QueueRunner, add_queue_runner, start_queue_runners
 from nbdist.train.session_manager import SessionManager
@@ -127,4 +136,6 @@ __all__ = [
     "queue_barrier", "Supervisor", "SummarySaverHook",
     "batch", "input_producer", "limit_epochs", "range_input_producer",
     "shuffle_batch", "slice_input_producer", "string_input_producer",
+    "batch_join", "match_filenames_once", "maybe_batch", "maybe_batch_join",
+    "maybe_shuffle_batch", "maybe_shuffle_batch_join", "shuffle_batch_join",
 ]

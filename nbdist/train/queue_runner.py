@@ -3,7 +3,8 @@
 Each enqueue op gets a thread that runs it until the queue is closed
 (``OutOfRangeError``), the coordinator stops, or an error (reported to the
 coordinator). With a coordinator, one more thread runs ``cancel_op`` once a
-stop is requested.
+stop is requested. ``to_proto`` / ``from_proto`` carry a runner as a
+``QueueRunnerDef`` (TF's message, with its field numbers).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import weakref
 from nbdist import errors
 from nbdist.graph.default_session import get_default_session
 from nbdist.graph.ops import GraphKeys, get_default_graph
+from nbdist.proto.queue_runner_pb2 import QueueRunnerDef
 
 _log = logging.getLogger("nbdist")
 
@@ -23,21 +25,51 @@ class QueueRunner:
     """Holds a queue and the ops that fill it; ``create_threads`` runs them."""
 
     def __init__(self, queue=None, enqueue_ops=None, close_op=None, cancel_op=None,
-                 queue_closed_exception_types=None, name=None):
-        if not queue or not enqueue_ops:
-            raise ValueError("Must provide queue and enqueue_ops.")
-        self._queue = queue
-        self._enqueue_ops = list(enqueue_ops)
-        self._close_op = close_op if close_op is not None else queue.close()
-        self._cancel_op = cancel_op if cancel_op is not None else queue.close(
-            cancel_pending_enqueues=True)
-        if queue_closed_exception_types is None:
-            queue_closed_exception_types = (errors.OutOfRangeError,)
-        self._queue_closed_exception_types = tuple(queue_closed_exception_types)
-        self._name = name or queue.name
+                 queue_closed_exception_types=None, queue_runner_def=None,
+                 import_scope=None, name=None):
+        if queue_runner_def is not None:
+            if queue or enqueue_ops:
+                raise ValueError("queue_runner_def and queue are mutually exclusive.")
+            self._init_from_proto(queue_runner_def, import_scope)
+        else:
+            if not queue or not enqueue_ops:
+                raise ValueError("Must provide queue and enqueue_ops.")
+            self._queue = queue
+            self._enqueue_ops = list(enqueue_ops)
+            self._close_op = close_op if close_op is not None else queue.close()
+            self._cancel_op = cancel_op if cancel_op is not None else queue.close(
+                cancel_pending_enqueues=True)
+            if queue_closed_exception_types is None:
+                queue_closed_exception_types = (errors.OutOfRangeError,)
+            queue_closed_exception_types = tuple(queue_closed_exception_types)
+            if not queue_closed_exception_types or not all(
+                    isinstance(t, type) and issubclass(t, errors.OpError)
+                    for t in queue_closed_exception_types):
+                raise TypeError(f"queue_closed_exception_types, when provided, must "
+                                f"be a tuple of nd.errors.OpError classes, got "
+                                f"{queue_closed_exception_types!r}")
+            self._queue_closed_exception_types = queue_closed_exception_types
+        self._name = name or self._queue.name
         self._lock = threading.Lock()
         self._runs_per_session = weakref.WeakKeyDictionary()
         self._exceptions_raised: list = []
+
+    def _init_from_proto(self, queue_runner_def, import_scope):
+        g = get_default_graph()
+        pre = (import_scope + "/") if import_scope else ""
+
+        def element(name):
+            return g.as_graph_element(pre + name)
+
+        self._queue = element(queue_runner_def.queue_name)
+        self._enqueue_ops = [element(n) for n in queue_runner_def.enqueue_op_name]
+        self._close_op = element(queue_runner_def.close_op_name)
+        self._cancel_op = element(queue_runner_def.cancel_op_name)
+        # A runner saved before the field existed meant OUT_OF_RANGE only.
+        self._queue_closed_exception_types = tuple(
+            errors.exception_type_from_error_code(code)
+            for code in queue_runner_def.queue_closed_exception_types) or (
+                errors.OutOfRangeError,)
 
     queue = property(lambda self: self._queue)
     enqueue_ops = property(lambda self: list(self._enqueue_ops))
@@ -46,6 +78,30 @@ class QueueRunner:
     queue_closed_exception_types = property(
         lambda self: self._queue_closed_exception_types)
     name = property(lambda self: self._name)
+
+    def to_proto(self, export_scope=None):
+        """This runner as a ``QueueRunnerDef`` (op names relative to
+        ``export_scope``); None if its queue is outside ``export_scope``."""
+        def strip(name):
+            return name[len(export_scope) + 1:] if export_scope else name
+
+        if export_scope and not self._queue.name.startswith(export_scope + "/"):
+            return None
+        return QueueRunnerDef(
+            queue_name=strip(self._queue.name),
+            enqueue_op_name=[strip(op.name) for op in self._enqueue_ops],
+            close_op_name=strip(self._close_op.name),
+            cancel_op_name=strip(self._cancel_op.name),
+            queue_closed_exception_types=[
+                errors.error_code_from_exception_type(t)
+                for t in self._queue_closed_exception_types])
+
+    @staticmethod
+    def from_proto(queue_runner_def, import_scope=None):
+        """The ``QueueRunner`` of ``queue_runner_def``, its ops looked up in the
+        default graph (under ``import_scope``)."""
+        return QueueRunner(queue_runner_def=queue_runner_def,
+                           import_scope=import_scope)
 
     @property
     def exceptions_raised(self) -> list:
@@ -133,7 +189,13 @@ def start_queue_runners(sess=None, coord=None, daemon=True, start=True,
             raise ValueError("Cannot start queue runners: No default session is "
                              "registered. Use `with sess.as_default()` or pass an "
                              "explicit session to nd.train.start_queue_runners(sess=sess)")
-    graph = getattr(sess, "graph", None) or get_default_graph()
+    if not hasattr(sess, "run") or not hasattr(sess, "graph"):
+        raise TypeError(f"sess must be a `nd.Session` object. Given class: "
+                        f"{type(sess)}")
+    if type(sess).__name__ in ("MonitoredSession", "SingularMonitoredSession"):
+        # A monitored session starts its own queue runners (as TF, ignored).
+        return []
+    graph = sess.graph or get_default_graph()
     threads = []
     for qr in graph.get_collection(collection):
         threads.extend(qr.create_threads(sess, coord=coord, daemon=daemon,

@@ -1,9 +1,10 @@
-"""Kernels for ``FIFOQueue`` and ``RandomShuffleQueue``: the queue lives in the
-device's resource manager."""
+"""Kernels for ``FIFOQueue``, ``PaddingFIFOQueue`` and ``RandomShuffleQueue`` (the
+queue lives in the device's resource manager), ``MatchingFiles`` and ``Assert``."""
 
 from __future__ import annotations
 
 import collections
+import glob
 import threading
 
 import numpy as np
@@ -40,10 +41,25 @@ class FIFOQueueResource:
         if shape is not None and shape.rank is not None:
             got = value.shape[1:] if batched else value.shape
             if not shape.is_compatible_with(got):
+                lead = [value.shape[0]] if batched else []
+                want = lead + ["?" if d is None else d for d in shape.as_list()]
                 raise errors.InvalidArgumentError(
-                    None, node, f"Shape mismatch in tuple component {i} for queue "
-                    f"'{self.name}'. Expected {shape}, got {list(got)}")
+                    None, node, f"Shape mismatch in tuple component {i}. Expected "
+                    f"{_dims(want)}, got {_dims(value.shape)} (queue "
+                    f"'{self.name}')")
         return value
+
+    def check_matches(self, node, kind, dtypes, shapes, capacity):
+        """A shared queue must be the same queue to every op naming it."""
+        mine = (self.kind, [d.name for d in self.dtypes],
+                [str(s) for s in self.shapes], self.capacity)
+        theirs = (kind, [d.name for d in dtypes], [str(s) for s in shapes], capacity)
+        for what, a, b in zip(("type", "component types", "component shapes",
+                               "capacity"), mine, theirs):
+            if a != b:
+                raise errors.InvalidArgumentError(
+                    None, node, f"Shared queue '{self.name}' has {what} {a}, but "
+                    f"this op asks for {what} {b}")
 
     def enqueue(self, step, node, tuples):
         with self.cond:
@@ -78,6 +94,30 @@ class FIFOQueueResource:
     def _take(self):
         return self.items.popleft()
 
+    def batch(self, i, values):
+        """Component ``i`` of dequeued elements ``values``, stacked."""
+        return np.stack(values)
+
+
+class PaddingFIFOQueueResource(FIFOQueueResource):
+    """A FIFO queue whose elements may differ in their unknown dimensions; a
+    batch is padded to its largest element."""
+
+    kind = "PaddingFIFOQueue"
+
+    def batch(self, i, values):
+        dtype = self.dtypes[i]
+        shapes = np.array([v.shape for v in values], dtype=np.int64).reshape(
+            len(values), -1)
+        out_shape = [len(values)] + shapes.max(axis=0, initial=0).tolist()
+        if dtype.name == "string":
+            out = np.full(out_shape, b"", dtype=object)
+        else:
+            out = np.zeros(out_shape, dtype=dtype.as_numpy_dtype)
+        for k, v in enumerate(values):
+            out[(k,) + tuple(slice(0, d) for d in v.shape)] = v
+        return out
+
 
 class RandomShuffleQueueResource(FIFOQueueResource):
     """Dequeues a random element while more than ``min_after_dequeue`` remain
@@ -97,26 +137,57 @@ class RandomShuffleQueueResource(FIFOQueueResource):
         return self.items.pop()
 
 
+def _dims(shape) -> str:
+    return "[" + ",".join(str(d) for d in shape) + "]"
+
+
 def _queue_kernel(node, make):
-    """The queue resource of ``node``, made by ``make(name, attrs)`` on first use."""
+    """The queue resource of ``node``, made by ``make(name, attrs)`` on first use;
+    a queue shared by name must match this node's definition."""
     a = node.attrs
     name = a["shared_name"] or node.name
     rm = node.resources
-    return lambda step: rm.lookup_or_create(a["container"], "queue", name,
-                                            lambda: make(name, a))
+
+    def compute(step):
+        fresh = []
+
+        def create():
+            fresh.append(make(name, a))
+            return fresh[0]
+
+        q = rm.lookup_or_create(a["container"], "queue", name, create)
+        if not fresh:
+            q.check_matches(node.name, make.kind, a["component_types"], a["shapes"],
+                            a["capacity"])
+        return q
+
+    return compute
+
+
+def _factory(cls, make):
+    make.kind = cls.kind
+    return make
 
 
 @register_kernel("FIFOQueueV2")
 def fifo_queue_kernel(node):
-    return _queue_kernel(node, lambda name, a: FIFOQueueResource(
-        name, a["component_types"], a["shapes"], a["capacity"]))
+    return _queue_kernel(node, _factory(FIFOQueueResource, lambda name, a: (
+        FIFOQueueResource(name, a["component_types"], a["shapes"], a["capacity"]))))
+
+
+@register_kernel("PaddingFIFOQueueV2")
+def padding_fifo_queue_kernel(node):
+    return _queue_kernel(node, _factory(PaddingFIFOQueueResource, lambda name, a: (
+        PaddingFIFOQueueResource(name, a["component_types"], a["shapes"],
+                                 a["capacity"]))))
 
 
 @register_kernel("RandomShuffleQueueV2")
 def random_shuffle_queue_kernel(node):
-    return _queue_kernel(node, lambda name, a: RandomShuffleQueueResource(
-        name, a["component_types"], a["shapes"], a["capacity"],
-        a["min_after_dequeue"], random_generator(node)))
+    return _queue_kernel(node, _factory(RandomShuffleQueueResource, lambda name, a: (
+        RandomShuffleQueueResource(name, a["component_types"], a["shapes"],
+                                   a["capacity"], a["min_after_dequeue"],
+                                   random_generator(node)))))
 
 
 @register_kernel("QueueEnqueueV2")
@@ -170,6 +241,10 @@ def _dequeue_n(node, up_to):
 
     def compute(step, q, n):
         n = int(n)
+        if not q.shapes:
+            raise errors.InvalidArgumentError(
+                None, node.name, f"{q.kind} '{q.name}''s DequeueMany and DequeueUpTo "
+                f"require the components to have specified shapes.")
         if n < 0:
             raise errors.InvalidArgumentError(None, node.name,
                                               f"dequeue_many n must be >= 0, got {n}")
@@ -177,11 +252,12 @@ def _dequeue_n(node, up_to):
         outs = []
         for i in range(n_out):
             if items:
-                outs.append(np.stack([np.asarray(t[i]) for t in items]))
+                outs.append(q.batch(i, [np.asarray(t[i]) for t in items]))
             else:
                 shape = q.shapes[i].as_list() if i < len(q.shapes) and (
-                    q.shapes[i].is_fully_defined()) else []
-                outs.append(np.zeros([0] + shape, q.dtypes[i].as_numpy_dtype))
+                    q.shapes[i].rank is not None) else []
+                outs.append(np.zeros([0] + [d or 0 for d in shape],
+                                     q.dtypes[i].as_numpy_dtype))
         return outs[0] if n_out == 1 else tuple(outs)
 
     return compute
@@ -200,3 +276,36 @@ def close_kernel(node):
             q.cond.notify_all()
 
     return compute
+
+
+@register_kernel("MatchingFiles")
+def matching_files_kernel(node):
+    def compute(step, pattern):
+        names = set()
+        for p in np.asarray(pattern, dtype=object).reshape(-1):
+            p = p.decode() if isinstance(p, bytes) else str(p)
+            names.update(glob.glob(p, include_hidden=True))
+        return np.array(sorted(n.encode() for n in names), dtype=object)
+
+    return compute
+
+
+@register_kernel("Assert")
+def assert_kernel(node):
+    summarize = node.attrs["summarize"]
+
+    def compute(step, condition, *data):
+        if not bool(condition):
+            shown = ", ".join(_summary(np.asarray(d), summarize) for d in data)
+            raise errors.InvalidArgumentError(None, node.name,
+                                              f"assertion failed: [{shown}]")
+
+    return compute
+
+
+def _summary(value, summarize):
+    flat = value.reshape(-1)[:summarize]
+    items = [v.decode(errors="replace") if isinstance(v, bytes) else str(v)
+             for v in flat.tolist()]
+    more = "..." if value.size > summarize else ""
+    return (items[0] if value.ndim == 0 else "[" + " ".join(items) + more + "]")
