@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from nbdist.graph import (
+    control_flow_assert,  # noqa: F401  (registers Assert)
     control_flow_grad,  # noqa: F401  (registers the gradients)
     dtypes,
 )
@@ -38,11 +39,15 @@ def _as_output(v, branch_value: bool):
     return convert_to_tensor(v)
 
 
-def cond(pred, true_fn=None, false_fn=None, strict=False, name=None):
+def cond(pred, true_fn=None, false_fn=None, strict=False, name=None, fn1=None,
+         fn2=None):
     """``true_fn()`` if ``pred`` else ``false_fn()``, as ``tf.compat.v1.cond``.
 
     Both functions return the same structure of tensors (a singleton list or
-    tuple is unpacked unless ``strict``); only the taken branch runs.
+    tuple is unpacked unless ``strict``); only the taken branch runs. ``fn1``
+    and ``fn2`` are TF1's deprecated names of ``true_fn`` and ``false_fn``.
+    Variables a branch creates are created outside it (as TF1 does), so
+    ``global_variables_initializer`` initialises them.
 
     >>> import nbdist as nd
     >>> x = nd.constant(3.0)
@@ -51,6 +56,14 @@ def cond(pred, true_fn=None, false_fn=None, strict=False, name=None):
     ...     float(s.run(y))
     30.0
     """
+    if fn1 is not None:
+        if true_fn is not None:
+            raise TypeError("cond(): true_fn and fn1 may not be set simultaneously.")
+        true_fn = fn1
+    if fn2 is not None:
+        if false_fn is not None:
+            raise TypeError("cond(): false_fn and fn2 may not be set simultaneously.")
+        false_fn = fn2
     if isinstance(pred, (bool, np.bool_)):
         raise TypeError("cond: pred must not be a Python bool")
     if not callable(true_fn):

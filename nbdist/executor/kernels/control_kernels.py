@@ -93,3 +93,40 @@ def while_grad_kernel(node):
         return _result(g + gc)
 
     return compute
+
+
+@register_kernel("IdentityN")
+def identity_n_kernel(node):
+    return lambda step, *xs: xs[0] if len(xs) == 1 else tuple(xs)
+
+
+def _summarize(value, limit: int) -> str:
+    a = np.asarray(value)
+    if a.dtype == object and a.ndim == 0:
+        v = a.item()
+        return v.decode(errors="replace") if isinstance(v, bytes) else str(v)
+    flat = a.reshape(-1)
+    if limit >= 0:
+        flat = flat[:limit]
+    items = [v.decode(errors="replace") if isinstance(v, bytes) else str(v)
+             for v in flat.tolist()]
+    more = "..." if 0 <= limit < a.size else ""
+    return " ".join(items) + more
+
+
+@register_kernel("Assert")
+def assert_kernel(node):
+    limit = int(node.attrs.get("summarize", 3))
+
+    def compute(step, condition, *data):
+        c = np.asarray(condition)
+        if c.size != 1:
+            raise errors.InvalidArgumentError(
+                None, node.name, f"In[0] of {node.name} (Assert) should be a "
+                f"scalar, got shape {c.shape}")
+        if not bool(c.reshape(())):
+            parts = " ".join(f"[{_summarize(d, limit)}]" for d in data)
+            raise errors.InvalidArgumentError(
+                None, node.name, f"assertion failed: {parts}")
+
+    return compute
