@@ -17,6 +17,7 @@ from nbdist.graph.control_flow_api import cond, while_loop
 from nbdist.graph.control_flow_ops import identity_n
 from nbdist.graph.control_flow_case import case, switch_case
 from nbdist.graph.custom_gradient import custom_gradient
+from nbdist.graph.tensor_array_ops import TensorArray
 from nbdist.graph.control_flow_assert import (  # noqa: F401  (TF1's top level)
     Assert, assert_equal, assert_greater, assert_greater_equal, assert_integer,
     assert_less, assert_less_equal, assert_near, assert_negative,

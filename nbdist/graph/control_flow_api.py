@@ -26,6 +26,7 @@ from nbdist.graph.control_flow_graph import (
     union_captures,
 )
 from nbdist.graph.ops import Operation, _graph_of, convert_to_tensor
+from nbdist.graph.tensor_array_ops import as_flow, from_flow, is_tensor_array
 from nbdist.graph.shapes import TensorShape, as_shape
 
 
@@ -36,7 +37,13 @@ def _as_output(v, branch_value: bool):
 
         with v.graph.control_dependencies([v]):
             return constant(branch_value)
-    return convert_to_tensor(v)
+    return convert_to_tensor(as_flow(v))
+
+
+def _rebuild(structure, flat):
+    """``flat`` in the shape of ``structure``, TensorArrays rebuilt on their flows."""
+    return pack_sequence_as(structure, [from_flow(t, v) for t, v in
+                                        zip(flatten(structure), flat)])
 
 
 def cond(pred, true_fn=None, false_fn=None, strict=False, name=None, fn1=None,
@@ -110,7 +117,7 @@ def cond(pred, true_fn=None, false_fn=None, strict=False, name=None, fn1=None,
         ctrl = traces[0].control + [c for c in traces[1].control
                                      if c not in traces[0].control]
         op = g.create_op("If", [pred] + caps, attrs, name=scope, control_inputs=ctrl)
-    result = pack_sequence_as(res_t, op.outputs)
+    result = _rebuild(res_t, op.outputs)
     if not strict and isinstance(result, (list, tuple)) and len(result) == 1:
         return result[0]
     return result
@@ -152,9 +159,9 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
             cond, body, loop_vars, shape_invariants = _with_counter(
                 cond, body, loop_vars, shape_invariants, maximum_iterations,
                 try_to_pack)
-        op, structure = _build_while(g, scope, cond, body, loop_vars,
-                                     shape_invariants, parallel_iterations, back_prop)
-    outs = op.outputs
+        outs, structure = _build_while(g, scope, cond, body, loop_vars,
+                                       shape_invariants, parallel_iterations,
+                                       back_prop)
     packed = pack_sequence_as(structure, outs)
     if maximum_iterations is not None:
         return packed[1]
@@ -190,11 +197,15 @@ def _with_counter(cond, body, loop_vars, shape_invariants, maximum_iterations,
 def _build_while(g, scope, cond, body, loop_vars, shape_invariants,
                  parallel_iterations, back_prop):
     where = f"while_loop '{scope[:-1]}'"
-    flat = [convert_to_tensor(v) for v in flatten(loop_vars)]
+    templates = flatten(loop_vars)
+    flat = [convert_to_tensor(as_flow(v)) for v in templates]
     if shape_invariants is None:
         invariants = [t.shape for t in flat]
     else:
-        invariants = [as_shape(s) for s in flatten(shape_invariants)]
+        # A TensorArray's invariant is its flow's: a scalar.
+        invariants = [TensorShape([]) if is_tensor_array(v) or is_tensor_array(s)
+                      else as_shape(s) for v, s in zip(templates,
+                                                       flatten(shape_invariants))]
         if len(invariants) != len(flat):
             raise ValueError(f"{where}: shape_invariants has {len(invariants)} "
                              f"shapes for {len(flat)} loop variables")
@@ -208,7 +219,7 @@ def _build_while(g, scope, cond, body, loop_vars, shape_invariants,
     specs = [(t.dtype.base_dtype, s) for t, s in zip(flat, invariants)]
 
     def build_cond(args):
-        p = convert_to_tensor(cond(*pack_sequence_as(loop_vars, args)))
+        p = convert_to_tensor(cond(*_rebuild(loop_vars, args)))
         if p.dtype.base_dtype is not dtypes.bool or not p.shape.is_compatible_with(
                 TensorShape([])):
             raise TypeError(f"{where}: cond must return a bool scalar, got "
@@ -218,11 +229,11 @@ def _build_while(g, scope, cond, body, loop_vars, shape_invariants,
     structure = []
 
     def build_body(args):
-        res = body(*pack_sequence_as(loop_vars, args))
+        res = body(*_rebuild(loop_vars, args))
         if not is_nested(res):
             res = [res]
         structure.append(res)
-        out = [convert_to_tensor(v) for v in flatten(res)]
+        out = [convert_to_tensor(as_flow(v)) for v in flatten(res)]
         if len(out) != len(flat):
             raise ValueError(f"{where}: body returned {len(out)} values for "
                              f"{len(flat)} loop variables")
@@ -257,7 +268,7 @@ def _build_while(g, scope, cond, body, loop_vars, shape_invariants,
              "_body_fdef": fd_b.SerializeToString()}
     ctrl = tr_cond.control + [c for c in tr_body.control if c not in tr_cond.control]
     op = g.create_op("While", flat + caps, attrs, name=scope, control_inputs=ctrl)
-    return op, structure[0]
+    return [from_flow(t, o) for t, o in zip(templates, op.outputs)], structure[0]
 
 
 def _leaves(structure):
