@@ -14,7 +14,7 @@ import nbdist as nd
 from nbdist import errors
 
 
-# -- Assert ------------------------------------------------------------------------------
+# -- Assert ----------------------------------------------------------------------------
 def test_assert_message_holds_the_data_and_guards_by_control_dependency(graph):
     x = nd.placeholder(nd.int32, [None])
     check = nd.Assert(nd.reduce_all(x > 0), ["x must be positive:", x], summarize=2)
@@ -42,7 +42,7 @@ def test_assert_inside_cond_runs_only_in_its_branch(graph):
             s.run(y, {p: True})
 
 
-# -- the checks --------------------------------------------------------------------------
+# -- the checks ------------------------------------------------------------------------
 @pytest.mark.parametrize("check, good, bad", [
     (nd.assert_equal, ([1, 2], [1, 2]), ([1, 2], [1, 3])),
     (nd.assert_none_equal, ([1, 2], [3, 4]), ([1, 2], [3, 2])),
@@ -122,7 +122,7 @@ def test_compat_v1_top_level_names(graph):
         nd.custom_gradient
 
 
-# -- custom_gradient -----------------------------------------------------------------------
+# -- custom_gradient -------------------------------------------------------------------
 @nd.custom_gradient
 def _log1pexp(x):
     e = nd.exp(x)

@@ -23,7 +23,7 @@ def run(fetches, feed=None):
         return s.run(fetches, feed)
 
 
-# -- case --------------------------------------------------------------------------------
+# -- case ------------------------------------------------------------------------------
 def test_case_first_true_pair_and_default(graph):
     x = nd.placeholder(nd.int32, [])
     y = nd.case([(nd.less(x, 0), lambda: nd.constant(-1)),
@@ -88,7 +88,7 @@ def test_case_structures_and_type_errors(graph):
         nd.case([(True, lambda: x)])
 
 
-# -- switch_case -------------------------------------------------------------------------
+# -- switch_case -----------------------------------------------------------------------
 def test_switch_case_out_of_range_takes_the_last_branch_or_default(graph):
     i = nd.placeholder(nd.int32, [])
     last = nd.switch_case(i, [lambda: nd.constant(10), lambda: nd.constant(20),
@@ -117,7 +117,7 @@ def test_switch_case_gradient():
     check_gradient(build, [np.array([0.3, -1.2])])
 
 
-# -- cond --------------------------------------------------------------------------------
+# -- cond ------------------------------------------------------------------------------
 def test_cond_legacy_fn1_fn2_and_strict(graph):
     p = nd.placeholder(nd.bool, [])
     x = nd.constant(2.0)
@@ -143,7 +143,7 @@ def test_cond_type_errors_as_tf(graph):
     assert run(nd.cond(nd.constant(False), lambda: x, lambda: x * 5.0)) == 5.0
 
 
-# -- variables created inside control flow -------------------------------------------------
+# -- variables created inside control flow ---------------------------------------------
 def test_variables_created_in_branches_are_initialized_and_trained(graph):
     p = nd.placeholder(nd.bool, [])
     x = nd.constant([1.0, 2.0])
@@ -183,7 +183,7 @@ def test_variable_created_in_a_loop_body_is_created_once(graph):
         assert s.run(acc) == 3.0 * (0 + 1 + 2 + 3)
 
 
-# -- group, tuple, with_dependencies, identity_n -------------------------------------------
+# -- group, tuple, with_dependencies, identity_n ---------------------------------------
 def test_group_places_its_noop_with_its_inputs(graph):
     with nd.device("/job:ps/task:0"):
         a = nd.constant(1.0)

@@ -167,7 +167,7 @@ def test_tensor_array_through_cond(graph):
         np.testing.assert_array_equal(s.run(out.stack(), {p: False}), [1.0, 20.0])
 
 
-# -- gradients ---------------------------------------------------------------------------
+# -- gradients -------------------------------------------------------------------------
 def _loop_stack(x, scale):
     n = nd.shape(x)[0]
 

@@ -29,7 +29,8 @@ from nbdist.graph.ops import Tensor, _graph_of, convert_to_tensor
 from nbdist.graph.shapes import TensorShape, as_shape
 
 _FLOW = (dtypes.float32, TensorShape([]))
-_ELEM_ATTRS = {"dtype": ("type", REQUIRED), "element_shape": ("shape", TensorShape(None))}
+_ELEM_ATTRS = {"dtype": ("type", REQUIRED),
+               "element_shape": ("shape", TensorShape(None))}
 
 
 def _flow_out(c):
@@ -46,7 +47,9 @@ def _stacked(c):
 
 def _concatenated(c):
     e = c.attr("element_shape")
-    rest = TensorShape(None) if e.rank is None else TensorShape([None] + e.as_list()[1:])
+    if e.rank is None:
+        return [(c.attr("dtype"), TensorShape(None)), (dtypes.int64, TensorShape([None]))]
+    rest = TensorShape([None] + e.as_list()[1:])
     return [(c.attr("dtype"), rest), (dtypes.int64, TensorShape([None]))]
 
 
