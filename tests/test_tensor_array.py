@@ -217,3 +217,49 @@ def test_gradient_of_split_and_scatter():
         return nd.concat([parts.concat() * 3.0, sc.stack()], 0)
 
     check_gradient(build, [RNG.standard_normal((3, 2))])
+
+
+def test_gradient_of_conditional_writes_in_a_loop():
+    def build(x):
+        def body(i, ta):
+            v = x[i] * x[i]
+            ta = nd.cond(nd.equal(i % 2, 0), lambda: ta.write(i, v),
+                         lambda: ta.write(i, -v * 3.0))
+            return i + 1, ta
+
+        _, ta = nd.while_loop(lambda i, ta: i < 4, body,
+                              [0, nd.TensorArray(nd.float64, size=4)],
+                              shape_invariants=[nd.TensorShape([]),
+                                                nd.TensorShape(None)])
+        return ta.stack()
+
+    check_gradient(build, [np.arange(8.0).reshape(4, 2) / 3.0])
+
+
+def test_gradient_of_nested_loops_with_an_inner_array_per_iteration():
+    def build(x):
+        def outer(i, ta):
+            def inner(j, t2):
+                return j + 1, t2.write(j, x[i, j] * 2.0)
+
+            _, t2 = nd.while_loop(lambda j, t: j < 3, inner,
+                                  [0, nd.TensorArray(nd.float64, size=3)])
+            return i + 1, ta.write(i, t2.stack())
+
+        _, ta = nd.while_loop(lambda i, ta: i < 2, outer,
+                              [0, nd.TensorArray(nd.float64, size=2)])
+        return nd.sin(ta.stack())
+
+    check_gradient(build, [np.arange(6.0).reshape(2, 3) / 5.0])
+
+
+def test_gradient_through_cond_reading_a_captured_array():
+    def build(x):
+        ta = nd.TensorArray(nd.float64, size=3).unstack(x)
+        y = nd.cond(nd.reduce_sum(x) > 0, lambda: ta.read(0) * 2.0,
+                    lambda: nd.zeros([2], nd.float64))
+        return y + ta.read(1) * 3.0
+
+    x = np.arange(6.0).reshape(3, 2)
+    check_gradient(build, [x])
+    check_gradient(build, [-x])
