@@ -3,6 +3,8 @@
 Each builds one op, ``If`` or ``While``, whose branches are graph functions
 (see ``control_flow_graph``); the op runs where it is placed and its body runs
 there too, reading captured tensors that the master brings from any task.
+A ``TensorArray`` passes through both as its flow (a float32 scalar) and
+comes out rebuilt on the op's output.
 """
 
 from __future__ import annotations

@@ -12,7 +12,9 @@ the branch needs (``assign_add``, a read under a control dependency) is
 re-bound in the body by name, device, container and shared name, so the body
 reads and updates the very variable each iteration; that variable must live
 on the task that runs the loop. A plain ``read_value()`` of an outside
-variable is left outside, so it may live on any task.
+variable is left outside, so it may live on any task. A variable the branch
+creates stays in the outer graph with its initializer (TF1 builds variables
+outside control flow too) and the branch uses it like an outside variable.
 
 The functions travel as serialized ``FunctionDef``s in private attrs
 (``_cond_fdef``, ``_body_fdef``...), which survive the master's partitioning.

@@ -57,7 +57,9 @@ class TensorArrayValue:
     __radd__ = __add__
 
     def __repr__(self):
-        return f"TensorArrayValue({self.name!r}, size={self.size})"
+        # Shown when a flow is sent to another task, which it cannot be.
+        return (f"<the value of TensorArray {self.name!r} (size {self.size}); a "
+                "TensorArray stays on the task that runs its ops>")
 
 
 def as_tensor_array(value):
