@@ -23,6 +23,7 @@ from nbdist.graph.control_flow_assert import (  # noqa: F401  (TF1's top level)
     assert_less, assert_less_equal, assert_near, assert_negative,
     assert_non_negative, assert_non_positive, assert_none_equal, assert_positive,
     assert_rank, assert_rank_at_least, assert_rank_in, assert_scalar, assert_type)
+from nbdist.graph.control_flow_assert import verify_tensor_all_finite
 from nbdist.graph.device import DeviceSpec
 from nbdist.graph.dtypes import (DType, as_dtype, bool, double,  # noqa: A004
                                  float16, float32, float64, half, int8, int16,

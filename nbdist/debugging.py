@@ -10,7 +10,8 @@
 
 from __future__ import annotations
 
-from nbdist.graph.control_flow_assert import (Assert, assert_equal, assert_greater,
+from nbdist.graph.control_flow_assert import (Assert, assert_all_finite,
+                                              assert_equal, assert_greater,
                                               assert_greater_equal, assert_integer,
                                               assert_less, assert_less_equal,
                                               assert_near, assert_negative,
@@ -20,7 +21,7 @@ from nbdist.graph.control_flow_assert import (Assert, assert_equal, assert_great
                                               assert_rank_at_least, assert_rank_in,
                                               assert_scalar, assert_type)
 
-__all__ = ["Assert", "assert_equal", "assert_greater", "assert_greater_equal",
+__all__ = ["Assert", "assert_all_finite", "assert_equal", "assert_greater", "assert_greater_equal",
            "assert_integer", "assert_less", "assert_less_equal", "assert_near",
            "assert_negative", "assert_non_negative", "assert_non_positive",
            "assert_none_equal", "assert_positive", "assert_rank",

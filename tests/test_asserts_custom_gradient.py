@@ -188,3 +188,15 @@ def test_custom_gradient_with_variables(graph):
 
     with pytest.raises(TypeError, match="must accept keyword argument 'variables'"):
         forgets_variables(x)
+
+
+def test_assert_all_finite_passes_the_tensor_through(graph):
+    x = nd.placeholder(nd.float32, [2])
+    y = nd.debugging.assert_all_finite(x * 2.0, "bad x")
+    z = nd.verify_tensor_all_finite(x, "bad input")
+    with nd.Session() as s:
+        assert s.run(y, {x: [1.0, 2.0]}).tolist() == [2.0, 4.0]
+        with pytest.raises(errors.InvalidArgumentError, match="bad x"):
+            s.run(y, {x: [1.0, np.inf]})
+        with pytest.raises(errors.InvalidArgumentError, match="bad input"):
+            s.run(z, {x: [np.nan, 0.0]})

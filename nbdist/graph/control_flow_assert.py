@@ -274,7 +274,28 @@ def assert_scalar(tensor, name=None, message=None):
     return tensor
 
 
-__all__ = ["Assert", "assert_equal", "assert_greater", "assert_greater_equal",
+def verify_tensor_all_finite(t, msg, name=None, x=None, message=None):
+    """``t``, available only after an ``Assert`` that it has no NaN or Inf
+    (``tf.debugging.assert_all_finite``; ``x``/``message`` are its TF2 names)."""
+    t = convert_to_tensor(t if x is None else x)
+    msg = msg if message is None else message
+    g = t.graph
+    with g.as_default(), g.name_scope(name or "VerifyFinite"):
+        from nbdist.graph.array_ops import identity
+        from nbdist.graph.math_ops import is_finite, reduce_all
+
+        check = Assert(reduce_all(is_finite(t)), [f"{msg} : Tensor had NaN or Inf "
+                                                   "values"])
+        with g.control_dependencies([check]):
+            return identity(t)
+
+
+def assert_all_finite(x, message, name=None):
+    """``x`` after an ``Assert`` that it has no NaN or Inf values."""
+    return verify_tensor_all_finite(x, message, name=name)
+
+
+__all__ = ["Assert", "assert_all_finite", "verify_tensor_all_finite", "assert_equal", "assert_greater", "assert_greater_equal",
            "assert_integer", "assert_less", "assert_less_equal", "assert_near",
            "assert_negative", "assert_non_negative", "assert_non_positive",
            "assert_none_equal", "assert_positive", "assert_rank",
