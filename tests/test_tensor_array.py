@@ -106,6 +106,10 @@ def test_static_checks_at_build_time(graph):
     with pytest.raises(errors.InvalidArgumentError, match="TensorArray dtype is "
                                                           "float32"):
         ta.write(1, nd.constant([1, 2]))
+    with pytest.raises(errors.InvalidArgumentError,
+                       match="TensorArray dtype is float32 but Op is trying to write "
+                             "dtype string"):
+        ta.write(1, "wrong_type_scalar")
     with pytest.raises(ValueError, match="Size must be provided"):
         nd.TensorArray(nd.float32)
 

@@ -177,11 +177,16 @@ class TensorArray:
         self._element_shape[0] = have.merge_with(shape)
 
     def _value(self, value, name="value") -> Tensor:
-        if isinstance(value, Tensor) and value.dtype.base_dtype is not self._dtype:
+        if not isinstance(value, Tensor):
+            try:  # the array's dtype is preferred, as TF's preferred_dtype
+                return convert_to_tensor(value, dtype=self._dtype, name=name)
+            except (TypeError, ValueError):
+                value = convert_to_tensor(value, name=name)
+        if value.dtype.base_dtype is not self._dtype:
             raise errors.InvalidArgumentError(
                 None, None, f"TensorArray dtype is {self._dtype.name} but Op is "
                 f"trying to write dtype {value.dtype.base_dtype.name}.")
-        return convert_to_tensor(value, dtype=self._dtype, name=name)
+        return value
 
     def _op(self, op_type, inputs, name, default, attrs=None):
         g = _graph_of([self._flow] + [t for t in inputs if isinstance(t, Tensor)])
