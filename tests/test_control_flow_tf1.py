@@ -208,7 +208,7 @@ def test_group_places_its_noop_with_its_inputs(graph):
 def test_group_tuple_with_dependencies_identity_n_run(graph):
     v = nd.Variable(0.0)
     inc = v.assign_add(1.0)
-    both = nd.group(inc, v.assign_add(2.0).op)
+    both = nd.group([inc], {"b": (v.assign_add(2.0).op,)})
     out = control_flow_ops.with_dependencies([both], nd.constant(5.0))
     t = nd.tuple([nd.constant(1.0), nd.constant(2.0)])
     ids = nd.identity_n([nd.constant([1, 2]), nd.constant("s")])
