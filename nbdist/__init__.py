@@ -14,6 +14,16 @@ from nbdist.graph.array_ops import (constant, identity, placeholder,
                                     placeholder_with_default, stop_gradient)
 from nbdist.graph.control_flow_ops import group, no_op, tuple  # noqa: A004
 from nbdist.graph.control_flow_api import cond, while_loop
+from nbdist.graph.control_flow_ops import identity_n
+from nbdist.graph.control_flow_case import case, switch_case
+from nbdist.graph.custom_gradient import custom_gradient
+from nbdist.graph.tensor_array_ops import TensorArray
+from nbdist.graph.control_flow_assert import (  # noqa: F401  (TF1's top level)
+    Assert, assert_equal, assert_greater, assert_greater_equal, assert_integer,
+    assert_less, assert_less_equal, assert_near, assert_negative,
+    assert_non_negative, assert_non_positive, assert_none_equal, assert_positive,
+    assert_rank, assert_rank_at_least, assert_rank_in, assert_scalar, assert_type)
+from nbdist.graph.control_flow_assert import verify_tensor_all_finite
 from nbdist.graph.device import DeviceSpec
 from nbdist.graph.dtypes import (DType, as_dtype, bool, double,  # noqa: A004
                                  float16, float32, float64, half, int8, int16,
@@ -89,6 +99,7 @@ def __getattr__(name):
         "compat": "nbdist.compat",
         "app": "nbdist.app",
         "contrib": "nbdist.contrib",
+        "debugging": "nbdist.debugging",
         "Server": ("nbdist.runtime.server_lib", "Server"),
         "ClusterSpec": ("nbdist.runtime.cluster_spec", "ClusterSpec"),
         "LocalCluster": ("nbdist.cluster.local_cluster", "LocalCluster"),

@@ -3,6 +3,8 @@
 Each builds one op, ``If`` or ``While``, whose branches are graph functions
 (see ``control_flow_graph``); the op runs where it is placed and its body runs
 there too, reading captured tensors that the master brings from any task.
+A ``TensorArray`` passes through both as its flow (a float32 scalar) and
+comes out rebuilt on the op's output.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from nbdist.graph import (
+    control_flow_assert,  # noqa: F401  (registers Assert)
     control_flow_grad,  # noqa: F401  (registers the gradients)
     dtypes,
 )
@@ -25,6 +28,7 @@ from nbdist.graph.control_flow_graph import (
     union_captures,
 )
 from nbdist.graph.ops import Operation, _graph_of, convert_to_tensor
+from nbdist.graph.tensor_array_ops import as_flow, from_flow, is_tensor_array
 from nbdist.graph.shapes import TensorShape, as_shape
 
 
@@ -35,14 +39,24 @@ def _as_output(v, branch_value: bool):
 
         with v.graph.control_dependencies([v]):
             return constant(branch_value)
-    return convert_to_tensor(v)
+    return convert_to_tensor(as_flow(v))
 
 
-def cond(pred, true_fn=None, false_fn=None, strict=False, name=None):
+def _rebuild(structure, flat):
+    """``flat`` in the shape of ``structure``, TensorArrays rebuilt on their flows."""
+    return pack_sequence_as(structure, [from_flow(t, v) for t, v in
+                                        zip(flatten(structure), flat)])
+
+
+def cond(pred, true_fn=None, false_fn=None, strict=False, name=None, fn1=None,
+         fn2=None):
     """``true_fn()`` if ``pred`` else ``false_fn()``, as ``tf.compat.v1.cond``.
 
     Both functions return the same structure of tensors (a singleton list or
-    tuple is unpacked unless ``strict``); only the taken branch runs.
+    tuple is unpacked unless ``strict``); only the taken branch runs. ``fn1``
+    and ``fn2`` are TF1's deprecated names of ``true_fn`` and ``false_fn``.
+    Variables a branch creates are created outside it (as TF1 does), so
+    ``global_variables_initializer`` initialises them.
 
     >>> import nbdist as nd
     >>> x = nd.constant(3.0)
@@ -51,6 +65,14 @@ def cond(pred, true_fn=None, false_fn=None, strict=False, name=None):
     ...     float(s.run(y))
     30.0
     """
+    if fn1 is not None:
+        if true_fn is not None:
+            raise TypeError("cond(): true_fn and fn1 may not be set simultaneously.")
+        true_fn = fn1
+    if fn2 is not None:
+        if false_fn is not None:
+            raise TypeError("cond(): false_fn and fn2 may not be set simultaneously.")
+        false_fn = fn2
     if isinstance(pred, (bool, np.bool_)):
         raise TypeError("cond: pred must not be a Python bool")
     if not callable(true_fn):
@@ -97,7 +119,7 @@ def cond(pred, true_fn=None, false_fn=None, strict=False, name=None):
         ctrl = traces[0].control + [c for c in traces[1].control
                                      if c not in traces[0].control]
         op = g.create_op("If", [pred] + caps, attrs, name=scope, control_inputs=ctrl)
-    result = pack_sequence_as(res_t, op.outputs)
+    result = _rebuild(res_t, op.outputs)
     if not strict and isinstance(result, (list, tuple)) and len(result) == 1:
         return result[0]
     return result
@@ -139,9 +161,9 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
             cond, body, loop_vars, shape_invariants = _with_counter(
                 cond, body, loop_vars, shape_invariants, maximum_iterations,
                 try_to_pack)
-        op, structure = _build_while(g, scope, cond, body, loop_vars,
-                                     shape_invariants, parallel_iterations, back_prop)
-    outs = op.outputs
+        outs, structure = _build_while(g, scope, cond, body, loop_vars,
+                                       shape_invariants, parallel_iterations,
+                                       back_prop)
     packed = pack_sequence_as(structure, outs)
     if maximum_iterations is not None:
         return packed[1]
@@ -177,11 +199,15 @@ def _with_counter(cond, body, loop_vars, shape_invariants, maximum_iterations,
 def _build_while(g, scope, cond, body, loop_vars, shape_invariants,
                  parallel_iterations, back_prop):
     where = f"while_loop '{scope[:-1]}'"
-    flat = [convert_to_tensor(v) for v in flatten(loop_vars)]
+    templates = flatten(loop_vars)
+    flat = [convert_to_tensor(as_flow(v)) for v in templates]
     if shape_invariants is None:
         invariants = [t.shape for t in flat]
     else:
-        invariants = [as_shape(s) for s in flatten(shape_invariants)]
+        # A TensorArray's invariant is its flow's: a scalar.
+        invariants = [TensorShape([]) if is_tensor_array(v) or is_tensor_array(s)
+                      else as_shape(s) for v, s in zip(templates,
+                                                       flatten(shape_invariants))]
         if len(invariants) != len(flat):
             raise ValueError(f"{where}: shape_invariants has {len(invariants)} "
                              f"shapes for {len(flat)} loop variables")
@@ -195,7 +221,7 @@ def _build_while(g, scope, cond, body, loop_vars, shape_invariants,
     specs = [(t.dtype.base_dtype, s) for t, s in zip(flat, invariants)]
 
     def build_cond(args):
-        p = convert_to_tensor(cond(*pack_sequence_as(loop_vars, args)))
+        p = convert_to_tensor(cond(*_rebuild(loop_vars, args)))
         if p.dtype.base_dtype is not dtypes.bool or not p.shape.is_compatible_with(
                 TensorShape([])):
             raise TypeError(f"{where}: cond must return a bool scalar, got "
@@ -205,11 +231,11 @@ def _build_while(g, scope, cond, body, loop_vars, shape_invariants,
     structure = []
 
     def build_body(args):
-        res = body(*pack_sequence_as(loop_vars, args))
+        res = body(*_rebuild(loop_vars, args))
         if not is_nested(res):
             res = [res]
         structure.append(res)
-        out = [convert_to_tensor(v) for v in flatten(res)]
+        out = [convert_to_tensor(as_flow(v)) for v in flatten(res)]
         if len(out) != len(flat):
             raise ValueError(f"{where}: body returned {len(out)} values for "
                              f"{len(flat)} loop variables")
@@ -244,7 +270,7 @@ def _build_while(g, scope, cond, body, loop_vars, shape_invariants,
              "_body_fdef": fd_b.SerializeToString()}
     ctrl = tr_cond.control + [c for c in tr_body.control if c not in tr_cond.control]
     op = g.create_op("While", flat + caps, attrs, name=scope, control_inputs=ctrl)
-    return op, structure[0]
+    return [from_flow(t, o) for t, o in zip(templates, op.outputs)], structure[0]
 
 
 def _leaves(structure):

@@ -103,3 +103,8 @@ def _while_grad(op, *grads):
 
 
 __all__ = ["grad_function_def"]
+
+
+@register_gradient("IdentityN")
+def _identity_n_grad(op, *grads):
+    return list(grads)

@@ -12,7 +12,9 @@ the branch needs (``assign_add``, a read under a control dependency) is
 re-bound in the body by name, device, container and shared name, so the body
 reads and updates the very variable each iteration; that variable must live
 on the task that runs the loop. A plain ``read_value()`` of an outside
-variable is left outside, so it may live on any task.
+variable is left outside, so it may live on any task. A variable the branch
+creates stays in the outer graph with its initializer (TF1 builds variables
+outside control flow too) and the branch uses it like an outside variable.
 
 The functions travel as serialized ``FunctionDef``s in private attrs
 (``_cond_fdef``, ``_body_fdef``...), which survive the master's partitioning.
@@ -114,11 +116,9 @@ def trace(graph: Graph, arg_specs, build, what: str) -> Trace:
         args = [placeholder(dt, sh, name="arg") for dt, sh in arg_specs]
         outputs = build(args)
     new = graph._ops_list[start:]
+    lifted = _variables_to_lift(new, args, what)
+    new = [op for op in new if id(op) not in lifted]
     new_ids = {id(op) for op in new}
-    for op in new:
-        if op.type == "VariableV2":
-            raise ValueError(f"{what} cannot create variables (it creates "
-                             f"'{op.name}'): create them outside and use them inside")
     ref_users = collections.defaultdict(list)
     for op in new:
         for t in op._inputs:
@@ -159,6 +159,38 @@ def trace(graph: Graph, arg_specs, build, what: str) -> Trace:
             capture(t)
     remove_ops(graph, body_ops)
     return Trace(args, outputs, body_ops, captures, rebinds, control)
+
+
+def _variables_to_lift(new_ops, args, what: str) -> set:
+    """The ids of the variables a branch creates, with their initializers and
+    initial values: as TF1 builds them outside control flow, they stay in the
+    outer graph (``global_variables_initializer`` sets them) and the branch
+    uses them as it uses any outside variable."""
+    variables = [op for op in new_ops if op.type == "VariableV2"]
+    if not variables:
+        return set()
+    new_ids = {id(op) for op in new_ops}
+    arg_ids = {id(a.op) for a in args}
+    lifted = {id(op) for op in variables}
+    stack = []
+    for var in variables:
+        init = next((op for op in new_ops if op.type == "Assign"
+                     and op.name == var.name + "/Assign"
+                     and op._inputs[0].op is var), None)
+        if init is not None:
+            stack.append(init)
+    while stack:
+        op = stack.pop()
+        if id(op) in lifted:
+            continue
+        if id(op) in arg_ids:
+            raise ValueError(f"{what} creates a variable whose initial value "
+                             "depends on a loop variable; use a value computed "
+                             "outside or an initializer (a lambda)")
+        lifted.add(id(op))
+        stack.extend(t.op for t in op._inputs if id(t.op) in new_ids)
+        stack.extend(c for c in op._control_inputs if id(c) in new_ids)
+    return lifted
 
 
 def remove_ops(graph: Graph, ops):

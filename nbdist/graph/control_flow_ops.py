@@ -1,4 +1,5 @@
-"""``no_op``, ``group`` and ``tuple``. (``cond`` and ``while_loop`` are not built.)"""
+"""``no_op``, ``group``, ``tuple``, ``with_dependencies`` and ``identity_n``.
+(``cond`` and ``while_loop`` live in ``control_flow_api``.)"""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ from nbdist.graph.op_def import register_op
 from nbdist.graph.ops import Operation, Tensor, _graph_of, get_default_graph
 
 register_op("NoOp", lambda c: [], num_inputs=0)
+register_op("IdentityN", lambda c: [(c.dtype(i), c.shape(i))
+                                    for i in range(len(c.input_dtypes))],
+            attrs={"T": ("list(type)", [])}, min_inputs=1)
 
 
 def no_op(name=None):
@@ -25,14 +29,49 @@ def _as_op(x):
     raise TypeError(f"Expected an Operation or Tensor, got {x!r}")
 
 
+def _flatten(x) -> list:
+    # As TF's nest.flatten: nested lists, tuples and dicts (by sorted key).
+    if isinstance(x, dict):
+        return [v for k in sorted(x) for v in _flatten(x[k])]
+    if isinstance(x, (list, builtins.tuple)):
+        return [v for item in x for v in _flatten(item)]
+    return [x]
+
+
+def _group_on(g, device: str, deps, name=None):
+    with g.control_dependencies(deps):
+        if not device:
+            return no_op(name=name)
+        with g.device(device):
+            return no_op(name=name)
+
+
 def group(*inputs, name=None):
-    """An op that runs after all of ``inputs``."""
-    if len(inputs) == 1 and isinstance(inputs[0], (list, builtins.tuple)):
-        inputs = list(inputs[0])
-    ops = [_as_op(x) for x in inputs if x is not None]
+    """An op that runs after all of ``inputs``.
+
+    As TF: when the inputs share one device the NoOp is placed there; otherwise
+    each device gets a NoOp waiting for its inputs, and the returned NoOp waits
+    for those (so one control edge crosses per device).
+
+    >>> import nbdist as nd
+    >>> v = nd.Variable(0.0)
+    >>> both = nd.group(v.assign_add(1.0), v.assign_add(2.0))
+    >>> with nd.Session() as s:
+    ...     s.run(v.initializer); s.run(both); float(s.run(v))
+    3.0
+    """
+    ops = [_as_op(x) for x in _flatten(inputs) if x is not None]
     g = _graph_of(ops)
-    with g.control_dependencies(ops):
-        return g.create_op("NoOp", [], name=name or "group_deps")
+    with g.as_default(), g.name_scope(name or "group_deps") as scope:
+        by_device: dict[str, list] = {}
+        for op in ops:
+            by_device.setdefault(op.device or "", []).append(op)
+        if len(by_device) <= 1:
+            device, deps = next(iter(by_device.items()), ("", []))
+            return _group_on(g, device, deps, name=scope)
+        per_device = [_group_on(g, d, by_device[d]) for d in sorted(by_device)]
+        with g.control_dependencies(per_device):
+            return no_op(name=scope)
 
 
 def tuple(tensors, name=None, control_inputs=None):  # noqa: A001 - TF's name
@@ -48,3 +87,27 @@ def tuple(tensors, name=None, control_inputs=None):  # noqa: A001 - TF's name
         for t in tensors:
             out.append(None if t is None else identity(t))
     return out
+
+
+def with_dependencies(dependencies, output_tensor, name=None):
+    """``output_tensor``'s value, produced only after ``dependencies`` ran."""
+    from nbdist.graph.array_ops import identity
+
+    g = _graph_of([output_tensor] + list(dependencies))
+    with g.as_default(), g.name_scope(name or "control_dependency") as scope:
+        with g.colocate_with(output_tensor):
+            with g.control_dependencies(dependencies):
+                return identity(output_tensor, name=scope)
+
+
+def identity_n(input, name=None):  # noqa: A002 - TF's name
+    """Each tensor of the list ``input`` unchanged, by one ``IdentityN`` op."""
+    from nbdist.graph.ops import convert_to_tensor
+
+    ts = [convert_to_tensor(t) for t in input]
+    if not ts:
+        raise ValueError("identity_n: needs at least one tensor")
+    g = _graph_of(ts)
+    op = g.create_op("IdentityN", ts, {"T": [t.dtype.base_dtype for t in ts]},
+                     name=name or "IdentityN")
+    return list(op.outputs)

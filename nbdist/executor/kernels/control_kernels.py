@@ -9,7 +9,9 @@ import numpy as np
 
 from nbdist import errors
 from nbdist.executor.kernel import register_kernel
+from nbdist.executor.kernels import tensor_array_kernels  # noqa: F401  (registers)
 from nbdist.executor.kernels.function_kernels import CompiledFunction, function_def_for
+from nbdist.executor.kernels.tensor_array_kernels import as_tensor_array
 
 
 @register_kernel("NoOp")
@@ -69,6 +71,22 @@ def while_kernel(node):
     return compute
 
 
+def _add(a, b):
+    # A captured TensorArray's gradients are arrays of gradients: they add up
+    # element by element (TensorArrayValue.__add__).
+    ta = as_tensor_array(a)
+    if ta is not None or as_tensor_array(b) is not None:
+        return (ta if ta is not None else as_tensor_array(b)) + (
+            b if ta is not None else a)
+    return np.asarray(a) + np.asarray(b)
+
+
+def _zeros_like(x):
+    if as_tensor_array(x) is not None:
+        return b""  # an empty array of gradients
+    return np.zeros_like(np.asarray(x))
+
+
 @register_kernel("_WhileGrad")
 def while_grad_kernel(node):
     cond_fn, body_fn = _compile(node, "cond"), _compile(node, "body")
@@ -84,12 +102,50 @@ def while_grad_kernel(node):
         # The forward loop again, keeping each iteration's loop variables.
         history: list = []
         _run_loop(node, step, cond_fn, body_fn, xs, caps, history)
-        gc = [np.zeros_like(np.asarray(caps[j])) for j in float_c]
+        gc: list = [None] * len(float_c)
         for x in reversed(history):
             out = grad_fn.run(step, x + caps + g)
             g = list(out[:len(g)])
-            gc = [a + np.asarray(b) for a, b in zip(gc, out[len(g):])]
+            gc = [b if a is None else _add(a, b) for a, b in zip(gc, out[len(g):])]
             step.check()
+        gc = [_zeros_like(caps[j]) if a is None else a for j, a in zip(float_c, gc)]
         return _result(g + gc)
+
+    return compute
+
+
+@register_kernel("IdentityN")
+def identity_n_kernel(node):
+    return lambda step, *xs: xs[0] if len(xs) == 1 else tuple(xs)
+
+
+def _summarize(value, limit: int) -> str:
+    a = np.asarray(value)
+    if a.dtype == object and a.ndim == 0:
+        v = a.item()
+        return v.decode(errors="replace") if isinstance(v, bytes) else str(v)
+    flat = a.reshape(-1)
+    if limit >= 0:
+        flat = flat[:limit]
+    items = [v.decode(errors="replace") if isinstance(v, bytes) else str(v)
+             for v in flat.tolist()]
+    more = "..." if 0 <= limit < a.size else ""
+    return " ".join(items) + more
+
+
+@register_kernel("Assert")
+def assert_kernel(node):
+    limit = int(node.attrs.get("summarize", 3))
+
+    def compute(step, condition, *data):
+        c = np.asarray(condition)
+        if c.size != 1:
+            raise errors.InvalidArgumentError(
+                None, node.name, f"In[0] of {node.name} (Assert) should be a "
+                f"scalar, got shape {c.shape}")
+        if not bool(c.reshape(())):
+            parts = " ".join(f"[{_summarize(d, limit)}]" for d in data)
+            raise errors.InvalidArgumentError(
+                None, node.name, f"assertion failed: {parts}")
 
     return compute
