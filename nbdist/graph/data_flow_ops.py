@@ -375,28 +375,5 @@ def matching_files(pattern, name=None):
                                    name=name or "MatchingFiles").outputs[0]
 
 
-def _assert_infer(c):
-    if c.dtype(0) is not _dtypes.bool or (c.shape(0).rank or 0) != 0:
-        raise ValueError(f"Assert needs a scalar bool condition, got "
-                         f"{c.dtype(0).name} {c.shape(0)}")
-    return []
-
-
-register_op("Assert", _assert_infer,
-            attrs={"T": ("list(type)", REQUIRED), "summarize": ("int", 3)},
-            min_inputs=1, stateful=True)
-
-
-def assert_op(condition, data, summarize=None, name=None):
-    """TF's ``Assert`` op: running it raises ``InvalidArgumentError`` (showing
-    ``data``) when ``condition`` is false."""
-    condition = convert_to_tensor(condition, dtype=_dtypes.bool)
-    data = [convert_to_tensor(d) for d in data]
-    return condition.graph.create_op(
-        "Assert", [condition] + data,
-        {"T": [d.dtype.base_dtype for d in data], "summarize": int(summarize or 3)},
-        name=name or "Assert")
-
-
 __all__ = ["FIFOQueue", "PaddingFIFOQueue", "QueueBase", "RandomShuffleQueue",
            "matching_files"]

@@ -17,7 +17,8 @@ from nbdist.graph.array_ops_creation import range as _range
 from nbdist.graph.array_ops_shape import shape as _shape
 from nbdist.graph.array_ops_shape import size as _size
 from nbdist.graph.array_ops_slicing import gather
-from nbdist.graph.data_flow_ops import FIFOQueue, assert_op, matching_files
+from nbdist.graph.control_flow_assert import Assert
+from nbdist.graph.data_flow_ops import FIFOQueue, matching_files
 from nbdist.graph.math_ops_elementwise import cast, greater, multiply
 from nbdist.graph.ops import (
     GraphKeys,
@@ -145,7 +146,7 @@ def string_input_producer(string_tensor, num_epochs=None, shuffle=True, seed=Non
         # An empty input fails in the queue runner (reported to its coordinator,
         # which closes the queue), so a consumer gets OutOfRangeError rather
         # than waiting forever.
-        with control_dependencies([assert_op(greater(_size(string_tensor), 0),
+        with control_dependencies([Assert(greater(_size(string_tensor), 0),
                                              [not_null])]):
             string_tensor = identity(string_tensor)
         return input_producer(string_tensor, [], num_epochs, shuffle, seed, capacity,

@@ -288,24 +288,3 @@ def matching_files_kernel(node):
         return np.array(sorted(n.encode() for n in names), dtype=object)
 
     return compute
-
-
-@register_kernel("Assert")
-def assert_kernel(node):
-    summarize = node.attrs["summarize"]
-
-    def compute(step, condition, *data):
-        if not bool(condition):
-            shown = ", ".join(_summary(np.asarray(d), summarize) for d in data)
-            raise errors.InvalidArgumentError(None, node.name,
-                                              f"assertion failed: [{shown}]")
-
-    return compute
-
-
-def _summary(value, summarize):
-    flat = value.reshape(-1)[:summarize]
-    items = [v.decode(errors="replace") if isinstance(v, bytes) else str(v)
-             for v in flat.tolist()]
-    more = "..." if value.size > summarize else ""
-    return (items[0] if value.ndim == 0 else "[" + " ".join(items) + more + "]")
