@@ -229,6 +229,8 @@ class Graph:
         if hasattr(obj, "_as_graph_element") and not isinstance(obj, (Tensor,
                                                                           Operation)):
             obj = obj._as_graph_element()
+        if isinstance(obj, bytes):  # as TF: names may be bytes
+            obj = obj.decode("utf-8")
         if isinstance(obj, str):
             name = obj
             if ":" in name:
