@@ -550,12 +550,16 @@ def infer_outputs(odef, name, inputs, attrs):
 
 # -- the default graph, per thread as in TF -----------------------------------------
 class _DefaultGraphStack(DefaultStack):
-    """TF's ``_DefaultGraphStack``: a thread's ``as_default`` graphs over the
-    global default graph (shared by all threads: a new thread sees it, not the
-    graph another thread has made its default)."""
+    """TF's ``_DefaultGraphStack``: a thread's ``as_default`` graphs over that
+    thread's global default graph. Like the stack, the global default graph is
+    per thread (TF keeps it in the same ``threading.local``): a new thread
+    gets a graph of its own, not the graph another thread builds in, so
+    threads that build models (``run_distribute_coordinator``'s workers) do
+    not collide."""
 
     def __init__(self):
         super().__init__()
+        self._global_default_graph: Graph | None = None
 
     def get_default(self) -> Graph:
         if self.stack:
@@ -563,42 +567,42 @@ class _DefaultGraphStack(DefaultStack):
         return self._GetGlobalDefaultGraph()
 
     def _GetGlobalDefaultGraph(self) -> Graph:  # noqa: N802 - TF's name
-        global _global_default_graph
-        with _global_lock:
-            if _global_default_graph is None:
-                _global_default_graph = Graph()
-            return _global_default_graph
+        if self._global_default_graph is None:
+            self._global_default_graph = Graph()
+        return self._global_default_graph
 
     def reset(self):
-        global _global_default_graph
         super().reset()
-        with _global_lock:
-            _global_default_graph = None
+        self._global_default_graph = None
 
 
 _default_graph_stack = _DefaultGraphStack()
-_global_default_graph: Graph | None = None
-_global_lock = threading.Lock()
+
+
+def __getattr__(name):
+    # ``ops._global_default_graph``: this thread's global default graph, or None.
+    if name == "_global_default_graph":
+        return _default_graph_stack._global_default_graph
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def get_default_graph() -> Graph:
-    """The innermost ``as_default`` graph of this thread, else the global one
-    (the same for every thread)."""
+    """The innermost ``as_default`` graph of this thread, else this thread's
+    global default graph (each thread has its own, as in TF)."""
     if _default_graph_stack.stack:
         return _default_graph_stack.stack[-1]
     return _default_graph_stack._GetGlobalDefaultGraph()
 
 
 def reset_default_graph():
-    """Clears the global default graph (not allowed inside ``as_default``)."""
-    global _global_default_graph
+    """Clears this thread's global default graph (not allowed inside
+    ``as_default``)."""
     if not _default_graph_stack.is_cleared():
         raise AssertionError("Do not use reset_default_graph() to clear nested "
                              "graphs (inside a graph's as_default() block). If you "
                              "need a cleared graph, exit the nesting and create a "
                              "new graph.")
-    with _global_lock:
-        _global_default_graph = Graph()
+    _default_graph_stack.reset()
 
 
 def _graph_of(values) -> Graph:

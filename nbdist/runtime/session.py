@@ -163,6 +163,9 @@ class BaseSession:
             if self._handle is not None and version == self._extended:
                 return
             gd = g.as_graph_def(from_version=self._extended)
+            # Another thread may have added ops since ``version`` was read: they
+            # go with the next extension, not this one (sent twice otherwise).
+            del gd.node[version - self._extended:]
             if self._handle is None:
                 self._handle, _ = self._master.create_session(gd, self._config)
                 self._remote_version = len(gd.node)
