@@ -188,18 +188,24 @@ def test_partial_run_in_pieces():
                 scale
 
 
-def test_partial_run_runs_each_op_once():
-    v = nd.Variable(0.0)
-    p = nd.placeholder(nd.float32, [])
-    inc = nd.assign_add(v, 1.0)
-    first = inc * 1.0
-    second = inc + p
-    with nd.Session() as sess:
-        sess.run(v.initializer)
-        h = sess.partial_run_setup([first, second], [p])
-        assert sess.partial_run(h, first) == 1.0
-        assert sess.partial_run(h, second, feed_dict={p: 10.0}) == 11.0
-        assert sess.run(v) == 1.0
+@pytest.mark.parametrize("remote", [False, True])
+def test_partial_run_runs_each_op_once(remote):
+    server = nd.Server.create_local_server() if remote else None
+    try:
+        v = nd.Variable(0.0)
+        p = nd.placeholder(nd.float32, [])
+        inc = nd.assign_add(v, 1.0)
+        first = inc * 1.0
+        second = inc + p
+        with nd.Session(server.target if remote else "") as sess:
+            sess.run(v.initializer)
+            h = sess.partial_run_setup([first, second], [p])
+            assert sess.partial_run(h, first) == 1.0
+            assert sess.partial_run(h, second, feed_dict={p: 10.0}) == 11.0
+            assert sess.run(v) == 1.0
+    finally:
+        if server is not None:
+            server.stop()
 
 
 def test_partial_run_fetches_a_value_an_earlier_piece_computed():
@@ -260,6 +266,21 @@ def test_partial_run_errors_as_tf():
         h = sess.partial_run_setup([r1], [a, b])
         with pytest.raises(errors.InvalidArgumentError, match="can't be computed"):
             sess.partial_run(h, r1, feed_dict={a: 1})
+
+
+def test_partial_run_feeds_first_fetches_later_and_needs_a_fetch():
+    x = nd.placeholder(nd.float32, [])
+    y = x * 2.0
+    r = nd.constant([6.0])
+    with nd.Session() as sess:
+        h = sess.partial_run_setup(fetches=[y], feeds=[x])
+        assert sess.partial_run(h, [], {x: 1.0}) == []
+        assert sess.partial_run(h, y) == 2.0
+        h = sess.partial_run_setup([r])  # no feeds
+        np.testing.assert_array_equal(sess.partial_run(h, r), [6.0])
+        with pytest.raises(errors.InvalidArgumentError,
+                           match="specify at least one target to fetch or execute"):
+            sess.partial_run_setup(fetches=[], feeds=[x])
 
 
 def test_partial_run_of_constants_matches_run():

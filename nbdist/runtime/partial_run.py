@@ -57,6 +57,9 @@ class PartialRun:
     def __init__(self, graph: Graph, fetches, feeds):
         self.graph = graph
         mapper = FetchMapper(graph, fetches)
+        if not mapper.elements:
+            raise errors.InvalidArgumentError(
+                None, None, "Must specify at least one target to fetch or execute.")
         self.fetch_names = set(mapper.tensors) | set(mapper.targets)
         self.feeds = {feed_tensor(graph, f).name for f in (feeds or [])}
         self.fed: set[str] = set()
