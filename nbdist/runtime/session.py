@@ -3,6 +3,13 @@
 ``Session("")`` has its own in-process master and worker; any other target is
 resolved by ``runtime.transports`` (a ``grpc://`` target served by a ``Server`` of
 this process is used in-process, with no RPC, like TF's local master).
+
+As TF's: ``run`` on an empty graph and entering a session's ``with`` twice are
+``RuntimeError``; an ``OpError`` from a run has the failing ``Operation`` of the
+session's graph as ``op``; ``partial_run`` (client-side, see ``partial_run``),
+``make_callable`` and ``_make_callable_from_options`` run over the same master
+calls as ``run``. ``ConfigProto`` options nbdist has no use for (optimizer,
+rewriter, thread pools, RPC, experimental) are accepted and ignored.
 """
 
 from __future__ import annotations
