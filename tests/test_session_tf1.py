@@ -62,9 +62,12 @@ def test_op_error_with_an_operation_pickles_with_its_name():
 # -- fetches, feeds, entry ----------------------------------------------------------
 def test_fetch_by_bytes_name_and_feed_by_bytes_name():
     nd.constant(3.0, name="c")
+    named_by_bytes = nd.constant(4.0, name=b"e")
+    assert named_by_bytes.name == "e:0" and isinstance(named_by_bytes.op.name, str)
     p = nd.placeholder(nd.float32, [], name="p")
     q = p * 2
     with nd.Session() as sess:
+        assert sess.run(b"e:0") == 4.0
         assert sess.run(b"c:0") == 3.0
         assert sess.run([b"c:0", "c:0"]) == [3.0, 3.0]
         assert sess.run(q, {b"p:0": 4.0}) == 8.0
@@ -398,3 +401,8 @@ def test_attrs_instances_are_fetched_field_by_field():
     assert isinstance(got, Pair)
     assert got.left == 1.0 and got.right[0] == 2.0
     assert got.right[1] == pt(1.0, 2.0)
+    values = np.array([1.5, 2.5])
+    with nd.Session() as sess:
+        fed = sess.run(Pair(a, nd.constant(values)), {a: 7.0})
+    assert fed.left == 7.0
+    np.testing.assert_array_equal(fed.right, values)

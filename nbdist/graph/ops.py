@@ -441,6 +441,8 @@ class Graph:
 
         Shape or dtype mismatches raise ValueError/TypeError naming the op.
         """
+        if isinstance(name, bytes):  # as TF: a name may be bytes; it is kept as str
+            name = name.decode("utf-8")
         if _create_op_interceptor is not None:
             op = _create_op_interceptor(self, op_type, inputs, attrs, name,
                                         control_inputs, output_specs)
