@@ -5,12 +5,19 @@ optimizer, thread-pool, rewriter and debugger options are ignored."""
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pytest
 
 import nbdist as nd
 from nbdist import errors
-from nbdist.proto import config_pb2, debug_pb2, rewriter_config_pb2
+from nbdist.proto import config_pb2
+
+
+def _proto_module(name: str):
+    # Imported when a test runs, so that each test reports what it misses.
+    return importlib.import_module(f"nbdist.proto.{name}")
 
 
 @pytest.fixture(autouse=True)
@@ -22,6 +29,7 @@ def fresh_graph():
 
 def _tf1_config() -> nd.ConfigProto:
     """A config using the options TF1 programs set (all of them ignored)."""
+    rewriter_config_pb2 = _proto_module("rewriter_config_pb2")
     config = nd.ConfigProto(
         inter_op_parallelism_threads=2, intra_op_parallelism_threads=3,
         use_per_session_threads=True, allow_soft_placement=True,
@@ -90,6 +98,8 @@ def test_place_pruned_graph_places_only_what_a_run_needs(remote):
 
 
 def test_tf_names_and_enums():
+    rewriter_config_pb2 = _proto_module("rewriter_config_pb2")
+    debug_pb2 = _proto_module("debug_pb2")
     assert nd.RunOptions.FULL_TRACE == 3 and nd.RunOptions.NO_TRACE == 0
     assert nd.RunOptions.SOFTWARE_TRACE == 1 and nd.RunOptions.HARDWARE_TRACE == 2
     assert nd.OptimizerOptions.L0 == -1 and nd.OptimizerOptions.L1 == 0
@@ -107,6 +117,8 @@ def _numbers(message) -> dict:
 
 def test_field_numbers_are_tensorflows():
     """Numbers from TF's config.proto, so serialized configs interoperate."""
+    rewriter_config_pb2 = _proto_module("rewriter_config_pb2")
+    debug_pb2 = _proto_module("debug_pb2")
     config = _numbers(config_pb2.ConfigProto)
     expected = {"device_count": 1, "intra_op_parallelism_threads": 2,
                 "placement_period": 3, "device_filters": 4,
