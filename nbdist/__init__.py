@@ -59,6 +59,7 @@ from nbdist.graph.variables import (AUTO_REUSE, Variable, VariableScope,
                                     variables_initializer, zeros_initializer)
 from nbdist.proto.config_pb2 import ConfigProto, RunMetadata, RunOptions
 from nbdist.proto.config_pb2 import GPUOptions
+from nbdist.proto.config_pb2 import CallableOptions, GraphOptions, OptimizerOptions
 from nbdist.graph.ops import container
 from nbdist.graph.default_session import get_default_session
 from nbdist.runtime.session import InteractiveSession, Session

@@ -29,6 +29,10 @@ class OpError(Exception):
     """A failure while running an op: ``node_def``, ``op``, ``message``,
     ``error_code``.
 
+    As in TF, a ``Session`` sets ``op`` to the ``Operation`` of its graph that
+    failed (and ``node_def`` to its NodeDef); an error that names no op of the
+    session's graph has the name (or None) there.
+
     >>> try:
     ...     raise InvalidArgumentError(None, None, "bad feed")
     ... except OpError as e:
@@ -67,7 +71,9 @@ class OpError(Exception):
         return self._message
 
     def __reduce__(self):
-        return (type(self), (self._node_def, self._op, self._message))
+        # An Operation does not cross processes: its name does.
+        return (type(self), (self._node_def, getattr(self._op, "name", self._op),
+                             self._message))
 
 
 def _make(name: str, code: int) -> type[OpError]:

@@ -59,7 +59,7 @@ def test_an_op_on_a_missing_job_names_its_site_and_way_out():
         for fetch in (bad, good):  # a later run of the same graph fails the same way
             with pytest.raises(nd.errors.InvalidArgumentError) as e:
                 sess.run(fetch)
-            assert e.value.op == "bad"
+            assert e.value.op.name == "bad"  # as TF: the Operation
             text = str(e.value)
             assert text.startswith("Cannot assign a device for operation bad: ")
             assert (

@@ -6,35 +6,27 @@ the runtime.
 
 from __future__ import annotations
 
-import contextlib
-import threading
+from nbdist.graph.default_stack import DefaultStack
 
-
-class _DefaultSessionStack(threading.local):
-    def __init__(self):
-        super().__init__()
-        self.stack: list = []
-
-
-_default_sessions = _DefaultSessionStack()
+_default_session_stack = DefaultStack()
+_default_sessions = _default_session_stack  # the name this module used before
 
 
 def get_default_session():
-    """The innermost session of ``with sess.as_default():`` in this thread, or None."""
-    return _default_sessions.stack[-1] if _default_sessions.stack else None
+    """The innermost session of ``with sess.as_default():`` in this thread, or None.
+
+    Each thread has its own stack: a new thread starts with no default session.
+    """
+    return _default_session_stack.get_default()
 
 
-@contextlib.contextmanager
-def default_session(session):
-    """Makes ``session`` the default of this thread inside the ``with`` block."""
-    _default_sessions.stack.append(session)
-    try:
-        yield session
-    finally:
-        if _default_sessions.stack and _default_sessions.stack[-1] is session:
-            _default_sessions.stack.pop()
-        elif session in _default_sessions.stack:
-            _default_sessions.stack.remove(session)
+def default_session(session, enforce_nesting: bool = True):
+    """Makes ``session`` the default of this thread inside the ``with`` block.
+
+    Blocks exit in reverse order (``AssertionError`` otherwise), unless
+    ``enforce_nesting`` is False (``InteractiveSession``).
+    """
+    return _default_session_stack.get_controller(session, enforce_nesting)
 
 
 def run_with_default_session(fetch, feed_dict=None, session=None):

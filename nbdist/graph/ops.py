@@ -10,9 +10,11 @@ import numpy as np
 
 from nbdist.graph import dtypes, op_def, op_site
 from nbdist.graph.default_session import run_with_default_session
+from nbdist.graph.default_stack import DefaultStack
 from nbdist.graph.device import merge_device
 from nbdist.graph.node_def import graph_to_graph_def, operation_to_node_def
-from nbdist.graph.shapes import TensorShape, as_shape
+from nbdist.graph.shapes import TensorShape, as_shape  # noqa: F401 - re-exported
+from nbdist.graph.tensor import GraphKeys, Tensor  # noqa: F401 - re-exported
 
 _VALID_OP_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-/>]*$")
 DEFAULT_GRAPH_SEED = 87654321
@@ -21,102 +23,6 @@ DEFAULT_GRAPH_SEED = 87654321
 # Set by nd.function while it traces: may build an op in the function graph
 # instead (TF's ``building_function`` rule). Returns None to decline.
 _create_op_interceptor = None
-
-
-class GraphKeys:
-    """Standard collection names, as ``tf.GraphKeys``."""
-
-    GLOBAL_VARIABLES = "variables"
-    LOCAL_VARIABLES = "local_variables"
-    MODEL_VARIABLES = "model_variables"
-    TRAINABLE_VARIABLES = "trainable_variables"
-    GLOBAL_STEP = "global_step"
-    QUEUE_RUNNERS = "queue_runners"
-    SAVERS = "savers"
-    INIT_OP = "init_op"
-    LOCAL_INIT_OP = "local_init_op"
-    READY_OP = "ready_op"
-    READY_FOR_LOCAL_INIT_OP = "ready_for_local_init_op"
-    SUMMARIES = "summaries"
-    SUMMARY_OP = "summary_op"
-    TRAIN_OP = "train_op"
-    LOSSES = "losses"
-    UPDATE_OPS = "update_ops"
-    VARIABLES = GLOBAL_VARIABLES
-
-
-class Tensor:
-    """One output of an ``Operation``: ``op``, ``value_index``, ``dtype``, ``shape``.
-
-    >>> import nbdist as nd
-    >>> t = nd.constant([1.0, 2.0])
-    >>> t.name, t.shape.as_list()
-    ('Const:0', [2])
-    """
-
-    __array_priority__ = 100
-
-    def __init__(self, op: Operation, value_index: int, dtype: dtypes.DType,
-                 shape: TensorShape):
-        self._op = op
-        self._value_index = value_index
-        self._dtype = dtype
-        self._shape = shape
-
-    op = property(lambda self: self._op)
-    value_index = property(lambda self: self._value_index)
-    dtype = property(lambda self: self._dtype)
-    graph = property(lambda self: self._op._graph)
-    device = property(lambda self: self._op.device)
-
-    @property
-    def name(self) -> str:
-        return f"{self._op.name}:{self._value_index}"
-
-    @property
-    def shape(self) -> TensorShape:
-        return self._shape
-
-    def get_shape(self) -> TensorShape:
-        return self._shape
-
-    def set_shape(self, shape):
-        self._shape = self._shape.merge_with(as_shape(shape))
-
-    def consumers(self) -> list[Operation]:
-        return [op for op in self._op._graph._ops_list
-                if any(t is self for t in op._inputs)]
-
-    def eval(self, feed_dict=None, session=None):
-        """The value of this tensor in ``session`` (default: the default session)."""
-        return run_with_default_session(self, feed_dict, session)
-
-    def __repr__(self) -> str:
-        return (f"<nd.Tensor '{self.name}' shape={self._shape} "
-                f"dtype={self._dtype.name}>")
-
-    def __hash__(self) -> int:
-        return id(self)
-
-    def __bool__(self):
-        raise TypeError("Using a `nd.Tensor` as a Python `bool` is not allowed. "
-                        "Use `if t is not None:` or run it in a session first.")
-
-    def __iter__(self):
-        raise TypeError("'Tensor' object is not iterable: use nd.unstack.")
-
-    def __len__(self):
-        raise TypeError("len is not well defined for a symbolic Tensor: use "
-                        "nd.shape or tensor.shape")
-
-    def __array__(self, dtype=None, copy=None):
-        raise TypeError(f"Cannot convert a symbolic Tensor ({self.name}) to a "
-                        "numpy array: run it in a Session.")
-
-    def _as_node_def_input(self) -> str:
-        if self._value_index == 0:
-            return self._op.name
-        return f"{self._op.name}:{self._value_index}"
 
 
 class Operation:
@@ -323,6 +229,8 @@ class Graph:
         if hasattr(obj, "_as_graph_element") and not isinstance(obj, (Tensor,
                                                                           Operation)):
             obj = obj._as_graph_element()
+        if isinstance(obj, bytes):  # as TF: names may be bytes
+            obj = obj.decode("utf-8")
         if isinstance(obj, str):
             name = obj
             if ":" in name:
@@ -533,6 +441,8 @@ class Graph:
 
         Shape or dtype mismatches raise ValueError/TypeError naming the op.
         """
+        if isinstance(name, bytes):  # as TF: a name may be bytes; it is kept as str
+            name = name.decode("utf-8")
         if _create_op_interceptor is not None:
             op = _create_op_interceptor(self, op_type, inputs, attrs, name,
                                         control_inputs, output_specs)
@@ -641,44 +551,60 @@ def infer_outputs(odef, name, inputs, attrs):
 
 
 # -- the default graph, per thread as in TF -----------------------------------------
-class _DefaultGraphStack(threading.local):
+class _DefaultGraphStack(DefaultStack):
+    """TF's ``_DefaultGraphStack``: a thread's ``as_default`` graphs over that
+    thread's global default graph. Like the stack, the global default graph is
+    per thread (TF keeps it in the same ``threading.local``): a new thread
+    gets a graph of its own, not the graph another thread builds in, so
+    threads that build models (``run_distribute_coordinator``'s workers) do
+    not collide."""
+
     def __init__(self):
         super().__init__()
-        self.stack: list[Graph] = []
+        self._global_default_graph: Graph | None = None
 
-    @contextlib.contextmanager
-    def get_controller(self, graph):
-        self.stack.append(graph)
-        try:
-            yield graph
-        finally:
-            self.stack.pop()
+    def get_default(self) -> Graph:
+        if self.stack:
+            return self.stack[-1]
+        return self._GetGlobalDefaultGraph()
+
+    def _GetGlobalDefaultGraph(self) -> Graph:  # noqa: N802 - TF's name
+        if self._global_default_graph is None:
+            self._global_default_graph = Graph()
+        return self._global_default_graph
+
+    def reset(self):
+        super().reset()
+        self._global_default_graph = None
 
 
 _default_graph_stack = _DefaultGraphStack()
-_global_default_graph: Graph | None = None
-_global_lock = threading.Lock()
+
+
+def __getattr__(name):
+    # ``ops._global_default_graph``: this thread's global default graph, or None.
+    if name == "_global_default_graph":
+        return _default_graph_stack._global_default_graph
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def get_default_graph() -> Graph:
-    """The innermost ``as_default`` graph of this thread, else the global one."""
-    global _global_default_graph
+    """The innermost ``as_default`` graph of this thread, else this thread's
+    global default graph (each thread has its own, as in TF)."""
     if _default_graph_stack.stack:
         return _default_graph_stack.stack[-1]
-    with _global_lock:
-        if _global_default_graph is None:
-            _global_default_graph = Graph()
-        return _global_default_graph
+    return _default_graph_stack._GetGlobalDefaultGraph()
 
 
 def reset_default_graph():
-    """Clears the global default graph (not allowed inside ``as_default``)."""
-    global _global_default_graph
-    if _default_graph_stack.stack:
-        raise AssertionError("Do not use reset_default_graph() inside a graph's "
-                             "as_default() block.")
-    with _global_lock:
-        _global_default_graph = Graph()
+    """Clears this thread's global default graph (not allowed inside
+    ``as_default``)."""
+    if not _default_graph_stack.is_cleared():
+        raise AssertionError("Do not use reset_default_graph() to clear nested "
+                             "graphs (inside a graph's as_default() block). If you "
+                             "need a cleared graph, exit the nesting and create a "
+                             "new graph.")
+    _default_graph_stack.reset()
 
 
 def _graph_of(values) -> Graph:

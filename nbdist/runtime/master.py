@@ -20,7 +20,7 @@ from nbdist.graph.device import DeviceSpec
 from nbdist.graph.graph_def import infer_specs, parse_input, topological_order
 from nbdist.proto import config_pb2, step_stats_pb2
 from nbdist.runtime.interfaces import WorkerInterface
-from nbdist.runtime.partition import normalize_tensor_name, partition
+from nbdist.runtime.partition import normalize_tensor_name, partition, prune
 from nbdist.runtime.placement import place
 
 _pool = futures.ThreadPoolExecutor(max_workers=64, thread_name_prefix="nbdist-step")
@@ -101,16 +101,20 @@ class MasterSession:
         except ValueError as e:
             raise errors.InvalidArgumentError(None, None, str(e)) from None
         cfg = self.config
-        placement = place([merged[n.name] for n in ordered], self.devices,
-                          self.master.task_name,
-                          allow_soft_placement=cfg.allow_soft_placement,
-                          log_device_placement=False)
-        # Existing assignments are kept (a new colocated node joins them).
-        for name, dev in self.placement.items():
-            placement[name] = dev
-        if cfg.log_device_placement:
-            for n in new:
-                print(f"{n.name}: ({n.op}): {placement[n.name]}", flush=True)
+        if cfg.graph_options.place_pruned_graph:
+            # As TF: each step places the nodes it needs (see _place_pruned).
+            placement = dict(self.placement)
+        else:
+            placement = place([merged[n.name] for n in ordered], self.devices,
+                              self.master.task_name,
+                              allow_soft_placement=cfg.allow_soft_placement,
+                              log_device_placement=False)
+            # Existing assignments are kept (a new colocated node joins them).
+            for name, dev in self.placement.items():
+                placement[name] = dev
+            if cfg.log_device_placement:
+                for n in new:
+                    print(f"{n.name}: ({n.op}): {placement[n.name]}", flush=True)
         self.by_name = merged
         self.order = [n.name for n in ordered]
         self.specs = specs
@@ -136,6 +140,8 @@ class MasterSession:
                 if t not in self.by_name:
                     raise errors.NotFoundError(
                         None, t, f"Operation {t} is not in the session's graph")
+            if self.config.graph_options.place_pruned_graph:
+                self._place_pruned(feeds, fetches, targets)
             parts = partition(self.order, self.by_name, self.placement, self.specs,
                               list(feeds), list(fetches), list(targets),
                               self.incarnations, self.master.task_name)
@@ -150,6 +156,24 @@ class MasterSession:
             p = Plan(tuple(plan_parts))
             self.plans[key] = p
             return p
+
+    def _place_pruned(self, feeds, fetches, targets):
+        """Places the nodes a step needs that no earlier step placed, so a node
+        that cannot be placed fails only the steps that need it
+        (``GraphOptions.place_pruned_graph``, as InteractiveSession sets)."""
+        needed = prune(self.by_name, set(feeds), list(fetches), list(targets))
+        todo = [n for n in self.order if n in needed and n not in self.placement]
+        if not todo:
+            return
+        nodes = [self.by_name[n] for n in self.order if n in needed]
+        placement = place(nodes, self.devices, self.master.task_name,
+                          allow_soft_placement=self.config.allow_soft_placement,
+                          log_device_placement=False)
+        for name in todo:
+            self.placement[name] = placement[name]
+            if self.config.log_device_placement:
+                print(f"{name}: ({self.by_name[name].op}): {placement[name]}",
+                      flush=True)
 
     def run(self, feeds: dict, fetches: list, targets: list, options, metadata,
             on_step=None):

@@ -3,34 +3,47 @@
 ``Session("")`` has its own in-process master and worker; any other target is
 resolved by ``runtime.transports`` (a ``grpc://`` target served by a ``Server`` of
 this process is used in-process, with no RPC, like TF's local master).
+
+As TF's: ``run`` on an empty graph and entering a session's ``with`` twice are
+``RuntimeError``; an ``OpError`` from a run has the failing ``Operation`` of the
+session's graph as ``op``; ``partial_run`` (client-side, see ``partial_run``),
+``make_callable`` and ``_make_callable_from_options`` run over the same master
+calls as ``run``. ``ConfigProto`` options nbdist has no use for (optimizer,
+rewriter, thread pools, RPC, experimental) are accepted and ignored.
 """
 
 from __future__ import annotations
 
-import collections
+import itertools
+import logging
 import threading
 
-import numpy as np
-
 from nbdist import errors
-from nbdist.graph import dtypes, op_site
+from nbdist.graph import op_site
 from nbdist.graph.default_session import default_session
-from nbdist.graph.ops import Graph, Operation, Tensor, get_default_graph
+from nbdist.graph.ops import (
+    Graph,
+    Operation,
+    Tensor,
+    _default_graph_stack,
+    get_default_graph,
+)
 from nbdist.proto import config_pb2
 from nbdist.runtime import transports
 from nbdist.runtime.master import Master, tensor_value_for_client
+from nbdist.runtime.partial_run import PartialRun
+from nbdist.runtime.session_fetch import (  # noqa: F401 - FeedError re-exported
+    FeedError,
+    FetchError,
+    FetchMapper,
+    convert_feeds,
+)
 from nbdist.runtime.worker import Worker
+
+_log = logging.getLogger("nbdist")
 
 LOCAL_TASK = "/job:localhost/replica:0/task:0"
 _CLOSE_WAIT_S = 5.0  # how long close() lets cancelled steps report
-
-
-class FeedError(errors.InvalidArgumentError, ValueError):
-    """A bad ``feed_dict`` entry (also a ValueError, which TF raised)."""
-
-
-class FetchError(errors.InvalidArgumentError, ValueError):
-    """A fetch that cannot be interpreted (also a ValueError, as in TF)."""
 
 
 class UnknownTargetError(errors.NotFoundError, ValueError):
@@ -56,73 +69,6 @@ def _master_for(target: str, config):
         raise UnknownTargetError(None, None, str(e)) from None
 
 
-# -- fetch structures -----------------------------------------------------------
-def _is_namedtuple(x) -> bool:
-    return isinstance(x, tuple) and hasattr(x, "_fields")
-
-
-class _FetchMapper:
-    """Flattens nested fetches to unique graph elements and rebuilds results."""
-
-    def __init__(self, graph: Graph, fetches):
-        self.tensors: list[str] = []
-        self.targets: list[str] = []
-        self._index: dict[str, int] = {}
-        self._graph = graph
-        self._build = self._parse(fetches)
-
-    def _element(self, f):
-        if f is None:
-            raise TypeError(f"Fetch argument {f!r} has invalid type {type(f)}")
-        try:
-            el = self._graph.as_graph_element(f, allow_tensor=True,
-                                              allow_operation=True)
-        except TypeError as e:
-            raise TypeError(f"Fetch argument {f!r} has invalid type {type(f)}, must "
-                            f"be a string or Tensor. ({e})") from None
-        except (ValueError, KeyError) as e:
-            msg = e.args[0] if e.args else str(e)
-            raise FetchError(None, None, f"Fetch argument {f!r} cannot be "
-                             f"interpreted as a Tensor. ({msg})") from None
-        if not self._graph.is_fetchable(el):
-            raise FetchError(None, None, f"Operation {el.name!r} has been marked as "
-                             "not fetchable.")
-        return el
-
-    def _parse(self, f):
-        if isinstance(f, (list,)) or (isinstance(f, tuple) and not _is_namedtuple(f)):
-            subs = [self._parse(x) for x in f]
-            kind = type(f)
-            return lambda vals: kind(s(vals) for s in subs)
-        if _is_namedtuple(f):
-            subs = [self._parse(x) for x in f]
-            kind = type(f)
-            return lambda vals: kind(*[s(vals) for s in subs])
-        if isinstance(f, collections.abc.Mapping):
-            items = [(k, self._parse(v)) for k, v in f.items()]
-            kind = type(f)
-            if kind is collections.defaultdict:
-                factory = f.default_factory
-                return lambda vals: collections.defaultdict(
-                    factory, {k: s(vals) for k, s in items})
-            return lambda vals: kind({k: s(vals) for k, s in items}) if kind is not \
-                dict else {k: s(vals) for k, s in items}
-        el = self._element(f)
-        if isinstance(el, Operation):
-            if el.name not in self.targets:
-                self.targets.append(el.name)
-            return lambda vals: None
-        name = el.name
-        if name not in self._index:
-            self._index[name] = len(self.tensors)
-            self.tensors.append(name)
-        i = self._index[name]
-        return lambda vals: vals[i]
-
-    def build(self, values):
-        return self._build(values)
-
-
 # -- sessions -------------------------------------------------------------------
 class BaseSession:
     def __init__(self, target: str = "", graph: Graph | None = None, config=None):
@@ -145,6 +91,9 @@ class BaseSession:
         self._fetch_cache: dict = {}
         self._feed_cache: dict = {}
         self._default_ctx = None
+        self._graph_ctx = None
+        self._partial_runs: dict[str, PartialRun] = {}
+        self._partial_ids = itertools.count(1)
         # One entry per run in progress (list append/pop are atomic in CPython: no
         # lock on the hot path); close() waits on the event for the last to end.
         self._active_runs: list = []
@@ -163,16 +112,23 @@ class BaseSession:
         return default_session(self)
 
     def __enter__(self):
-        self._default_ctx = self.as_default()
-        self._default_ctx.__enter__()
+        if self._graph_ctx is not None:
+            raise RuntimeError("Session context managers are not re-entrant. Use "
+                               "`Session.as_default()` if you want to enter a "
+                               "session multiple times.")
+        # As TF: the graph first, then the session; they exit in reverse.
         self._graph_ctx = self._graph.as_default()
+        self._default_ctx = self.as_default()
         self._graph_ctx.__enter__()
+        self._default_ctx.__enter__()
         return self
 
     def __exit__(self, exc_type, exc, tb):
+        graph_ctx, default_ctx = self._graph_ctx, self._default_ctx
+        self._graph_ctx = self._default_ctx = None
         try:
-            self._graph_ctx.__exit__(exc_type, exc, tb)
-            self._default_ctx.__exit__(exc_type, exc, tb)
+            default_ctx.__exit__(exc_type, exc, tb)
+            graph_ctx.__exit__(exc_type, exc, tb)
         finally:
             self.close()
 
@@ -214,6 +170,9 @@ class BaseSession:
             if self._handle is not None and version == self._extended:
                 return
             gd = g.as_graph_def(from_version=self._extended)
+            # Another thread may have added ops since ``version`` was read: they
+            # go with the next extension, not this one (sent twice otherwise).
+            del gd.node[version - self._extended:]
             if self._handle is None:
                 self._handle, _ = self._master.create_session(gd, self._config)
                 self._remote_version = len(gd.node)
@@ -223,43 +182,39 @@ class BaseSession:
             self._extended = version
 
     def _feeds(self, feed_dict) -> dict:
-        out = {}
-        g = self._graph
-        for key, value in feed_dict.items():
-            if isinstance(key, tuple) and not _is_namedtuple(key):
-                raise TypeError("Feeding tuples (sparse tensors) is not supported")
-            try:
-                t = g.as_graph_element(key, allow_tensor=True, allow_operation=False)
-            except (TypeError, ValueError, KeyError) as e:
-                msg = e.args[0] if e.args else str(e)
-                raise TypeError(f"Cannot interpret feed_dict key as Tensor: {msg}") \
-                    from None
-            if not g.is_feedable(t):
-                raise FeedError(None, t.op.name, f"Tensor {t.name} may not be fed.")
-            if isinstance(value, (Tensor, Operation)):
-                raise TypeError("The value of a feed cannot be a nd.Tensor object. "
-                                "Acceptable feed values include Python scalars, "
-                                "strings, lists, numpy ndarrays.")
-            out[t.name] = _convert_feed(t, value)
-        return out
+        return convert_feeds(self._graph, feed_dict)
 
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
         """Runs the ops and evaluates the tensors in ``fetches``.
 
-        ``fetches`` may be a tensor, op, name, Variable, or any nesting of lists,
-        tuples, namedtuples and dicts; the result has the same structure.
+        ``fetches`` may be a tensor, op, name (``str`` or ``bytes``), Variable,
+        or any nesting of lists, tuples, namedtuples, dicts and ``@attr.s``
+        classes; the result has the same structure.
         """
-        if self._closed:
-            raise RuntimeError("Attempted to use a closed Session.")
+        self._check_usable()
         cacheable = isinstance(fetches, (Tensor, Operation))
         mapper = self._fetch_cache.get(fetches) if cacheable else None
         if mapper is None:
-            mapper = _FetchMapper(self._graph, fetches)
+            mapper = FetchMapper(self._graph, fetches)
             if cacheable:
                 if len(self._fetch_cache) > 4096:
                     self._fetch_cache.clear()
                 self._fetch_cache[fetches] = mapper
         feeds = self._feeds(feed_dict) if feed_dict else {}
+        values = self._run_step(feeds, mapper.tensors, mapper.targets, options,
+                                run_metadata)
+        return mapper.build(values)
+
+    def _check_usable(self):
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        if self._graph.version == 0:
+            raise RuntimeError("The Session graph is empty. Add operations to the "
+                               "graph before calling run().")
+
+    def _run_step(self, feeds: dict, fetches: list, targets: list, options=None,
+                  run_metadata=None) -> list:
+        """One step on the master: the graph extended first, errors explained."""
         if self._graph.version != self._extended or self._handle is None:
             try:
                 self._extend()
@@ -268,8 +223,8 @@ class BaseSession:
                 raise
         self._active_runs.append(None)
         try:
-            values = self._master.run_step(self._handle, feeds, mapper.tensors,
-                                           mapper.targets, options, run_metadata)
+            values = self._master.run_step(self._handle, feeds, fetches, targets,
+                                           options, run_metadata)
         except errors.OpError as e:
             _explain(e, self._graph, graph_rejected=False)
             raise
@@ -277,20 +232,115 @@ class BaseSession:
             self._active_runs.pop()
             if self._closing and not self._active_runs:
                 self._runs_done.set()
-        return mapper.build([tensor_value_for_client(v) for v in values])
+        return [tensor_value_for_client(v) for v in values]
 
     def make_callable(self, fetches, feed_list=None, accept_options=False):
-        """A function that runs ``fetches`` feeding ``feed_list`` positionally."""
-        feed_list = list(feed_list or [])
+        """A function that runs ``fetches`` feeding ``feed_list`` positionally.
 
-        def call(*args, **kwargs):
+        With ``accept_options=True`` it also takes ``options=`` (a
+        ``RunOptions``) and ``run_metadata=`` (a ``RunMetadata`` to fill).
+
+        >>> import nbdist as nd
+        >>> x = nd.placeholder(nd.float32, [])
+        >>> with nd.Session() as sess:
+        ...     double = sess.make_callable(x * 2, feed_list=[x])
+        ...     float(double(21.0))
+        42.0
+        """
+        if feed_list is not None and not isinstance(feed_list, (list, tuple)):
+            raise TypeError("`feed_list` must be a list or tuple.")
+        feed_list = list(feed_list or [])
+        mapper = FetchMapper(self._graph, fetches)
+
+        def run(args, options=None, run_metadata=None):
             if len(args) != len(feed_list):
                 raise TypeError(f"Expected {len(feed_list)} arguments, got "
                                 f"{len(args)}")
-            return self.run(fetches, dict(zip(feed_list, args)),
-                            kwargs.get("options"), kwargs.get("run_metadata"))
+            self._check_usable()
+            feeds = self._feeds(dict(zip(feed_list, args))) if feed_list else {}
+            return mapper.build(self._run_step(feeds, mapper.tensors,
+                                               mapper.targets, options,
+                                               run_metadata))
+
+        if accept_options or feed_list:
+            # As TF: a callable with feeds passes options on to the run.
+            def call(*args, options=None, run_metadata=None):
+                return run(args, options, run_metadata)
+        else:
+            def call(*args):
+                return run(args)
+        return call
+
+    def _make_callable_from_options(self, callable_options):
+        """A callable from a ``CallableOptions`` (feeds, fetches and targets by
+        name; its ``run_options`` used on every call). Called with the feeds'
+        values in order (and ``run_metadata=``), it returns the list of the
+        fetches' values."""
+        if not isinstance(callable_options, config_pb2.CallableOptions):
+            raise TypeError("callable_options must be a nd.CallableOptions, got "
+                            f"{type(callable_options)}")
+        if callable_options.tensor_connection:
+            raise errors.UnimplementedError(
+                None, None, "CallableOptions.tensor_connection is not supported")
+        opts = config_pb2.CallableOptions()
+        opts.CopyFrom(callable_options)
+        feed_list = list(opts.feed)
+        mapper = FetchMapper(self._graph, list(opts.fetch) + list(opts.target))
+        run_options = opts.run_options if opts.HasField("run_options") else None
+
+        def call(*args, run_metadata=None):
+            if len(args) != len(feed_list):
+                raise errors.InvalidArgumentError(
+                    None, None, f"Invalid number of feed values: expected "
+                    f"{len(feed_list)}, got {len(args)}")
+            self._check_usable()
+            feeds = self._feeds(dict(zip(feed_list, args))) if feed_list else {}
+            values = self._run_step(feeds, mapper.tensors, mapper.targets,
+                                    run_options, run_metadata)
+            return mapper.build(values)[:len(opts.fetch)]
 
         return call
+
+    def partial_run_setup(self, fetches, feeds=None):
+        """Starts a step run in pieces: ``fetches`` and ``feeds`` are all that
+        the ``partial_run`` calls of the returned handle will fetch and feed.
+
+        >>> import nbdist as nd
+        >>> a = nd.placeholder(nd.float32, [])
+        >>> b = nd.placeholder(nd.float32, [])
+        >>> total = a + b
+        >>> doubled = total * 2
+        >>> with nd.Session() as sess:
+        ...     h = sess.partial_run_setup([total, doubled], [a, b])
+        ...     first = sess.partial_run(h, total, feed_dict={a: 1.0, b: 2.0})
+        ...     float(first), float(sess.partial_run(h, doubled))
+        (3.0, 6.0)
+        """
+        self._check_usable()
+        if feeds is not None and not isinstance(feeds, (list, tuple)):
+            feeds = [feeds]
+        state = PartialRun(self._graph, fetches, feeds)
+        handle = f"partial-run-{next(self._partial_ids)}"
+        self._partial_runs[handle] = state
+        return handle
+
+    def partial_run(self, handle, fetches, feed_dict=None):
+        """Runs one piece of the step ``handle`` (see ``partial_run_setup``):
+        ops that an earlier piece ran are not run again."""
+        self._check_usable()
+        state = self._partial_runs.get(handle)
+        if state is None:
+            raise errors.InvalidArgumentError(
+                None, None, f"The partial run handle {handle!r} is not valid "
+                "(not from partial_run_setup of this session).")
+        mapper = FetchMapper(self._graph, fetches)
+        feeds = self._feeds(feed_dict) if feed_dict else {}
+        with state.lock:
+            state.check(mapper, feeds)
+            step_feeds, names, targets, to_run = state.plan(mapper, feeds)
+            values = self._run_step(step_feeds, names, targets) if (
+                names or targets) else []
+            return mapper.build(state.record(mapper, feeds, to_run, names, values))
 
     @staticmethod
     def reset(target: str, containers=None, config=None):
@@ -326,11 +376,20 @@ def _explain(e: errors.OpError, graph: Graph, graph_rejected: bool):
     """Adds to ``e``'s message where the op it names was built (the runtime knows
     node names only) and, when the master rejected the graph, that every run of
     this graph will fail the same way, and how to start over."""
-    name = getattr(e.op, "name", e.op)
-    try:
-        op = graph.get_operation_by_name(name)
-    except (KeyError, TypeError):
-        return
+    if isinstance(e.op, Operation):
+        op, name = e.op, e.op.name
+        if op.graph is not graph:
+            return
+    else:
+        name = e.op
+        try:
+            op = graph.get_operation_by_name(name)
+        except (KeyError, TypeError):
+            return
+    # As TF: ``op`` is the Operation, ``node_def`` its NodeDef.
+    e._op = op
+    if e._node_def is None:
+        e._node_def = op.node_def
     if op_site.TRACE_HEADING in e.message:
         return
     message = op_site.with_creation_site(e.message, op)
@@ -340,37 +399,6 @@ def _explain(e: errors.OpError, graph: Graph, graph_rejected: bool):
                     "in a fresh nd.Graph()).")
     e._message = message
     e.args = (message,)
-
-
-def _convert_feed(t: Tensor, value) -> np.ndarray:
-    dtype = t.dtype.base_dtype
-    where = t.op.name
-    try:
-        if dtype is dtypes.string:
-            from nbdist.graph.array_ops import to_numpy
-
-            arr = to_numpy(value, dtypes.string)
-        else:
-            arr = np.asarray(value)
-            if arr.dtype == object or arr.dtype.kind in "SU":
-                raise TypeError("not a number")
-            target = np.dtype(dtype.as_numpy_dtype)
-            if arr.dtype != target:
-                if arr.dtype.kind == "f" and target.kind in "iub" and arr.size and (
-                        not np.all(np.mod(arr, 1) == 0)):
-                    raise TypeError("fractional values")
-                if arr.dtype.kind == "b" and target.kind != "b":
-                    raise TypeError("bool values")
-                arr = arr.astype(target)
-    except (TypeError, ValueError) as e:
-        raise FeedError(None, where, f"Cannot feed value {value!r:.60} to "
-                        f"'{t.name}' (placeholder '{where}'), which has dtype "
-                        f"{dtype.name}: {e}") from None
-    if not t.shape.is_compatible_with(arr.shape):
-        raise FeedError(None, where, f"Cannot feed value of shape {arr.shape} for "
-                        f"Tensor '{t.name}' (placeholder '{where}'), which has "
-                        f"shape '{t.shape}'")
-    return arr
 
 
 class Session(BaseSession):
@@ -385,12 +413,46 @@ class Session(BaseSession):
 
 
 class InteractiveSession(BaseSession):
-    """A session that installs itself as the default on creation (for shells)."""
+    """A session that installs itself as the default on creation (for shells).
+
+    As TF's, it places only the ops each run needs (an op that cannot be placed
+    fails only the runs that need it), and creating a second one while another
+    is open logs an error.
+    """
+
+    _count_lock = threading.Lock()
+    _active_session_count = 0
 
     def __init__(self, target="", graph=None, config=None):
-        super().__init__(target, graph, config)
-        self._default_ctx = self.as_default()
+        cfg = config_pb2.ConfigProto()
+        if config is not None:
+            if not isinstance(config, config_pb2.ConfigProto):
+                raise TypeError("config must be a nd.ConfigProto, but got "
+                                f"{type(config)}")
+            cfg.CopyFrom(config)
+        else:
+            cfg.gpu_options.allow_growth = True
+        cfg.graph_options.place_pruned_graph = True
+        super().__init__(target, graph, cfg)
+        with InteractiveSession._count_lock:
+            if InteractiveSession._active_session_count > 0:
+                _log.error(
+                    "An interactive session is already active. This can cause "
+                    "out-of-memory errors or some other unexpected errors (due to "
+                    "the unpredictable timing of garbage collection) in some "
+                    "cases. You must explicitly call `InteractiveSession.close()` "
+                    "to release resources held by the other session(s). Please "
+                    "use `nd.Session()` if you intend to productively use this "
+                    "session.")
+            InteractiveSession._active_session_count += 1
+        self._explicitly_closed = False
+        self._default_ctx = default_session(self, enforce_nesting=False)
         self._default_ctx.__enter__()
+        self._explicit_graph_ctx = None
+        if graph is not None:
+            self._explicit_graph_ctx = _default_graph_stack.get_controller(
+                graph, enforce_nesting=False)
+            self._explicit_graph_ctx.__enter__()
 
     def __enter__(self):
         return self
@@ -400,9 +462,15 @@ class InteractiveSession(BaseSession):
 
     def close(self):
         super().close()
-        ctx, self._default_ctx = self._default_ctx, None
-        if ctx is not None:
-            try:
-                ctx.__exit__(None, None, None)
-            except (IndexError, ValueError):
-                pass
+        with InteractiveSession._count_lock:
+            if self._explicitly_closed:
+                return
+            InteractiveSession._active_session_count -= 1
+            self._explicitly_closed = True
+        for ctx in (self._explicit_graph_ctx, self._default_ctx):
+            if ctx is not None:
+                try:
+                    ctx.__exit__(None, None, None)
+                except AssertionError:  # closed in another thread or out of order
+                    pass
+        self._explicit_graph_ctx = self._default_ctx = None
