@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 
 from nbdist import errors
+from nbdist.proto import types_pb2
 from nbdist.train.checkpoint_management import latest_checkpoint
 from nbdist.train.file_io import local_path
 from nbdist.train.npz_format import DATA_SUFFIX, NpzReader
@@ -76,9 +77,9 @@ class CheckpointReader:
         """One line per tensor: ``name (DT_FLOAT) [2,3]``, sorted by name."""
         lines = []
         for name in sorted(self._reader.entries):
-            dtype = self._reader.dtype(name).name.upper()
+            dtype = types_pb2.DataType.Name(self._reader.dtype(name).as_datatype_enum)
             dims = ",".join(str(d) for d in self._reader.shape(name))
-            lines.append(f"{name} (DT_{dtype}) [{dims}]\n")
+            lines.append(f"{name} ({dtype}) [{dims}]\n")
         return "".join(lines).encode()
 
 
