@@ -4,7 +4,8 @@
 Two steps, each with its own Python (the tests never import TensorFlow)::
 
     DIR=$(mktemp -d)
-    PYTHONPATH=$PWD /work/main/.venv/bin/python scripts/check_tf_reads_nbdist.py write $DIR
+    PYTHONPATH=$PWD /work/main/.venv/bin/python \
+        scripts/check_tf_reads_nbdist.py write $DIR
     /work/tfvenv/bin/python scripts/check_tf_reads_nbdist.py read $DIR
 
 ``write`` (nbdist) saves, in ``DIR``: a V2 checkpoint ``ckpt/model-7`` of

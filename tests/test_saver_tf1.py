@@ -14,6 +14,7 @@ from google.protobuf import text_format
 import nbdist as nd
 from nbdist.proto import graph_pb2, meta_graph_pb2
 
+
 def _read_bytes(path):
     with open(path, "rb") as f:
         return f.read()
@@ -40,7 +41,7 @@ def _saved(tmp_path, saver_kwargs=None, global_step=None):
     return g, (w, step, words), saver, sess, path
 
 
-# -- SaverDef ---------------------------------------------------------------------------
+# -- SaverDef ------------------------------------------------------------------
 def test_saver_def_enum_and_field_numbers_are_tfs():
     sd = nd.train.SaverDef
     assert (sd.LEGACY, sd.V1, sd.V2) == (0, 1, 2)
@@ -92,7 +93,7 @@ def test_saver_def_version_v2_selects_the_tf_format(tmp_path):
     assert nd.train.load_variable(path, "step") == 5
 
 
-# -- write_graph ------------------------------------------------------------------------
+# -- write_graph ---------------------------------------------------------------
 def test_write_graph_text_and_binary(tmp_path):
     g = nd.Graph()
     with g.as_default():
@@ -113,7 +114,7 @@ def test_write_graph_text_and_binary(tmp_path):
         np.testing.assert_array_equal(sess.run("out:0"), [2.0, 4.0])
 
 
-# -- checkpoint readers -----------------------------------------------------------------
+# -- checkpoint readers --------------------------------------------------------
 def test_new_checkpoint_reader(tmp_path):
     *_, sess, path = _saved(tmp_path)
     sess.close()
@@ -169,7 +170,7 @@ def test_init_from_checkpoint(tmp_path):
         nd.train.init_from_checkpoint(str(tmp_path), {"missing": step})
 
 
-# -- SaveSliceInfo ----------------------------------------------------------------------
+# -- SaveSliceInfo -------------------------------------------------------------
 def test_partitioned_shards_have_save_slice_info():
     g = nd.Graph()
     with g.as_default():
@@ -186,7 +187,7 @@ def test_partitioned_shards_have_save_slice_info():
     assert info.spec == "4 2,2"
 
 
-# -- meta graphs ------------------------------------------------------------------------
+# -- meta graphs ---------------------------------------------------------------
 def test_export_meta_graph_clears_extraneous_savers(tmp_path):
     g = nd.Graph()
     with g.as_default():
@@ -210,7 +211,7 @@ def test_export_meta_graph_clears_extraneous_savers(tmp_path):
 
 
 def test_savers_collection_round_trip(tmp_path):
-    g, (w, *_), saver, sess, path = _saved(tmp_path)
+    g, _, saver, sess, path = _saved(tmp_path)
     sess.close()
     with g.as_default():
         nd.add_to_collection(nd.GraphKeys.SAVERS, saver)
@@ -228,7 +229,7 @@ def test_savers_collection_round_trip(tmp_path):
 
 
 def test_import_meta_graph_into_a_scope(tmp_path):
-    g, _, saver, sess, path = _saved(tmp_path)
+    *_, sess, path = _saved(tmp_path)
     sess.close()
     g2 = nd.Graph()
     with g2.as_default():
@@ -267,7 +268,7 @@ def test_variables_collection_is_tfs_variable_def(tmp_path):
     assert not vd.trainable
 
 
-# -- checkpoint files, paths, errors ----------------------------------------------------
+# -- checkpoint files, paths, errors -------------------------------------------
 def test_checkpoint_exists_for_every_file_a_checkpoint_writes(tmp_path):
     *_, sess, path = _saved(tmp_path)
     g2 = nd.Graph()
@@ -303,7 +304,6 @@ def test_restore_with_mismatched_shape_names_variable_and_shapes(tmp_path):
     with g.as_default():
         nd.Variable(np.zeros((3, 2), np.float32), name="layer/w")
         saver = nd.train.Saver()
-    with nd.Session(graph=g) as s:
-        with pytest.raises(nd.errors.InvalidArgumentError,
-                           match=r"layer/w.*\[3,2\].*\[2,3\]"):
-            saver.restore(s, path)
+    with nd.Session(graph=g) as s, pytest.raises(nd.errors.InvalidArgumentError,
+                       match=r"layer/w.*\[3,2\].*\[2,3\]"):
+        saver.restore(s, path)

@@ -48,7 +48,7 @@ def _variables(g, zeros=False):
     return w, step, names
 
 
-# -- TF's V2 checkpoint -> nbdist -------------------------------------------------------
+# -- TF's V2 checkpoint -> nbdist ----------------------------------------------
 def test_restore_tf_v2_checkpoint():
     g = nd.Graph()
     w, step, names = _variables(g, zeros=True)
@@ -87,7 +87,7 @@ def test_tf_index_is_the_documented_table():
     assert table_format.mask_crc32c(table_format.unmask_crc32c(w.crc32c)) == w.crc32c
 
 
-# -- nbdist -> TF's V2 checkpoint -------------------------------------------------------
+# -- nbdist -> TF's V2 checkpoint ----------------------------------------------
 def test_v2_checkpoint_is_byte_for_byte_tfs(tmp_path):
     g = nd.Graph()
     variables = _variables(g)
@@ -155,7 +155,7 @@ def test_table_spans_blocks_and_round_trips():
         table_format.read_table(b"\x00" * 48)
 
 
-# -- TF's SavedModel -> nbdist ----------------------------------------------------------
+# -- TF's SavedModel -> nbdist -------------------------------------------------
 def _run_signature(export_dir):
     g = nd.Graph()
     with nd.Session(graph=g) as sess:
@@ -175,14 +175,14 @@ def test_load_tf_saved_model_and_run_its_signature():
 
 
 def test_load_with_unknown_tags_fails():
-    with nd.Session(graph=nd.Graph()) as sess:
-        with pytest.raises(RuntimeError, match="could not be found in SavedModel"):
-            nd.saved_model.loader.load(sess, ["train"], TF_SAVED_MODEL)
+    with nd.Session(graph=nd.Graph()) as sess, pytest.raises(
+            RuntimeError, match="could not be found in SavedModel"):
+        nd.saved_model.loader.load(sess, ["train"], TF_SAVED_MODEL)
     assert nd.saved_model.loader.maybe_saved_model_directory(TF_SAVED_MODEL)
     assert not nd.saved_model.loader.maybe_saved_model_directory(FIXTURES)
 
 
-# -- nbdist -> SavedModel ---------------------------------------------------------------
+# -- nbdist -> SavedModel ------------------------------------------------------
 def _dense_graph():
     g = nd.Graph()
     with g.as_default():

@@ -106,8 +106,7 @@ def load_checkpoint(ckpt_dir_or_file) -> CheckpointReader:
 
 def load_variable(ckpt_dir_or_file, name):
     """The value of variable ``name`` (``"v"`` or ``"v:0"``) in a checkpoint."""
-    if name.endswith(":0"):
-        name = name[:-2]
+    name = name.removesuffix(":0")
     return load_checkpoint(ckpt_dir_or_file).get_tensor(name)
 
 

@@ -19,8 +19,7 @@ def local_path(path) -> str:
     path = os.fspath(path)
     if isinstance(path, bytes):
         path = path.decode()
-    if path.startswith("file://"):
-        path = path[len("file://"):]
+    path = path.removeprefix("file://")
     return path
 
 

@@ -61,8 +61,7 @@ import numpy as np
 
 from nbdist import errors
 from nbdist.graph import dtypes
-from nbdist.graph.ops import GraphKeys
-from nbdist.graph.ops import get_default_graph
+from nbdist.graph.ops import GraphKeys, get_default_graph
 from nbdist.graph.shapes import TensorShape
 from nbdist.graph.variables import Variable, global_variables
 from nbdist.proto import saver_pb2
@@ -84,7 +83,6 @@ from nbdist.train.checkpoint_utils import open_checkpoint
 from nbdist.train.file_io import atomic_write as _atomic_write
 from nbdist.train.file_io import local_path, remove_temp_files
 from nbdist.train.npz_format import DATA_SUFFIX, write_npz_checkpoint
-from nbdist.train.tensor_bundle import INDEX_SUFFIX, write_bundle
 from nbdist.train.saveable_object_util import (
     SavedPart,
     as_ref,
@@ -92,6 +90,7 @@ from nbdist.train.saveable_object_util import (
     slice_info_from_spec,
     whole_value,
 )
+from nbdist.train.tensor_bundle import INDEX_SUFFIX, write_bundle
 
 _log = logging.getLogger(__name__)
 

@@ -43,7 +43,7 @@ from nbdist.train.table_format import (
     write_table,
 )
 
-__all__ = ["BundleReader", "INDEX_SUFFIX", "data_filename", "write_bundle"]
+__all__ = ["INDEX_SUFFIX", "BundleReader", "data_filename", "write_bundle"]
 
 INDEX_SUFFIX = ".index"
 _HEADER_KEY = b""
