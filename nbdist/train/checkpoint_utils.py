@@ -83,7 +83,7 @@ class CheckpointReader:
         return "".join(lines).encode()
 
 
-def NewCheckpointReader(filepattern):  # noqa: N802 - TF's name
+def NewCheckpointReader(filepattern):
     """A ``CheckpointReader`` of the checkpoint prefix ``filepattern``."""
     return CheckpointReader(filepattern)
 
