@@ -9,8 +9,11 @@ It (re)writes ``tests/fixtures/tf/``:
 
 ``ckpt/``
     A TF V2 checkpoint (``model.index`` + ``model.data-00000-of-00001`` +
-    ``checkpoint``) of three ref variables: ``w`` (float32 [2, 3]),
-    ``step`` (int64 scalar) and ``names`` (string [2]).
+    ``checkpoint`` + ``model.meta``) of three ref variables: ``w`` (float32
+    [2, 3]), ``step`` (int64 scalar) and ``names`` (string [2]).
+``partitioned/``
+    A TF V2 checkpoint ``model`` of ``emb`` (float32 [140, 2], two shards of
+    70 rows: TF saves it in slices) and ``bias`` (float32 [2]).
 ``saved_model/``
     A SavedModel (``saved_model.pb`` + ``variables/``) of ``y = x @ W + b``
     (``Placeholder`` -> ``MatMul`` -> ``BiasAdd``), tag ``serve``, signature
@@ -35,6 +38,7 @@ STEP = 42
 NAMES = [b"alpha", b"\x00b\xffc"]
 DENSE_W = np.array([[1.0, -2.0], [0.5, 3.0], [-1.5, 0.25]], dtype=np.float32)
 DENSE_B = np.array([0.125, -4.0], dtype=np.float32)
+EMB = np.arange(280, dtype=np.float32).reshape(140, 2) / 8
 
 
 def write_checkpoint(directory):
@@ -49,9 +53,25 @@ def write_checkpoint(directory):
             cwd = os.getcwd()
             os.chdir(directory)  # a relative save path: a relative state file
             try:
-                saver.save(sess, "model", write_meta_graph=False)
+                saver.save(sess, "model")
             finally:
                 os.chdir(cwd)
+
+
+def write_partitioned(directory):
+    g = tf.Graph()
+    with g.as_default():
+        emb = tf.get_variable("emb", shape=EMB.shape,
+                              initializer=tf.zeros_initializer(),
+                              partitioner=tf.fixed_size_partitioner(2))
+        tf.Variable(DENSE_B, name="bias")
+        saver = tf.train.Saver()
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            for i, shard in enumerate(emb):
+                sess.run(shard.assign(EMB[70 * i:70 * (i + 1)]))
+            saver.save(sess, os.path.join(directory, "model"), write_meta_graph=False,
+                       write_state=False)
 
 
 def write_saved_model(directory):
@@ -73,6 +93,8 @@ def main():
         shutil.rmtree(OUT)
     os.makedirs(os.path.join(OUT, "ckpt"))
     write_checkpoint(os.path.join(OUT, "ckpt"))
+    os.makedirs(os.path.join(OUT, "partitioned"))
+    write_partitioned(os.path.join(OUT, "partitioned"))
     write_saved_model(os.path.join(OUT, "saved_model"))
     for dirpath, _, files in sorted(os.walk(OUT)):
         for name in sorted(files):

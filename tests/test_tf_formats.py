@@ -31,6 +31,8 @@ STEP = 42
 NAMES = [b"alpha", b"\x00b\xffc"]
 DENSE_W = np.array([[1.0, -2.0], [0.5, 3.0], [-1.5, 0.25]], dtype=np.float32)
 DENSE_B = np.array([0.125, -4.0], dtype=np.float32)
+EMB = np.arange(280, dtype=np.float32).reshape(140, 2) / 8
+TF_PARTITIONED = os.path.join(FIXTURES, "partitioned", "model")
 X = np.array([[1.0, 2.0, 3.0], [-1.0, 0.0, 0.5]], dtype=np.float32)
 
 
@@ -72,6 +74,46 @@ def test_reader_of_tf_checkpoint():
     np.testing.assert_array_equal(reader.get_tensor("w"), W)
     assert nd.train.list_variables(os.path.dirname(TF_CKPT)) == [
         ("names", [2]), ("step", []), ("w", [2, 3])]
+
+
+def test_import_tf_meta_graph_and_restore():
+    g = nd.Graph()
+    with g.as_default():
+        saver = nd.train.import_meta_graph(TF_CKPT + ".meta")
+        assert [v.op.name for v in nd.global_variables()] == ["w", "step", "names"]
+        # TF's SaveV2/RestoreV2 ops are left out; the saver keeps TF's format.
+        assert not any(op.type in ("SaveV2", "RestoreV2")
+                       for op in g.get_operations())
+        assert saver.as_saver_def().version == nd.train.SaverDef.V2
+    with nd.Session(graph=g) as sess:
+        saver.restore(sess, TF_CKPT)
+        got_w, got_step = sess.run(["w:0", "step:0"])
+    np.testing.assert_array_equal(got_w, W)
+    assert got_step == STEP
+
+
+def test_restore_tf_partitioned_variable_saved_in_slices():
+    from nbdist.train.tensor_bundle import slice_key
+
+    # TF's key of rows 70..139 of emb: OrderedCode 0, "emb", rank 2, then
+    # signed (start, length) per dimension.
+    assert slice_key("emb", [(70, 70), (0, 2)]) == (
+        b"\x00emb\x00\x01\x01\x02\xc0F\xc0F\x80\x82")
+    np.testing.assert_array_equal(nd.train.load_variable(TF_PARTITIONED, "emb"), EMB)
+    assert nd.train.list_variables(TF_PARTITIONED) == [("bias", [2]),
+                                                      ("emb", [140, 2])]
+    g = nd.Graph()
+    with g.as_default():  # another partitioning than TF's two shards
+        emb = nd.get_variable("emb", [140, 2], partitioner=nd.fixed_size_partitioner(3),
+                              initializer=nd.zeros_initializer())
+        bias = nd.Variable(np.zeros(2, np.float32), name="bias")
+        saver = nd.train.Saver()
+    with nd.Session(graph=g) as sess:
+        saver.restore(sess, TF_PARTITIONED)
+        shards = sess.run(list(emb))
+        np.testing.assert_array_equal(sess.run(bias), DENSE_B)
+    assert len(shards) == 3
+    np.testing.assert_array_equal(np.concatenate(shards), EMB)
 
 
 def test_tf_index_is_the_documented_table():

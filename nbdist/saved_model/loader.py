@@ -24,10 +24,10 @@ import os
 
 from google.protobuf import message, text_format
 
-from nbdist.graph import op_def
-from nbdist.proto import meta_graph_pb2, saved_model_pb2
+from nbdist.proto import saved_model_pb2
 from nbdist.saved_model import constants
 from nbdist.train.file_io import local_path
+from nbdist.train.meta_graph import without_unknown_ops
 from nbdist.train.saver import import_meta_graph
 from nbdist.train.tensor_bundle import INDEX_SUFFIX
 
@@ -68,55 +68,6 @@ def read_saved_model(export_dir) -> saved_model_pb2.SavedModel:
                   f"{constants.SAVED_MODEL_FILENAME_PB}}}")
 
 
-def _drop_default_new_attrs(nodes):
-    for n in nodes:
-        odef = op_def.get_op_def(n.op)
-        for key in [k for k in n.attr if not k.startswith("_")]:
-            if key in odef.attrs:
-                continue
-            value = n.attr[key]
-            kind = value.WhichOneof("value")
-            if kind is None or (kind != "list" and not getattr(value, kind)) or (
-                    kind == "list" and not value.list.ListFields()):
-                del n.attr[key]
-
-
-def _without_unknown_ops(mg):
-    """A copy of ``mg`` without nodes of unknown ops and their dependents, and
-    without attrs nbdist does not know that hold TF's zero default."""
-    nodes = mg.graph_def.node
-    unknown = {n.name for n in nodes if op_def.get_op_def(n.op) is None}
-    consumers: dict[str, list[str]] = {}
-    for n in nodes:
-        for inp in n.input:
-            src = inp.lstrip("^").split(":")[0]
-            consumers.setdefault(src, []).append(n.name)
-    dropped, todo = set(), list(unknown)
-    while todo:
-        name = todo.pop()
-        if name in dropped:
-            continue
-        dropped.add(name)
-        todo.extend(consumers.get(name, ()))
-    _log.info("SavedModel import leaves out %d nodes of ops nbdist does not know "
-              "(%s) and their dependents", len(dropped),
-              ", ".join(sorted({n.op for n in nodes if n.name in unknown})))
-    out = meta_graph_pb2.MetaGraphDef()
-    out.CopyFrom(mg)
-    del out.graph_def.node[:]
-    out.graph_def.node.extend(n for n in nodes if n.name not in dropped)
-    _drop_default_new_attrs(out.graph_def.node)
-    if mg.saver_def.restore_op_name.split(":")[0] in dropped:
-        out.ClearField("saver_def")  # TF's saver: rebuilt by nbdist
-    for key in list(out.collection_def):
-        cd = out.collection_def[key]
-        if cd.WhichOneof("kind") == "node_list":
-            kept = [v for v in cd.node_list.value
-                    if v.lstrip("^").split(":")[0] not in dropped]
-            cd.node_list.value[:] = kept
-    return out
-
-
 def load(sess, tags, export_dir, import_scope=None, **saver_kwargs):
     """Loads the ``MetaGraphDef`` tagged ``tags`` of the SavedModel in
     ``export_dir`` into ``sess`` (its graph, its variables' values, its main
@@ -134,7 +85,7 @@ def load(sess, tags, export_dir, import_scope=None, **saver_kwargs):
             "please use the SavedModel CLI: `saved_model_cli`.")
     mg = found[0]
     with sess.graph.as_default():
-        saver = import_meta_graph(_without_unknown_ops(mg),
+        saver = import_meta_graph(without_unknown_ops(mg),
                                   import_scope=import_scope)
         variables = os.path.join(local_path(export_dir),
                                  constants.VARIABLES_DIRECTORY,

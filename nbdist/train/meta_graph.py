@@ -27,6 +27,7 @@ import json
 import logging
 import re
 
+from nbdist.graph import op_def
 from nbdist.graph.graph_def import import_graph_def
 from nbdist.graph.ops import Operation, Tensor, get_default_graph
 from nbdist.graph.variables import Variable
@@ -184,6 +185,59 @@ def export_meta_graph(filename=None, meta_info_def=None, graph_def=None,
     return mg
 
 
+def _drop_default_new_attrs(nodes):
+    for n in nodes:
+        odef = op_def.get_op_def(n.op)
+        for key in [k for k in n.attr if not k.startswith("_")]:
+            if key in odef.attrs:
+                continue
+            value = n.attr[key]
+            kind = value.WhichOneof("value")
+            if kind is None or (kind != "list" and not getattr(value, kind)) or (
+                    kind == "list" and not value.list.ListFields()):
+                del n.attr[key]
+
+
+def without_unknown_ops(mg, only_under=None):
+    """A copy of ``mg`` without the nodes of ops nbdist does not know (only
+    those under the name scope ``only_under``, when given) and every node that
+    depends on one, and without attrs nbdist does not know that hold TF's zero
+    default. A ``saver_def`` whose restore op goes is cleared (TF's saver ops:
+    nbdist builds its own ``Saver`` of the variables collection)."""
+    nodes = mg.graph_def.node
+    unknown = {n.name for n in nodes if op_def.get_op_def(n.op) is None and (
+        only_under is None or n.name.startswith(only_under + "/"))}
+    consumers: dict[str, list[str]] = {}
+    for n in nodes:
+        for inp in n.input:
+            src = inp.lstrip("^").split(":")[0]
+            consumers.setdefault(src, []).append(n.name)
+    dropped, todo = set(), list(unknown)
+    while todo:
+        name = todo.pop()
+        if name in dropped:
+            continue
+        dropped.add(name)
+        todo.extend(consumers.get(name, ()))
+    _log.info("The import leaves out %d nodes of ops nbdist does not know "
+              "(%s) and their dependents", len(dropped),
+              ", ".join(sorted({n.op for n in nodes if n.name in unknown})))
+    out = meta_graph_pb2.MetaGraphDef()
+    out.CopyFrom(mg)
+    del out.graph_def.node[:]
+    out.graph_def.node.extend(n for n in nodes if n.name not in dropped)
+    _drop_default_new_attrs(out.graph_def.node)
+    if mg.saver_def.restore_op_name.split(":")[0] in dropped:
+        out.ClearField("saver_def")  # TF's saver: rebuilt by nbdist
+    for key in list(out.collection_def):
+        cd = out.collection_def[key]
+        if cd.WhichOneof("kind") == "node_list":
+            kept = [v for v in cd.node_list.value
+                    if v.lstrip("^").split(":")[0] not in dropped]
+            cd.node_list.value[:] = kept
+    return out
+
+
 def read_meta_graph_file(filename):
     from google.protobuf import message, text_format
 
@@ -239,4 +293,4 @@ def import_scoped_meta_graph(meta_graph_or_file, clear_devices=False,
 
 
 __all__ = ["export_meta_graph", "import_scoped_meta_graph", "read_meta_graph_file",
-           "variable_def"]
+           "variable_def", "without_unknown_ops"]

@@ -64,7 +64,7 @@ from nbdist.graph import dtypes
 from nbdist.graph.ops import GraphKeys, get_default_graph
 from nbdist.graph.shapes import TensorShape
 from nbdist.graph.variables import Variable, global_variables
-from nbdist.proto import saver_pb2
+from nbdist.proto import meta_graph_pb2, saver_pb2
 from nbdist.train import meta_graph
 from nbdist.train.checkpoint_management import (
     CheckpointState,
@@ -546,6 +546,16 @@ def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None
     (the ``savers`` collection as ``Saver`` objects) and returns its ``Saver``:
     the one its ``saver_def`` names, else a new one of its variables, else
     None (no saver and no variables)."""
+    if not isinstance(meta_graph_or_file, meta_graph_pb2.MetaGraphDef):
+        meta_graph_or_file = meta_graph.read_meta_graph_file(
+            local_path(meta_graph_or_file))
+    original = meta_graph_or_file.saver_def
+    restore_op = original.restore_op_name
+    if restore_op:
+        # A TF-written graph: its saver's ops (SaveV2, RestoreV2 ...) are not
+        # nbdist's; they are left out and a Saver of its variables is built.
+        meta_graph_or_file = meta_graph.without_unknown_ops(
+            meta_graph_or_file, only_under=restore_op.rpartition("/")[0])
     mg = meta_graph.import_scoped_meta_graph(meta_graph_or_file, clear_devices,
                                              import_scope)
     graph = get_default_graph()
@@ -558,6 +568,11 @@ def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None
     if mg.HasField("saver_def") and mg.saver_def.restore_op_name:
         return Saver.from_proto(mg.saver_def, import_scope)
     if global_variables(scope=import_scope):
+        if restore_op:  # TF's saver, left out: one of the same format and policy
+            return Saver(write_version=original.version,
+                         max_to_keep=original.max_to_keep,
+                         keep_checkpoint_every_n_hours=(
+                             original.keep_checkpoint_every_n_hours or 10000.0))
         return Saver()
     _log.info("Saver not created because there are no variables in the graph to "
               "restore")

@@ -15,10 +15,14 @@ A checkpoint with prefix ``P`` in this format is:
     taken as a uint32), then the elements' bytes. A string entry's crc covers
     the lengths (as uint32s), the length crc and the bytes.
 
+A partitioned variable TF saved is an entry of its full name with the full
+shape and a ``slices`` list and no bytes of its own; each slice's bytes are
+an entry of the key TF's ``EncodeTensorNameSlice`` makes (OrderedCode:
+``0``, the escaped name, the rank, then per dimension the signed start and
+length, -1 for a whole dimension). Reading puts the slices together.
+
 nbdist writes one shard, and the same bytes TensorFlow writes for the same
 tensors. A partitioned variable is written whole under its full name.
-Reading TF's sliced entries (a partitioned variable TF saved) is not
-supported: it raises ``UnimplementedError`` naming the variable.
 """
 
 from __future__ import annotations
@@ -43,7 +47,8 @@ from nbdist.train.table_format import (
     write_table,
 )
 
-__all__ = ["INDEX_SUFFIX", "BundleReader", "data_filename", "write_bundle"]
+__all__ = ["INDEX_SUFFIX", "BundleReader", "data_filename", "slice_key",
+           "write_bundle"]
 
 INDEX_SUFFIX = ".index"
 _HEADER_KEY = b""
@@ -103,6 +108,41 @@ def write_bundle(prefix: str, arrays) -> None:
     atomic_write(prefix + INDEX_SUFFIX, lambda f: f.write(table))
 
 
+# -- TF's keys of tensor slices (core/lib/strings/ordered_code.cc) ---------------
+_SIGNED_HEADER = {1: (0x80, 0), 2: (0xC0, 0), 3: (0xE0, 0), 4: (0xF0, 0),
+                  5: (0xF8, 0), 6: (0xFC, 0), 7: (0xFE, 0), 8: (0xFF, 0),
+                  9: (0xFF, 0x80), 10: (0xFF, 0xC0)}
+
+
+def _ordered_num(value: int) -> bytes:
+    raw = value.to_bytes(8, "big").lstrip(b"\x00")
+    return bytes([len(raw)]) + raw
+
+
+def _ordered_signed(value: int) -> bytes:
+    x = ~value if value < 0 else value
+    length = (x.bit_length() + 7) // 7
+    buf = bytearray(value.to_bytes(10, "big", signed=True)[10 - length:])
+    buf[0] ^= _SIGNED_HEADER[length][0]
+    if length > 1:
+        buf[1] ^= _SIGNED_HEADER[length][1]
+    return bytes(buf)
+
+
+def _ordered_string(s: bytes) -> bytes:
+    escaped = b"".join(b"\x00\xff" if c == 0 else b"\xff\x00" if c == 0xFF
+                       else bytes([c]) for c in s)
+    return escaped + b"\x00\x01"
+
+
+def slice_key(name: str, extents) -> bytes:
+    """TF's key of the slice ``extents`` ((start, length or -1) per dim)."""
+    key = _ordered_num(0) + _ordered_string(name.encode()) + _ordered_num(len(extents))
+    for start, length in extents:
+        key += _ordered_signed(start) + _ordered_signed(length)
+    return key
+
+
 # -- reading --------------------------------------------------------------------
 class BundleReader:
     """The tensors of the V2 checkpoint ``prefix`` (its index is read at once,
@@ -134,12 +174,18 @@ class BundleReader:
                 None, None, f"{index}: big-endian checkpoints are not supported")
         self.num_shards = max(1, header.num_shards)
         self.entries: dict[str, tensor_bundle_pb2.BundleEntryProto] = {}
+        self._slices: dict[bytes, tensor_bundle_pb2.BundleEntryProto] = {}
         for key, value in table[1:]:
+            entry = tensor_bundle_pb2.BundleEntryProto.FromString(value)
+            if key[:1] == b"\x00":  # the key of a slice; see the module doc
+                self._slices[key] = entry
+                continue
             try:
-                name = key.decode()
+                self.entries[key.decode()] = entry
             except UnicodeDecodeError:
-                continue  # the encoded key of a TF slice; see the module doc
-            self.entries[name] = tensor_bundle_pb2.BundleEntryProto.FromString(value)
+                raise errors.DataLossError(
+                    None, None, f"{index}: tensor name {key!r} is not UTF-8"
+                ) from None
         self._data: dict[int, bytes] = {}
 
     def has_tensor(self, name: str) -> bool:
@@ -175,12 +221,33 @@ class BundleReader:
             raise errors.NotFoundError(
                 None, None, f"Key {name} not found in checkpoint {self.prefix}")
         if entry.slices:
-            raise errors.UnimplementedError(
-                None, None, f"Checkpoint {self.prefix}: {name} is saved in slices "
-                "(a partitioned variable TensorFlow saved), which nbdist cannot "
-                "read")
+            return self._get_sliced(name, entry)
+        return self._read_entry(name, entry, self.dtype(name), self.shape(name))
+
+    def _get_sliced(self, name, entry):
         dtype = self.dtype(name)
         shape = self.shape(name)
+        whole = np.empty(shape, dtype=dtype.as_numpy_dtype)
+        covered = 0
+        for piece in entry.slices:
+            extents = [(e.start, e.length if e.HasField("length") else -1)
+                       for e in piece.extent]
+            region = tuple(slice(s, None if n < 0 else s + n) for s, n in extents)
+            part = self._slices.get(slice_key(name, extents))
+            if part is None:
+                raise errors.DataLossError(
+                    None, None, f"Checkpoint {self.prefix}: slice {extents} of "
+                    f"{name} is missing")
+            want = list(whole[region].shape)
+            whole[region] = self._read_entry(name, part, dtype, want)
+            covered += int(np.prod(want, dtype=np.int64))
+        if covered != whole.size:
+            raise errors.DataLossError(
+                None, None, f"Checkpoint {self.prefix}: the slices of {name} do not "
+                f"cover its shape {shape}")
+        return whole
+
+    def _read_entry(self, name, entry, dtype, shape):
         raw = self._shard(entry.shard_id)[entry.offset:entry.offset + entry.size]
         where = f"Checkpoint {self.prefix}: tensor {name}"
         if len(raw) != entry.size:
