@@ -294,3 +294,43 @@ def test_builder_text_format_main_op_and_second_meta_graph(tmp_path):
         assert not mg.signature_def
     with pytest.raises(AssertionError, match="already exists"):
         nd.saved_model.builder.SavedModelBuilder(export_dir)
+
+
+def test_tf1_program_with_compat_v1_names(tmp_path):
+    tf = nd.compat.v1
+    export_dir = str(tmp_path / "m")
+    g, x, y = _dense_graph()
+    with tf.Session(graph=g) as sess:
+        sess.run(tf.global_variables_initializer())
+        builder = tf.saved_model.Builder(export_dir)
+        builder.add_meta_graph_and_variables(sess, [tf.saved_model.SERVING], {
+            tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY:
+                tf.saved_model.predict_signature_def({"x": x}, {"y": y})})
+        builder.save()
+    assert tf.saved_model.contains_saved_model(export_dir)
+    with tf.Session(graph=tf.Graph()) as sess:
+        mg = tf.saved_model.load(sess, [tf.saved_model.SERVING], export_dir)
+        sig = mg.signature_def[tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY]
+        got = sess.run(sig.outputs["y"].name, {sig.inputs["x"].name: X})
+    np.testing.assert_allclose(got, X @ DENSE_W + DENSE_B, rtol=1e-6)
+
+
+def test_saving_one_format_replaces_the_other(tmp_path):
+    g = nd.Graph()
+    w, step, names = _variables(g)
+    with g.as_default():
+        npz_saver = nd.train.Saver()
+        v2_saver = nd.train.Saver(write_version=nd.train.SaverDef.V2)
+        inc = step.assign_add(1)
+    prefix = str(tmp_path / "m")
+    with nd.Session(graph=g) as sess:
+        sess.run([v.initializer for v in (w, step, names)])
+        npz_saver.save(sess, prefix, write_meta_graph=False)
+        sess.run(inc)
+        v2_saver.save(sess, prefix, write_meta_graph=False)
+        assert sorted(os.listdir(tmp_path)) == ["checkpoint", "m" + DATA, "m.index"]
+        assert nd.train.load_variable(prefix, "step") == STEP + 1
+        sess.run(inc)
+        npz_saver.save(sess, prefix, write_meta_graph=False)
+        assert sorted(os.listdir(tmp_path)) == ["checkpoint", "m.npz"]
+        assert nd.train.load_variable(prefix, "step") == STEP + 2

@@ -351,8 +351,18 @@ class Saver:
                       for name, parts in self._specs.items()]
             if self._writes_v2:
                 write_bundle(checkpoint_file, arrays)
+                other = [checkpoint_file + DATA_SUFFIX]
             else:
                 write_npz_checkpoint(checkpoint_file, arrays)
+                other = [p for p in data_files(checkpoint_file)
+                         if p != checkpoint_file + DATA_SUFFIX]
+            # The other format's files of this prefix (a saver of the other
+            # format saved here before) would shadow or outlive the new ones.
+            for path in other:
+                try:
+                    os.remove(path)
+                except FileNotFoundError:
+                    pass
             model_checkpoint_path = checkpoint_file
         if write_meta_graph:
             graph = getattr(sess, "graph", None) or self._graph or get_default_graph()
