@@ -334,3 +334,27 @@ def test_saving_one_format_replaces_the_other(tmp_path):
         npz_saver.save(sess, prefix, write_meta_graph=False)
         assert sorted(os.listdir(tmp_path)) == ["checkpoint", "m.npz"]
         assert nd.train.load_variable(prefix, "step") == STEP + 2
+
+
+@pytest.mark.parametrize("export_dir", ["tf", "nbdist"])
+def test_load_saved_model_into_a_scope(tmp_path, export_dir):
+    if export_dir == "tf":
+        export_dir = TF_SAVED_MODEL
+    else:
+        g, x, y = _dense_graph()
+        export_dir = str(tmp_path / "export")
+        with nd.Session(graph=g) as sess:
+            sess.run(nd.variables_initializer(g.get_collection("variables")))
+            nd.saved_model.simple_save(sess, export_dir, {"x": x}, {"y": y})
+    g = nd.Graph()
+    with g.as_default():
+        nd.Variable(1.0, name="unrelated")  # not in the SavedModel's checkpoint
+    with nd.Session(graph=g) as sess:
+        mg = nd.saved_model.loader.load(sess, ["serve"], export_dir,
+                                        import_scope="m")
+        sig = mg.signature_def["serving_default"]
+        x = nd.saved_model.utils.get_tensor_from_tensor_info(sig.inputs["x"], g, "m")
+        assert x.name == "m/x:0"
+        y = nd.saved_model.utils.get_tensor_from_tensor_info(sig.outputs["y"], g, "m")
+        np.testing.assert_allclose(sess.run(y, {x: X}), X @ DENSE_W + DENSE_B,
+                                   rtol=1e-6)

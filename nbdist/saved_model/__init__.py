@@ -23,14 +23,13 @@ from nbdist.saved_model.signature_constants import (
     PREDICT_METHOD_NAME,
     REGRESS_METHOD_NAME,
 )
-from nbdist.saved_model.tag_constants import EVAL, GPU, SERVING, TPU, TRAINING
 from nbdist.saved_model.signature_def_utils import (
     build_signature_def,
     is_valid_signature,
     predict_signature_def,
 )
+from nbdist.saved_model.tag_constants import EVAL, GPU, SERVING, TPU, TRAINING
 from nbdist.saved_model.utils import build_tensor_info, get_tensor_from_tensor_info
-
 
 contains_saved_model = maybe_saved_model_directory
 
@@ -49,11 +48,30 @@ def simple_save(session, export_dir, inputs, outputs, legacy_init_op=None):
 
 
 __all__ = [
-    "CLASSIFY_METHOD_NAME", "DEFAULT_SERVING_SIGNATURE_DEF_KEY", "EVAL", "GPU",
-    "PREDICT_METHOD_NAME", "REGRESS_METHOD_NAME", "SERVING", "TPU", "TRAINING",
+    "CLASSIFY_METHOD_NAME",
+    "DEFAULT_SERVING_SIGNATURE_DEF_KEY",
+    "EVAL",
+    "GPU",
+    "PREDICT_METHOD_NAME",
+    "REGRESS_METHOD_NAME",
+    "SERVING",
+    "TPU",
+    "TRAINING",
+    "Builder",
+    "build_signature_def",
+    "build_tensor_info",
+    "builder",
+    "constants",
     "contains_saved_model",
-    "Builder", "build_signature_def", "build_tensor_info", "builder", "constants",
-    "get_tensor_from_tensor_info", "is_valid_signature", "load", "loader",
-    "maybe_saved_model_directory", "predict_signature_def", "signature_constants",
-    "signature_def_utils", "simple_save", "tag_constants", "utils",
+    "get_tensor_from_tensor_info",
+    "is_valid_signature",
+    "load",
+    "loader",
+    "maybe_saved_model_directory",
+    "predict_signature_def",
+    "signature_constants",
+    "signature_def_utils",
+    "simple_save",
+    "tag_constants",
+    "utils",
 ]

@@ -28,7 +28,7 @@ from nbdist.proto import saved_model_pb2
 from nbdist.saved_model import constants
 from nbdist.train.file_io import local_path
 from nbdist.train.meta_graph import without_unknown_ops
-from nbdist.train.saver import import_meta_graph
+from nbdist.train.saver import Saver, import_meta_graph, scoped_var_list
 from nbdist.train.tensor_bundle import INDEX_SUFFIX
 
 __all__ = ["load", "maybe_saved_model_directory", "read_saved_model"]
@@ -85,8 +85,11 @@ def load(sess, tags, export_dir, import_scope=None, **saver_kwargs):
             "please use the SavedModel CLI: `saved_model_cli`.")
     mg = found[0]
     with sess.graph.as_default():
-        saver = import_meta_graph(without_unknown_ops(mg),
-                                  import_scope=import_scope)
+        imported = without_unknown_ops(mg)
+        saver = import_meta_graph(imported, import_scope=import_scope)
+        if saver is not None and import_scope and not imported.saver_def.restore_op_name:
+            # The checkpoint names the variables without the scope.
+            saver = Saver(var_list=scoped_var_list(import_scope))
         variables = os.path.join(local_path(export_dir),
                                  constants.VARIABLES_DIRECTORY,
                                  constants.VARIABLES_FILENAME)

@@ -549,6 +549,23 @@ def _scoped_saver_def(saver_def, import_scope):
     return sd
 
 
+def scoped_var_list(import_scope):
+    """The global variables (under ``import_scope``, when given) by their
+    names without that scope: the names a checkpoint saved them under."""
+    if not import_scope:
+        return None
+    pre = import_scope + "/"
+    var_list: dict = {}
+    for v in global_variables(scope=import_scope):
+        info = v._get_save_slice_info()
+        name = (info.full_name if info is not None else v.op.name).removeprefix(pre)
+        if info is None:
+            var_list[name] = v
+        else:  # a shard: the saved name holds the list of its shards
+            var_list.setdefault(name, []).append(v)
+    return var_list
+
+
 def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None,
                       **kwargs):
     """Imports a ``MetaGraphDef`` (or a ``.meta`` file) into the default graph,
@@ -578,8 +595,10 @@ def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None
     if mg.HasField("saver_def") and mg.saver_def.restore_op_name:
         return Saver.from_proto(mg.saver_def, import_scope)
     if global_variables(scope=import_scope):
-        if restore_op:  # TF's saver, left out: one of the same format and policy
-            return Saver(write_version=original.version,
+        if restore_op:  # TF's saver, left out: one of the same format and policy,
+            # saving under the names TF's saved (those before import_scope)
+            return Saver(var_list=scoped_var_list(import_scope),
+                         write_version=original.version,
                          max_to_keep=original.max_to_keep,
                          keep_checkpoint_every_n_hours=(
                              original.keep_checkpoint_every_n_hours or 10000.0))
