@@ -107,6 +107,11 @@ def _dims(shape) -> str:
 class Saver:
     """Saves and restores variables (``tf.compat.v1.train.Saver``).
 
+    ``write_version=nd.train.SaverDef.V2`` writes TensorFlow's V2 checkpoint
+    (``<prefix>.index`` + ``<prefix>.data-00000-of-00001``), which TF
+    restores; the default writes nbdist's ``<prefix>.npz``. ``restore``
+    reads either format, and TF's own V2 checkpoints.
+
     >>> import nbdist as nd, tempfile, os
     >>> g = nd.Graph()
     >>> with g.as_default():
