@@ -358,3 +358,24 @@ def test_load_saved_model_into_a_scope(tmp_path, export_dir):
         y = nd.saved_model.utils.get_tensor_from_tensor_info(sig.outputs["y"], g, "m")
         np.testing.assert_allclose(sess.run(y, {x: X}), X @ DENSE_W + DENSE_B,
                                    rtol=1e-6)
+
+
+def test_v2_directory_taken_over_by_a_new_saver(tmp_path):
+    g = nd.Graph()
+    variables = _variables(g)
+    with g.as_default():
+        first = nd.train.Saver(write_version=nd.train.SaverDef.V2, max_to_keep=2)
+        second = nd.train.Saver(write_version=nd.train.SaverDef.V2, max_to_keep=2)
+    prefix = str(tmp_path / "m")
+    with nd.Session(graph=g) as sess:
+        sess.run([v.initializer for v in variables])
+        for step in (1, 2):
+            first.save(sess, prefix, global_step=step, write_meta_graph=False)
+        (tmp_path / "checkpoint").unlink()  # as if killed before the state file
+        stale_temp = tmp_path / "m-3.index.abc123.tmp"
+        stale_temp.write_bytes(b"half")
+        os.utime(stale_temp, (0, 0))
+        second.save(sess, prefix, global_step=3, write_meta_graph=False)
+    assert sorted(os.listdir(tmp_path)) == [
+        "checkpoint", "m-2" + DATA, "m-2.index", "m-3" + DATA, "m-3.index"]
+    assert second.last_checkpoints == [prefix + "-2", prefix + "-3"]
