@@ -97,6 +97,7 @@ def __getattr__(name):
         "notebook": "nbdist.notebook",
         "random": "nbdist.random",
         "summary": "nbdist.summary",
+        "saved_model": "nbdist.saved_model",
         "compat": "nbdist.compat",
         "app": "nbdist.app",
         "contrib": "nbdist.contrib",

@@ -10,6 +10,7 @@ import pytest
 
 import nbdist as nd
 from nbdist.train import saver as saver_mod
+from nbdist.train import checkpoint_management, npz_format
 
 
 @pytest.fixture(autouse=True)
@@ -148,14 +149,14 @@ def test_npz_loads_with_plain_numpy(tmp_path):
 
 
 def _fail_halfway(monkeypatch):
-    real = saver_mod._write_npz
+    real = npz_format._write_npz
 
     def broken(fileobj, arrays):
         real(fileobj, arrays)
         fileobj.truncate(fileobj.tell() // 2)  # half a file on disk
         raise OSError("disk full (simulated)")
 
-    monkeypatch.setattr(saver_mod, "_write_npz", broken)
+    monkeypatch.setattr(npz_format, "_write_npz", broken)
 
 
 def test_failed_save_keeps_previous_checkpoint(tmp_path, monkeypatch):
@@ -202,7 +203,7 @@ def test_crash_between_data_and_state_file(tmp_path, monkeypatch):
 def test_crash_while_writing_state_file(tmp_path, monkeypatch):
     _g, _vs, saver, sess, paths = _saved_state(tmp_path)
     state_before = (tmp_path / "checkpoint").read_text()
-    real = saver_mod._atomic_write
+    real = checkpoint_management._atomic_write
 
     def atomic_write(path, write_fn):
         if os.path.basename(path) == "checkpoint":
@@ -213,7 +214,7 @@ def test_crash_while_writing_state_file(tmp_path, monkeypatch):
             return real(path, half)
         return real(path, write_fn)
 
-    monkeypatch.setattr(saver_mod, "_atomic_write", atomic_write)
+    monkeypatch.setattr(checkpoint_management, "_atomic_write", atomic_write)
     with pytest.raises(OSError, match="power cut"):
         saver.save(sess, str(tmp_path / "model"), global_step=2)
     monkeypatch.undo()

@@ -781,3 +781,6 @@ _install_variable_operators()
 
 # Keep Operation importable for type checks in callers.
 __all__ = ["Variable", "Operation"]
+
+# TF's ``tf.Variable.SaveSliceInfo``: a shard's place in its partitioned variable.
+Variable.SaveSliceInfo = SaveSliceInfo

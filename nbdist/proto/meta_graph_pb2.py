@@ -23,27 +23,58 @@ _sym_db = _symbol_database.Default()
 
 
 from nbdist.proto import graph_pb2 as nbdist_dot_proto_dot_graph__pb2
+from nbdist.proto import saver_pb2 as nbdist_dot_proto_dot_saver__pb2
+from nbdist.proto import tensor_shape_pb2 as nbdist_dot_proto_dot_tensor__shape__pb2
+from nbdist.proto import types_pb2 as nbdist_dot_proto_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dnbdist/proto/meta_graph.proto\x12\x06nbdist\x1a\x18nbdist/proto/graph.proto\"\xba\x01\n\rCollectionDef\x12\x33\n\tnode_list\x18\x01 \x01(\x0b\x32\x1e.nbdist.CollectionDef.NodeListH\x00\x12\x35\n\nbytes_list\x18\x02 \x01(\x0b\x32\x1f.nbdist.CollectionDef.BytesListH\x00\x1a\x19\n\x08NodeList\x12\r\n\x05value\x18\x01 \x03(\t\x1a\x1a\n\tBytesList\x12\r\n\x05value\x18\x01 \x03(\x0c\x42\x06\n\x04kind\"p\n\x08SaverDef\x12\x1c\n\x14\x66ilename_tensor_name\x18\x01 \x01(\t\x12\x18\n\x10save_tensor_name\x18\x02 \x01(\t\x12\x17\n\x0frestore_op_name\x18\x03 \x01(\t\x12\x13\n\x0bmax_to_keep\x18\x04 \x01(\x05\"\xe6\x01\n\x0cMetaGraphDef\x12#\n\tgraph_def\x18\x02 \x01(\x0b\x32\x10.nbdist.GraphDef\x12#\n\tsaver_def\x18\x03 \x01(\x0b\x32\x10.nbdist.SaverDef\x12?\n\x0e\x63ollection_def\x18\x04 \x03(\x0b\x32\'.nbdist.MetaGraphDef.CollectionDefEntry\x1aK\n\x12\x43ollectionDefEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12$\n\x05value\x18\x02 \x01(\x0b\x32\x15.nbdist.CollectionDef:\x02\x38\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dnbdist/proto/meta_graph.proto\x12\x06nbdist\x1a\x18nbdist/proto/graph.proto\x1a\x18nbdist/proto/saver.proto\x1a\x1fnbdist/proto/tensor_shape.proto\x1a\x18nbdist/proto/types.proto\"\xe8\x02\n\rCollectionDef\x12\x33\n\tnode_list\x18\x01 \x01(\x0b\x32\x1e.nbdist.CollectionDef.NodeListH\x00\x12\x35\n\nbytes_list\x18\x02 \x01(\x0b\x32\x1f.nbdist.CollectionDef.BytesListH\x00\x12\x35\n\nint64_list\x18\x03 \x01(\x0b\x32\x1f.nbdist.CollectionDef.Int64ListH\x00\x12\x35\n\nfloat_list\x18\x04 \x01(\x0b\x32\x1f.nbdist.CollectionDef.FloatListH\x00\x1a\x19\n\x08NodeList\x12\r\n\x05value\x18\x01 \x03(\t\x1a\x1a\n\tBytesList\x12\r\n\x05value\x18\x01 \x03(\x0c\x1a\x1e\n\tInt64List\x12\x11\n\x05value\x18\x01 \x03(\x03\x42\x02\x10\x01\x1a\x1e\n\tFloatList\x12\x11\n\x05value\x18\x01 \x03(\x02\x42\x02\x10\x01\x42\x06\n\x04kind\"\x94\x02\n\nTensorInfo\x12\x0e\n\x04name\x18\x01 \x01(\tH\x00\x12\x32\n\ncoo_sparse\x18\x04 \x01(\x0b\x32\x1c.nbdist.TensorInfo.CooSparseH\x00\x12\x1f\n\x05\x64type\x18\x02 \x01(\x0e\x32\x10.nbdist.DataType\x12.\n\x0ctensor_shape\x18\x03 \x01(\x0b\x32\x18.nbdist.TensorShapeProto\x1a\x65\n\tCooSparse\x12\x1a\n\x12values_tensor_name\x18\x01 \x01(\t\x12\x1b\n\x13indices_tensor_name\x18\x02 \x01(\t\x12\x1f\n\x17\x64\x65nse_shape_tensor_name\x18\x03 \x01(\tB\n\n\x08\x65ncoding\"\x90\x02\n\x0cSignatureDef\x12\x30\n\x06inputs\x18\x01 \x03(\x0b\x32 .nbdist.SignatureDef.InputsEntry\x12\x32\n\x07outputs\x18\x02 \x03(\x0b\x32!.nbdist.SignatureDef.OutputsEntry\x12\x13\n\x0bmethod_name\x18\x03 \x01(\t\x1a\x41\n\x0bInputsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12!\n\x05value\x18\x02 \x01(\x0b\x32\x12.nbdist.TensorInfo:\x02\x38\x01\x1a\x42\n\x0cOutputsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12!\n\x05value\x18\x02 \x01(\x0b\x32\x12.nbdist.TensorInfo:\x02\x38\x01\"I\n\x0c\x41ssetFileDef\x12\'\n\x0btensor_info\x18\x01 \x01(\x0b\x32\x12.nbdist.TensorInfo\x12\x10\n\x08\x66ilename\x18\x02 \x01(\t\"\xed\x04\n\x0cMetaGraphDef\x12\x37\n\rmeta_info_def\x18\x01 \x01(\x0b\x32 .nbdist.MetaGraphDef.MetaInfoDef\x12#\n\tgraph_def\x18\x02 \x01(\x0b\x32\x10.nbdist.GraphDef\x12#\n\tsaver_def\x18\x03 \x01(\x0b\x32\x10.nbdist.SaverDef\x12?\n\x0e\x63ollection_def\x18\x04 \x03(\x0b\x32\'.nbdist.MetaGraphDef.CollectionDefEntry\x12=\n\rsignature_def\x18\x05 \x03(\x0b\x32&.nbdist.MetaGraphDef.SignatureDefEntry\x12,\n\x0e\x61sset_file_def\x18\x06 \x03(\x0b\x32\x14.nbdist.AssetFileDef\x1a\x93\x01\n\x0bMetaInfoDef\x12\x1a\n\x12meta_graph_version\x18\x01 \x01(\t\x12\x0c\n\x04tags\x18\x04 \x03(\t\x12\x1a\n\x12tensorflow_version\x18\x05 \x01(\t\x12\x1e\n\x16tensorflow_git_version\x18\x06 \x01(\t\x12\x1e\n\x16stripped_default_attrs\x18\x07 \x01(\x08\x1aK\n\x12\x43ollectionDefEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12$\n\x05value\x18\x02 \x01(\x0b\x32\x15.nbdist.CollectionDef:\x02\x38\x01\x1aI\n\x11SignatureDefEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12#\n\x05value\x18\x02 \x01(\x0b\x32\x14.nbdist.SignatureDef:\x02\x38\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'nbdist.proto.meta_graph_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
+  _globals['_COLLECTIONDEF_INT64LIST'].fields_by_name['value']._loaded_options = None
+  _globals['_COLLECTIONDEF_INT64LIST'].fields_by_name['value']._serialized_options = b'\020\001'
+  _globals['_COLLECTIONDEF_FLOATLIST'].fields_by_name['value']._loaded_options = None
+  _globals['_COLLECTIONDEF_FLOATLIST'].fields_by_name['value']._serialized_options = b'\020\001'
+  _globals['_SIGNATUREDEF_INPUTSENTRY']._loaded_options = None
+  _globals['_SIGNATUREDEF_INPUTSENTRY']._serialized_options = b'8\001'
+  _globals['_SIGNATUREDEF_OUTPUTSENTRY']._loaded_options = None
+  _globals['_SIGNATUREDEF_OUTPUTSENTRY']._serialized_options = b'8\001'
   _globals['_METAGRAPHDEF_COLLECTIONDEFENTRY']._loaded_options = None
   _globals['_METAGRAPHDEF_COLLECTIONDEFENTRY']._serialized_options = b'8\001'
-  _globals['_COLLECTIONDEF']._serialized_start=68
-  _globals['_COLLECTIONDEF']._serialized_end=254
-  _globals['_COLLECTIONDEF_NODELIST']._serialized_start=193
-  _globals['_COLLECTIONDEF_NODELIST']._serialized_end=218
-  _globals['_COLLECTIONDEF_BYTESLIST']._serialized_start=220
-  _globals['_COLLECTIONDEF_BYTESLIST']._serialized_end=246
-  _globals['_SAVERDEF']._serialized_start=256
-  _globals['_SAVERDEF']._serialized_end=368
-  _globals['_METAGRAPHDEF']._serialized_start=371
-  _globals['_METAGRAPHDEF']._serialized_end=601
-  _globals['_METAGRAPHDEF_COLLECTIONDEFENTRY']._serialized_start=526
-  _globals['_METAGRAPHDEF_COLLECTIONDEFENTRY']._serialized_end=601
+  _globals['_METAGRAPHDEF_SIGNATUREDEFENTRY']._loaded_options = None
+  _globals['_METAGRAPHDEF_SIGNATUREDEFENTRY']._serialized_options = b'8\001'
+  _globals['_COLLECTIONDEF']._serialized_start=153
+  _globals['_COLLECTIONDEF']._serialized_end=513
+  _globals['_COLLECTIONDEF_NODELIST']._serialized_start=388
+  _globals['_COLLECTIONDEF_NODELIST']._serialized_end=413
+  _globals['_COLLECTIONDEF_BYTESLIST']._serialized_start=415
+  _globals['_COLLECTIONDEF_BYTESLIST']._serialized_end=441
+  _globals['_COLLECTIONDEF_INT64LIST']._serialized_start=443
+  _globals['_COLLECTIONDEF_INT64LIST']._serialized_end=473
+  _globals['_COLLECTIONDEF_FLOATLIST']._serialized_start=475
+  _globals['_COLLECTIONDEF_FLOATLIST']._serialized_end=505
+  _globals['_TENSORINFO']._serialized_start=516
+  _globals['_TENSORINFO']._serialized_end=792
+  _globals['_TENSORINFO_COOSPARSE']._serialized_start=679
+  _globals['_TENSORINFO_COOSPARSE']._serialized_end=780
+  _globals['_SIGNATUREDEF']._serialized_start=795
+  _globals['_SIGNATUREDEF']._serialized_end=1067
+  _globals['_SIGNATUREDEF_INPUTSENTRY']._serialized_start=934
+  _globals['_SIGNATUREDEF_INPUTSENTRY']._serialized_end=999
+  _globals['_SIGNATUREDEF_OUTPUTSENTRY']._serialized_start=1001
+  _globals['_SIGNATUREDEF_OUTPUTSENTRY']._serialized_end=1067
+  _globals['_ASSETFILEDEF']._serialized_start=1069
+  _globals['_ASSETFILEDEF']._serialized_end=1142
+  _globals['_METAGRAPHDEF']._serialized_start=1145
+  _globals['_METAGRAPHDEF']._serialized_end=1766
+  _globals['_METAGRAPHDEF_METAINFODEF']._serialized_start=1467
+  _globals['_METAGRAPHDEF_METAINFODEF']._serialized_end=1614
+  _globals['_METAGRAPHDEF_COLLECTIONDEFENTRY']._serialized_start=1616
+  _globals['_METAGRAPHDEF_COLLECTIONDEFENTRY']._serialized_end=1691
+  _globals['_METAGRAPHDEF_SIGNATUREDEFENTRY']._serialized_start=1693
+  _globals['_METAGRAPHDEF_SIGNATUREDEFENTRY']._serialized_end=1766
 # @@protoc_insertion_point(module_scope)

@@ -5,6 +5,14 @@ cluster entry points (``ClusterSpec``, ``Server``), as ``tf.compat.v1.train``.
 from __future__ import annotations
 
 from nbdist.train.meta_graph import export_meta_graph
+from nbdist.train.checkpoint_utils import (
+    NewCheckpointReader,
+    init_from_checkpoint,
+    list_variables,
+    load_checkpoint,
+    load_variable,
+)
+from nbdist.train.graph_io import write_graph
 from nbdist.train.optimizer import Optimizer
 from nbdist.train.optimizers import (
     AdagradOptimizer,
@@ -16,6 +24,7 @@ from nbdist.train.optimizers import (
 from nbdist.train.saver import (
     CheckpointState,
     Saver,
+    SaverDef,
     checkpoint_exists,
     generate_checkpoint_state_proto,
     get_checkpoint_mtimes,
@@ -138,4 +147,6 @@ __all__ = [
     "shuffle_batch", "slice_input_producer", "string_input_producer",
     "batch_join", "match_filenames_once", "maybe_batch", "maybe_batch_join",
     "maybe_shuffle_batch", "maybe_shuffle_batch_join", "shuffle_batch_join",
+    "NewCheckpointReader", "SaverDef", "init_from_checkpoint", "list_variables",
+    "load_checkpoint", "load_variable", "write_graph",
 ]

@@ -8,9 +8,19 @@ import os
 import re
 import tempfile
 
-__all__ = ["atomic_write", "remove_temp_files"]
+__all__ = ["atomic_write", "local_path", "remove_temp_files"]
 
 _TEMP_SUFFIX = ".tmp"
+
+
+def local_path(path) -> str:
+    """``path`` (a str or path-like) as a local file name: a ``file://`` URL
+    is accepted, as TF's file system layer accepts it."""
+    path = os.fspath(path)
+    if isinstance(path, bytes):
+        path = path.decode()
+    path = path.removeprefix("file://")
+    return path
 
 
 def _fsync_dir(directory):

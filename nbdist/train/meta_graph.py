@@ -5,37 +5,107 @@ collections and saver as a ``MetaGraphDef`` (``nbdist/proto/meta_graph.proto``).
 Collections are stored in ``collection_def``:
 
 - variables (``GLOBAL_VARIABLES``, ``TRAINABLE_VARIABLES``, ``global_step``
-  ...): a ``bytes_list`` whose values are JSON objects of the names that
-  rebuild the variable (``Variable.to_proto()``: ``variable_name``,
-  ``initializer_name``, ``snapshot_name``, ``initial_value_name``,
-  ``trainable``);
+  ...): a ``bytes_list`` of serialized ``VariableDef`` protos (TF's, same
+  field numbers: ``variable_name``, ``initializer_name``, ``snapshot_name``,
+  ``initial_value_name``, ``trainable``, ``save_slice_info_def``), so TF
+  reads them; JSON objects of the same names (what older nbdist wrote) are
+  still read;
+- savers (``GraphKeys.SAVERS``): a ``bytes_list`` of ``SaverDef`` protos,
+  turned back into ``Saver`` objects by ``nd.train.import_meta_graph``;
 - tensors and operations (``train_op`` ...): a ``node_list`` of their names;
-- strings and bytes: a ``bytes_list`` of their UTF-8 bytes.
+- strings and bytes: a ``bytes_list`` of their UTF-8 bytes; ints and floats:
+  an ``int64_list`` / ``float_list``.
 
 Other Python objects in collections are skipped. Nothing is pickled.
+``meta_info_def`` (the tags, in a SavedModel), ``signature_def``
+and ``asset_file_def`` are carried through (``nd.saved_model`` fills them).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
+import re
 
+from nbdist.graph import op_def
 from nbdist.graph.graph_def import import_graph_def
 from nbdist.graph.ops import Operation, Tensor, get_default_graph
 from nbdist.graph.variables import Variable
-from nbdist.proto import meta_graph_pb2
-from nbdist.train.file_io import atomic_write
+from nbdist.proto import meta_graph_pb2, variable_pb2
+from nbdist.train.file_io import atomic_write, local_path
 
 _log = logging.getLogger(__name__)
 _VAR_KEY = "variable_name"
+SAVERS = "savers"  # GraphKeys.SAVERS: restored by nd.train.import_meta_graph
+# TF's collections of VariableDef protos.
+_VARIABLE_KEYS = frozenset({
+    "variables", "trainable_variables", "local_variables", "model_variables",
+    "moving_average_variables", "global_step", "metric_variables"})
+
+
+def variable_def(names: dict) -> variable_pb2.VariableDef:
+    """TF's ``VariableDef`` of a ``Variable.to_proto()`` dict."""
+    vd = variable_pb2.VariableDef(
+        variable_name=names["variable_name"],
+        initializer_name=names["initializer_name"],
+        snapshot_name=names["snapshot_name"],
+        initial_value_name=names.get("initial_value_name") or "",
+        trainable=bool(names.get("trainable", True)))
+    info = names.get("save_slice_info")
+    if info:
+        vd.save_slice_info_def.full_name = info["full_name"]
+        vd.save_slice_info_def.full_shape.extend(info["full_shape"])
+        vd.save_slice_info_def.var_offset.extend(info["var_offset"])
+        vd.save_slice_info_def.var_shape.extend(info["var_shape"])
+    return vd
+
+
+def _variable_names(key, value: bytes):
+    """The ``Variable.from_proto`` dict a collection value holds, or None."""
+    if value[:1] == b"{":
+        try:
+            d = json.loads(value.decode())
+        except (UnicodeDecodeError, ValueError):
+            return None
+        return d if isinstance(d, dict) and _VAR_KEY in d else None
+    try:
+        vd = variable_pb2.VariableDef.FromString(value)
+    except Exception:  # noqa: BLE001 - any undecodable bytes are not a VariableDef
+        return None
+    if key not in _VARIABLE_KEYS and not (
+            vd.variable_name.endswith(":0") and vd.snapshot_name
+            and vd.initializer_name):
+        return None
+    if vd.is_resource:
+        raise ValueError(f"Collection {key}: resource variable {vd.variable_name} "
+                         "is not supported (nbdist has ref variables)")
+    names = {"variable_name": vd.variable_name,
+             "initializer_name": vd.initializer_name,
+             "snapshot_name": vd.snapshot_name,
+             "initial_value_name": vd.initial_value_name,
+             "trainable": vd.trainable}
+    if vd.HasField("save_slice_info_def"):
+        info = vd.save_slice_info_def
+        names["save_slice_info"] = {
+            "full_name": info.full_name, "full_shape": list(info.full_shape),
+            "var_offset": list(info.var_offset), "var_shape": list(info.var_shape)}
+    return names
 
 
 def _collection_def(items):
     cd = meta_graph_pb2.CollectionDef()
     if all(isinstance(i, Variable) for i in items):
         cd.bytes_list.value.extend(
-            json.dumps(v.to_proto(), sort_keys=True).encode() for v in items)
+            variable_def(v.to_proto()).SerializeToString() for v in items)
+    elif all(hasattr(i, "as_saver_def") for i in items):
+        cd.bytes_list.value.extend(i.as_saver_def().SerializeToString()
+                                   for i in items)
+    elif all(isinstance(i, bool) for i in items):
+        return None
+    elif all(isinstance(i, int) for i in items):
+        cd.int64_list.value.extend(items)
+    elif all(isinstance(i, float) for i in items):
+        cd.float_list.value.extend(items)
     elif all(isinstance(i, (Tensor, Operation)) for i in items):
         cd.node_list.value.extend(i.name for i in items)
     elif all(isinstance(i, (str, bytes)) for i in items):
@@ -46,15 +116,42 @@ def _collection_def(items):
     return cd
 
 
+def _saver_scope(saver_def) -> str:
+    return saver_def.restore_op_name.rpartition("/")[0]
+
+
+def _remove_extraneous_savers(mg, saver_def, graph):
+    """Drops the nodes of every saver but ``saver_def``'s (each saver's ops
+    live in its own name scope, the scope of its ``restore_all`` op)."""
+    keep = _saver_scope(saver_def) if saver_def is not None else None
+    scopes = {_saver_scope(s.as_saver_def()) for s in graph.get_collection(SAVERS)
+              if hasattr(s, "as_saver_def")}
+    scopes |= {n.name.rpartition("/")[0] for n in mg.graph_def.node
+               if n.op == "NoOp" and n.name.endswith("/restore_all")}
+    drop = {s for s in scopes if s and s != keep}
+    if not drop:
+        return
+    pattern = re.compile("|".join(re.escape(s) + "/" for s in sorted(drop)))
+    kept = [n for n in mg.graph_def.node if not pattern.match(n.name)]
+    del mg.graph_def.node[:]
+    mg.graph_def.node.extend(kept)
+
+
 def export_meta_graph(filename=None, meta_info_def=None, graph_def=None,
                       saver_def=None, collection_list=None, as_text=False,
                       graph=None, export_scope=None, clear_devices=False,
                       clear_extra_defaults=False, strip_default_attrs=False,
-                      **kwargs):
+                      clear_extraneous_savers=False, **kwargs):
     """The ``MetaGraphDef`` of ``graph`` (default graph); written to ``filename``
-    when given (binary, or text with ``as_text``)."""
+    when given (binary, or text with ``as_text``).
+
+    ``clear_extraneous_savers``: leave out the ops of savers other than
+    ``saver_def``'s and the ``savers`` collection (as TF).
+    """
     graph = graph or get_default_graph()
     mg = meta_graph_pb2.MetaGraphDef()
+    if meta_info_def is not None:
+        mg.meta_info_def.CopyFrom(meta_info_def)
     gd = graph_def if graph_def is not None else graph.as_graph_def()
     mg.graph_def.CopyFrom(gd)
     if clear_devices:
@@ -62,9 +159,13 @@ def export_meta_graph(filename=None, meta_info_def=None, graph_def=None,
             nd.device = ""
     if saver_def is not None:
         mg.saver_def.CopyFrom(saver_def)
+    if clear_extraneous_savers:
+        _remove_extraneous_savers(mg, saver_def, graph)
     keys = collection_list if collection_list is not None else (
         graph.get_all_collection_keys())
     for key in keys:
+        if clear_extraneous_savers and key == SAVERS:
+            continue
         items = graph.get_collection(key)
         if not items:
             continue
@@ -80,8 +181,61 @@ def export_meta_graph(filename=None, meta_info_def=None, graph_def=None,
             data = text_format.MessageToString(mg).encode()
         else:
             data = mg.SerializeToString()
-        atomic_write(os.fspath(filename), lambda f: f.write(data))
+        atomic_write(local_path(filename), lambda f: f.write(data))
     return mg
+
+
+def _drop_default_new_attrs(nodes):
+    for n in nodes:
+        odef = op_def.get_op_def(n.op)
+        for key in [k for k in n.attr if not k.startswith("_")]:
+            if key in odef.attrs:
+                continue
+            value = n.attr[key]
+            kind = value.WhichOneof("value")
+            if kind is None or (kind != "list" and not getattr(value, kind)) or (
+                    kind == "list" and not value.list.ListFields()):
+                del n.attr[key]
+
+
+def without_unknown_ops(mg, only_under=None):
+    """A copy of ``mg`` without the nodes of ops nbdist does not know (only
+    those under the name scope ``only_under``, when given) and every node that
+    depends on one, and without attrs nbdist does not know that hold TF's zero
+    default. A ``saver_def`` whose restore op goes is cleared (TF's saver ops:
+    nbdist builds its own ``Saver`` of the variables collection)."""
+    nodes = mg.graph_def.node
+    unknown = {n.name for n in nodes if op_def.get_op_def(n.op) is None and (
+        only_under is None or n.name.startswith(only_under + "/"))}
+    consumers: dict[str, list[str]] = {}
+    for n in nodes:
+        for inp in n.input:
+            src = inp.lstrip("^").split(":")[0]
+            consumers.setdefault(src, []).append(n.name)
+    dropped, todo = set(), list(unknown)
+    while todo:
+        name = todo.pop()
+        if name in dropped:
+            continue
+        dropped.add(name)
+        todo.extend(consumers.get(name, ()))
+    _log.info("The import leaves out %d nodes of ops nbdist does not know "
+              "(%s) and their dependents", len(dropped),
+              ", ".join(sorted({n.op for n in nodes if n.name in unknown})))
+    out = meta_graph_pb2.MetaGraphDef()
+    out.CopyFrom(mg)
+    del out.graph_def.node[:]
+    out.graph_def.node.extend(n for n in nodes if n.name not in dropped)
+    _drop_default_new_attrs(out.graph_def.node)
+    if mg.saver_def.restore_op_name.split(":")[0] in dropped:
+        out.ClearField("saver_def")  # TF's saver: rebuilt by nbdist
+    for key in list(out.collection_def):
+        cd = out.collection_def[key]
+        if cd.WhichOneof("kind") == "node_list":
+            kept = [v for v in cd.node_list.value
+                    if v.lstrip("^").split(":")[0] not in dropped]
+            cd.node_list.value[:] = kept
+    return out
 
 
 def read_meta_graph_file(filename):
@@ -109,7 +263,7 @@ def import_scoped_meta_graph(meta_graph_or_file, clear_devices=False,
     if isinstance(meta_graph_or_file, meta_graph_pb2.MetaGraphDef):
         mg = meta_graph_or_file
     else:
-        mg = read_meta_graph_file(os.fspath(meta_graph_or_file))
+        mg = read_meta_graph_file(local_path(meta_graph_or_file))
     gd = mg.graph_def
     if clear_devices:
         gd = type(gd)()
@@ -121,20 +275,22 @@ def import_scoped_meta_graph(meta_graph_or_file, clear_devices=False,
     pre = (import_scope + "/") if import_scope else ""
     for key, cd in sorted(mg.collection_def.items()):
         kind = cd.WhichOneof("kind")
+        if key == SAVERS:
+            continue  # Saver objects: nd.train.import_meta_graph makes them
         if kind == "node_list":
             for name in cd.node_list.value:
                 graph.add_to_collection(key, graph.as_graph_element(pre + name))
         elif kind == "bytes_list":
             for value in cd.bytes_list.value:
-                item = value
-                try:
-                    d = json.loads(value.decode())
-                except (UnicodeDecodeError, ValueError):
-                    d = None
-                if isinstance(d, dict) and _VAR_KEY in d:
-                    item = Variable.from_proto(d, import_scope=import_scope)
+                names = _variable_names(key, value)
+                item = (value if names is None
+                        else Variable.from_proto(names, import_scope=import_scope))
                 graph.add_to_collection(key, item)
+        elif kind in ("int64_list", "float_list"):
+            for value in getattr(cd, kind).value:
+                graph.add_to_collection(key, value)
     return mg
 
 
-__all__ = ["export_meta_graph", "import_scoped_meta_graph", "read_meta_graph_file"]
+__all__ = ["export_meta_graph", "import_scoped_meta_graph", "read_meta_graph_file",
+           "variable_def", "without_unknown_ops"]

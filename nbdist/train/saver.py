@@ -1,28 +1,18 @@
-"""``Saver``: checkpoints of variables, written atomically in a NumPy format.
+"""``Saver``: checkpoints of variables, written atomically, in nbdist's NumPy
+format or TensorFlow's V2 format.
 
-Checkpoint format
------------------
+Checkpoint formats
+------------------
 A checkpoint with prefix ``P`` (``save(sess, "dir/model", global_step=7)``
 gives ``P = "dir/model-7"``) is:
 
-``P.npz``
-    A zip archive of ``.npy`` members -- exactly what ``numpy.savez`` writes
-    (uncompressed, zip64 allowed) -- readable without nbdist:
-    ``np.load(P + ".npz")["layer1/w"]``. Keys are the saved names: a
-    variable's op name (``v.op.name``, ``/`` kept) or the keys of a
-    ``var_list`` dict. A partitioned variable is saved whole, as one array
-    under its full name (its shards put together; restoring slices it again,
-    so it may be restored into a different partitioning). Numeric and bool
-    variables are stored as arrays of
-    their own dtype, so loading never needs ``allow_pickle``.
+``P.npz`` (the default: ``write_version`` other than ``SaverDef.V2``)
+    nbdist's NumPy format, readable with ``np.load`` (see ``npz_format``).
+``P.index`` + ``P.data-00000-of-00001`` (``write_version=SaverDef.V2``)
+    TensorFlow's V2 checkpoint, byte for byte as TF writes it, so TF restores
+    it (see ``tensor_bundle``).
 
-    String variables are stored pickle-free as two members: ``<name>``, a
-    NumPy fixed-width bytes array (dtype ``S<n>``, n = the longest element,
-    at least 1) of the variable's shape, and ``<name>:lengths``, an int64
-    array of the same shape with each element's exact length in bytes.
-    NumPy drops trailing NUL bytes of ``S`` items; padding each item with
-    NULs back to its length restores it exactly. (``:`` never occurs in an op
-    name, so these keys cannot collide with a variable's.)
+``restore`` reads either, whichever exists (``.npz`` first).
 
 ``P.meta``
     The ``MetaGraphDef`` (``nbdist/proto/meta_graph.proto``), when
@@ -43,7 +33,8 @@ gives ``P = "dir/model-7"``) is:
 
 Atomicity: every file is written to a temporary file in the same directory
 (``<final name>.<random>.tmp``), flushed and ``fsync``-ed, then moved into
-place with ``os.replace``; the data file(s) first, the ``checkpoint`` state
+place with ``os.replace``; the data file(s) first (a V2 ``.index`` after its
+``.data`` file), the ``checkpoint`` state
 file last. A crash at any moment therefore leaves ``latest_checkpoint``
 naming a complete, loadable checkpoint (the new one or the previous one).
 Checkpoints beyond ``max_to_keep`` are deleted only after the state file no
@@ -65,19 +56,33 @@ import logging
 import os
 import re
 import time
-import zipfile
 
 import numpy as np
 
 from nbdist import errors
 from nbdist.graph import dtypes
-from nbdist.graph.ops import get_default_graph
+from nbdist.graph.ops import GraphKeys, get_default_graph
 from nbdist.graph.shapes import TensorShape
 from nbdist.graph.variables import Variable, global_variables
-from nbdist.proto import meta_graph_pb2
+from nbdist.proto import meta_graph_pb2, saver_pb2
 from nbdist.train import meta_graph
+from nbdist.train.checkpoint_management import (
+    CheckpointState,
+    _in_directory,
+    checkpoint_exists,
+    data_files,
+    generate_checkpoint_state_proto,
+    get_checkpoint_mtimes,
+    get_checkpoint_state,
+    latest_checkpoint,
+    meta_graph_filename,
+    remove_checkpoint,
+    update_checkpoint_state,
+)
+from nbdist.train.checkpoint_utils import open_checkpoint
 from nbdist.train.file_io import atomic_write as _atomic_write
-from nbdist.train.file_io import remove_temp_files
+from nbdist.train.file_io import local_path, remove_temp_files
+from nbdist.train.npz_format import DATA_SUFFIX, write_npz_checkpoint
 from nbdist.train.saveable_object_util import (
     SavedPart,
     as_ref,
@@ -85,252 +90,27 @@ from nbdist.train.saveable_object_util import (
     slice_info_from_spec,
     whole_value,
 )
+from nbdist.train.tensor_bundle import INDEX_SUFFIX, write_bundle
 
 _log = logging.getLogger(__name__)
 
-DATA_SUFFIX = ".npz"
-_LENGTHS = ":lengths"
+SaverDef = saver_pb2.SaverDef
 _SAVED_NAME_ATTR = "_saved_name"
 _SLICE_SPEC_ATTR = "_save_slice_spec"  # a shard's place in its partitioned variable
-
-
-# -- file writing ---------------------------------------------------------------
-def _write_npz(fileobj, arrays):
-    """Writes ``arrays`` (a list of (key, ndarray)) as ``numpy.savez`` does.
-
-    (``numpy.savez(file, **arrays)`` itself cannot take keys named ``file`` or
-    ``allow_pickle``, hence this equivalent writer.)
-    """
-    with zipfile.ZipFile(fileobj, mode="w", compression=zipfile.ZIP_STORED,
-                         allowZip64=True) as zf:
-        for key, arr in arrays:
-            with zf.open(key + ".npy", "w", force_zip64=True) as member:
-                np.lib.format.write_array(member, np.asanyarray(arr),
-                                          allow_pickle=False)
-
-
-# -- array encoding -------------------------------------------------------------
-def _encode(name, value):
-    arr = np.asarray(value)
-    if arr.dtype == object or arr.dtype.kind in "SU":
-        flat = [v.encode() if isinstance(v, str) else bytes(v) for v in arr.ravel()]
-        width = max([len(b) for b in flat] + [1])
-        data = np.array(flat, dtype=f"S{width}").reshape(arr.shape)
-        lengths = np.array([len(b) for b in flat], dtype=np.int64).reshape(arr.shape)
-        return [(name, data), (name + _LENGTHS, lengths)]
-    return [(name, arr)]
-
-
-def _decode(npz, name):
-    arr = npz[name]
-    if arr.dtype.kind not in "SU":
-        return arr
-    lengths = None
-    if name + _LENGTHS in npz.files:
-        lengths = np.asarray(npz[name + _LENGTHS]).ravel()
-    out = np.empty(arr.shape, dtype=object)
-    flat = []
-    for i, item in enumerate(arr.ravel()):
-        b = item.encode() if isinstance(item, str) else bytes(item)
-        if lengths is not None and len(b) < int(lengths[i]):
-            b = b.ljust(int(lengths[i]), b"\x00")
-        flat.append(b)
-    out.ravel()[:] = flat
-    return out
 
 
 def _dims(shape) -> str:
     return "[" + ",".join(str(d) for d in shape) + "]"
 
 
-# -- checkpoint state -----------------------------------------------------------
-class CheckpointState:
-    """TF's ``CheckpointState``: the ``checkpoint`` file's contents."""
-
-    def __init__(self, model_checkpoint_path="", all_model_checkpoint_paths=(),
-                 all_model_checkpoint_timestamps=(), last_preserved_timestamp=0.0):
-        self.model_checkpoint_path = model_checkpoint_path
-        self.all_model_checkpoint_paths = list(all_model_checkpoint_paths)
-        self.all_model_checkpoint_timestamps = list(all_model_checkpoint_timestamps)
-        self.last_preserved_timestamp = float(last_preserved_timestamp)
-
-    def to_text(self) -> str:
-        from google.protobuf import text_encoding
-
-        def q(s):
-            return '"' + text_encoding.CEscape(s, as_utf8=True) + '"'
-
-        lines = [f"model_checkpoint_path: {q(self.model_checkpoint_path)}"]
-        lines += [f"all_model_checkpoint_paths: {q(p)}"
-                  for p in self.all_model_checkpoint_paths]
-        lines += [f"all_model_checkpoint_timestamps: {t!r}"
-                  for t in self.all_model_checkpoint_timestamps]
-        if self.last_preserved_timestamp:
-            lines.append(f"last_preserved_timestamp: {self.last_preserved_timestamp!r}")
-        return "\n".join(lines) + "\n"
-
-    @classmethod
-    def from_text(cls, text: str) -> CheckpointState:
-        from google.protobuf import text_encoding
-
-        ckpt = cls()
-        for lineno, line in enumerate(text.splitlines(), 1):
-            line = line.strip()
-            if not line or line.startswith("#"):
-                continue
-            key, sep, value = line.partition(":")
-            key, value = key.strip(), value.strip()
-            if not sep:
-                raise ValueError(f"line {lineno}: expected 'field: value'")
-            if key in ("model_checkpoint_path", "all_model_checkpoint_paths"):
-                if len(value) < 2 or value[0] != value[-1] or value[0] not in "\"'":
-                    raise ValueError(f"line {lineno}: {key} needs a quoted string")
-                s = text_encoding.CUnescape(value[1:-1]).decode("utf-8")
-                if key == "model_checkpoint_path":
-                    ckpt.model_checkpoint_path = s
-                else:
-                    ckpt.all_model_checkpoint_paths.append(s)
-            elif key == "all_model_checkpoint_timestamps":
-                ckpt.all_model_checkpoint_timestamps.append(float(value))
-            elif key == "last_preserved_timestamp":
-                ckpt.last_preserved_timestamp = float(value)
-            else:
-                raise ValueError(f"line {lineno}: unknown field '{key}'")
-        return ckpt
-
-    def __repr__(self) -> str:
-        return self.to_text()
-
-    def __eq__(self, other):
-        return isinstance(other, CheckpointState) and vars(self) == vars(other)
-
-
-def _checkpoint_filename(save_dir, latest_filename):
-    return os.path.join(save_dir, latest_filename or "checkpoint")
-
-
-def generate_checkpoint_state_proto(save_dir, model_checkpoint_path,
-                                    all_model_checkpoint_paths=None,
-                                    all_model_checkpoint_timestamps=None,
-                                    last_preserved_timestamp=None):
-    all_paths = list(all_model_checkpoint_paths or [])
-    if not all_paths or all_paths[-1] != model_checkpoint_path:
-        all_paths.append(model_checkpoint_path)
-    if not os.path.isabs(save_dir):
-        if not os.path.isabs(model_checkpoint_path):
-            model_checkpoint_path = os.path.relpath(model_checkpoint_path, save_dir)
-        all_paths = [p if os.path.isabs(p) else os.path.relpath(p, save_dir)
-                     for p in all_paths]
-    return CheckpointState(model_checkpoint_path, all_paths,
-                           all_model_checkpoint_timestamps or [],
-                           last_preserved_timestamp or 0.0)
-
-
-def update_checkpoint_state(save_dir, model_checkpoint_path,
-                            all_model_checkpoint_paths=None, latest_filename=None,
-                            all_model_checkpoint_timestamps=None,
-                            last_preserved_timestamp=None, save_relative_paths=False):
-    """Writes the ``checkpoint`` state file of ``save_dir`` (atomically)."""
-    coord = _checkpoint_filename(save_dir, latest_filename)
-    all_paths = list(all_model_checkpoint_paths or [])
-    if save_relative_paths:
-        model_checkpoint_path = (os.path.relpath(model_checkpoint_path, save_dir)
-                                 if os.path.isabs(model_checkpoint_path)
-                                 else model_checkpoint_path)
-        all_paths = [os.path.relpath(p, save_dir) if os.path.isabs(p) else p
-                     for p in all_paths]
-    ckpt = generate_checkpoint_state_proto(
-        save_dir, model_checkpoint_path, all_paths,
-        all_model_checkpoint_timestamps, last_preserved_timestamp)
-    if coord == ckpt.model_checkpoint_path:
-        raise RuntimeError(f"Save path '{model_checkpoint_path}' conflicts with path "
-                           "used for checkpoint state.  Please use a different save "
-                           "path.")
-    text = ckpt.to_text().encode("utf-8")
-    _atomic_write(coord, lambda f: f.write(text))
-
-
-def get_checkpoint_state(checkpoint_dir, latest_filename=None):
-    """The ``CheckpointState`` of ``checkpoint_dir``, or None if there is none.
-
-    Relative paths in the file are joined to ``checkpoint_dir``.
-    """
-    coord = _checkpoint_filename(checkpoint_dir, latest_filename)
-    try:
-        with open(coord, encoding="utf-8") as f:
-            content = f.read()
-    except FileNotFoundError:
-        return None
-    except OSError as e:
-        _log.warning("%s: Checkpoint ignored", e)
-        return None
-    try:
-        ckpt = CheckpointState.from_text(content)
-    except (ValueError, UnicodeDecodeError) as e:
-        _log.warning("%s: Checkpoint ignored (%s)", coord, e)
-        return None
-    if not ckpt.model_checkpoint_path:
-        raise ValueError("Invalid checkpoint state loaded from " + checkpoint_dir)
-    if not os.path.isabs(ckpt.model_checkpoint_path):
-        ckpt.model_checkpoint_path = os.path.join(checkpoint_dir,
-                                                  ckpt.model_checkpoint_path)
-    ckpt.all_model_checkpoint_paths = [
-        p if os.path.isabs(p) else os.path.join(checkpoint_dir, p)
-        for p in ckpt.all_model_checkpoint_paths]
-    return ckpt
-
-
-def checkpoint_exists(checkpoint_prefix) -> bool:
-    """Whether the checkpoint with this prefix exists (its ``.npz`` file)."""
-    checkpoint_prefix = os.fspath(checkpoint_prefix)
-    return os.path.isfile(checkpoint_prefix + DATA_SUFFIX)
-
-
-def latest_checkpoint(checkpoint_dir, latest_filename=None):
-    """The prefix of the newest checkpoint in ``checkpoint_dir``, or None."""
-    ckpt = get_checkpoint_state(checkpoint_dir, latest_filename)
-    if ckpt and ckpt.model_checkpoint_path:
-        if checkpoint_exists(ckpt.model_checkpoint_path):
-            return ckpt.model_checkpoint_path
-        _log.error("Couldn't match files for checkpoint %s",
-                   ckpt.model_checkpoint_path)
-    return None
-
-
-def get_checkpoint_mtimes(checkpoint_prefixes) -> list[float]:
-    out = []
-    for p in checkpoint_prefixes:
-        try:
-            out.append(os.stat(os.fspath(p) + DATA_SUFFIX).st_mtime)
-        except OSError:
-            continue
-    return out
-
-
-def remove_checkpoint(checkpoint_prefix, meta_graph_suffix="meta"):
-    """Deletes the files of a checkpoint (data and meta graph)."""
-    for path in (checkpoint_prefix + DATA_SUFFIX,
-                 checkpoint_prefix + "." + meta_graph_suffix):
-        try:
-            os.remove(path)
-        except FileNotFoundError:
-            pass
-
-
-def _in_directory(path, directory):
-    """``path`` as this directory's saves name it, when it is in ``directory``."""
-    if os.path.abspath(os.path.dirname(path)) == os.path.abspath(directory or "."):
-        return os.path.join(directory, os.path.basename(path))
-    return path
-
-
-def meta_graph_filename(checkpoint_filename, meta_graph_suffix="meta"):
-    return checkpoint_filename + "." + meta_graph_suffix
-
-
 # -- the Saver -------------------------------------------------------------------
 class Saver:
     """Saves and restores variables (``tf.compat.v1.train.Saver``).
+
+    ``write_version=nd.train.SaverDef.V2`` writes TensorFlow's V2 checkpoint
+    (``<prefix>.index`` + ``<prefix>.data-00000-of-00001``), which TF
+    restores; the default writes nbdist's ``<prefix>.npz``. ``restore``
+    reads either format, and TF's own V2 checkpoints.
 
     >>> import nbdist as nd, tempfile, os
     >>> g = nd.Graph()
@@ -348,7 +128,7 @@ class Saver:
     def __init__(self, var_list=None, reshape=False, sharded=False, max_to_keep=5,
                  keep_checkpoint_every_n_hours=10000.0, name=None,
                  restore_sequentially=False, saver_def=None, builder=None,
-                 defer_build=False, allow_empty=False, write_version=2,
+                 defer_build=False, allow_empty=False, write_version=None,
                  pad_step_number=False, save_relative_paths=False, filename=None):
         if defer_build and var_list is not None:
             raise ValueError("If `var_list` is provided then build cannot be deferred. "
@@ -366,6 +146,12 @@ class Saver:
         self._save_relative_paths = save_relative_paths
         self._filename = filename
         self._saver_def = saver_def
+        if saver_def is not None:
+            self._write_version = saver_def.version
+            self._sharded = saver_def.sharded
+            if saver_def.keep_checkpoint_every_n_hours:
+                self._keep_checkpoint_every_n_hours = (
+                    saver_def.keep_checkpoint_every_n_hours)
         self._is_built = False
         self._is_empty = False
         self._graph = None
@@ -432,11 +218,13 @@ class Saver:
                         assigns.append(state_ops.assign(ref, ph, name="Assign"))
                     self._specs[name].append(SavedPart(read, ph, ref, info))
             self._restore_op = group(assigns, name="restore_all")
-        self._saver_def = meta_graph_pb2.SaverDef(
+        self._saver_def = SaverDef(
             filename_tensor_name=self._filename_tensor.name,
             save_tensor_name=self._filename_tensor.name,
             restore_op_name=self._restore_op.name,
-            max_to_keep=int(self._max_to_keep))
+            max_to_keep=int(self._max_to_keep), sharded=bool(self._sharded),
+            keep_checkpoint_every_n_hours=self._keep_checkpoint_every_n_hours,
+            version=(SaverDef.V2 if self._writes_v2 else SaverDef.V1))
         self._is_built = True
 
     def _build_from_saver_def(self, saver_def, graph=None):
@@ -484,10 +272,16 @@ class Saver:
 
     # -- properties ---------------------------------------------------------------
     @property
+    def _writes_v2(self) -> bool:
+        return self._write_version == SaverDef.V2
+
+    @property
     def saver_def(self):
         return self._saver_def
 
     def as_saver_def(self):
+        """The ``SaverDef`` naming this saver's ops and format (``version``:
+        ``V2`` when it writes TF's format, else ``V1``)."""
         return self._saver_def
 
     @property
@@ -531,7 +325,7 @@ class Saver:
             latest_filename = "checkpoint"
         if os.path.split(latest_filename)[0]:
             raise ValueError("'latest_filename' must not contain path components")
-        save_path = os.fspath(save_path)
+        save_path = local_path(save_path)
         if global_step is not None:
             if not isinstance(global_step, (int, np.integer)):
                 from nbdist.train.training_util import global_step as _gs
@@ -558,11 +352,22 @@ class Saver:
         if not self._is_empty:
             values = sess.run({n: [p.read for p in parts]
                                for n, parts in self._specs.items()})
-            arrays = []
-            for name, parts in self._specs.items():
-                arrays.extend(_encode(name, whole_value(parts, values[name])))
-            _atomic_write(checkpoint_file + DATA_SUFFIX,
-                          lambda f: _write_npz(f, arrays))
+            arrays = [(name, whole_value(parts, values[name]))
+                      for name, parts in self._specs.items()]
+            if self._writes_v2:
+                write_bundle(checkpoint_file, arrays)
+                other = [checkpoint_file + DATA_SUFFIX]
+            else:
+                write_npz_checkpoint(checkpoint_file, arrays)
+                other = [p for p in data_files(checkpoint_file)
+                         if p != checkpoint_file + DATA_SUFFIX]
+            # The other format's files of this prefix (a saver of the other
+            # format saved here before) would shadow or outlive the new ones.
+            for path in other:
+                try:
+                    os.remove(path)
+                except FileNotFoundError:
+                    pass
             model_checkpoint_path = checkpoint_file
         if write_meta_graph:
             graph = getattr(sess, "graph", None) or self._graph or get_default_graph()
@@ -594,7 +399,9 @@ class Saver:
             return
         self._taken_over.add(key)
         prefix = re.escape(base)
-        files = "|".join(re.escape(x) for x in (DATA_SUFFIX, "." + meta_graph_suffix))
+        files = "|".join(re.escape(x) for x in (
+            DATA_SUFFIX, INDEX_SUFFIX, "." + meta_graph_suffix)) + (
+            r"|\.data-\d{5}-of-\d{5}")
         removed = remove_temp_files(
             directory, rf"{prefix}(?:-\d+)?(?:{files})|{re.escape(latest_filename)}",
             time.time())
@@ -613,10 +420,11 @@ class Saver:
                 listed = [_in_directory(p, directory)
                           for p in state.all_model_checkpoint_paths]
         known = {os.path.normpath(p) for p in self.last_checkpoints + listed}
-        data = re.compile(rf"{prefix}-\d+{re.escape(DATA_SUFFIX)}")
+        data = re.compile(
+            rf"({prefix}-\d+)(?:{re.escape(DATA_SUFFIX)}|{re.escape(INDEX_SUFFIX)})")
         unlisted = sorted(
-            (os.path.join(directory, n[:-len(DATA_SUFFIX)])
-             for n in os.listdir(directory or ".") if data.fullmatch(n)),
+            {os.path.join(directory, m.group(1))
+             for m in map(data.fullmatch, os.listdir(directory or ".")) if m},
             key=lambda p: get_checkpoint_mtimes([p]) or [0.0])
         found = []
         for p in [p for p in unlisted if os.path.normpath(p) not in known] + listed:
@@ -664,42 +472,30 @@ class Saver:
             return
         if save_path is None:
             raise ValueError("Can't load save_path when it is None.")
-        save_path = os.fspath(save_path)
-        if not checkpoint_exists(save_path):
+        save_path = local_path(save_path)
+        if not data_files(save_path):
             raise ValueError("The passed save_path is not a valid checkpoint: "
                              + save_path)
+        reader = open_checkpoint(save_path)  # .npz, else TF's V2 bundle
         feeds = {}
-        data_file = save_path + DATA_SUFFIX
-        try:
-            npz = np.load(data_file, allow_pickle=False)
-        except (OSError, ValueError, zipfile.BadZipFile) as e:
-            raise errors.DataLossError(
-                None, None, f"Unable to read checkpoint {save_path}: {e}") from None
-        with npz:
-            files = set(npz.files)
-            for name, parts in self._specs.items():
-                if name not in files:
-                    raise errors.NotFoundError(
-                        None, None, "Restoring from checkpoint failed. This is most "
-                        "likely due to a Variable name or other graph key that is "
-                        "missing from the checkpoint. Original error:\n\nKey "
-                        f"{name} not found in checkpoint {save_path}")
-                try:
-                    value = _decode(npz, name)
-                except (OSError, ValueError, zipfile.BadZipFile) as e:
-                    raise errors.DataLossError(
-                        None, None, f"Unable to read variable {name} from checkpoint "
-                        f"{save_path}: {e}") from None
-                if parts[0].slice_info is None:
-                    feeds[parts[0].placeholder] = self._check_value(
-                        name, parts[0].ref, value, save_path)
-                    continue
-                # A partitioned variable: each shard takes its slice of the whole
-                # (the checkpoint may come from another partitioning).
-                full = TensorShape(parts[0].slice_info.full_shape)
-                value = self._check_value(name, parts[0].ref, value, save_path, full)
-                for part in parts:
-                    feeds[part.placeholder] = np.ascontiguousarray(value[part.region()])
+        for name, parts in self._specs.items():
+            if not reader.has_tensor(name):
+                raise errors.NotFoundError(
+                    None, None, "Restoring from checkpoint failed. This is most "
+                    "likely due to a Variable name or other graph key that is "
+                    "missing from the checkpoint. Original error:\n\nKey "
+                    f"{name} not found in checkpoint {save_path}")
+            value = reader.get_tensor(name)
+            if parts[0].slice_info is None:
+                feeds[parts[0].placeholder] = self._check_value(
+                    name, parts[0].ref, value, save_path)
+                continue
+            # A partitioned variable: each shard takes its slice of the whole
+            # (the checkpoint may come from another partitioning).
+            full = TensorShape(parts[0].slice_info.full_shape)
+            value = self._check_value(name, parts[0].ref, value, save_path, full)
+            for part in parts:
+                feeds[part.placeholder] = np.ascontiguousarray(value[part.region()])
         sess.run(self._restore_op, feed_dict=feeds)
 
     def _check_value(self, name, ref, value, save_path, shape=None):
@@ -730,43 +526,97 @@ class Saver:
     def export_meta_graph(self, filename=None, collection_list=None, as_text=False,
                           export_scope=None, clear_devices=False,
                           clear_extra_defaults=False, strip_default_attrs=False,
-                          save_debug_info=False):
+                          save_debug_info=False, clear_extraneous_savers=False):
+        """This graph's ``MetaGraphDef`` with this saver's ``SaverDef``;
+        ``clear_extraneous_savers`` leaves out the other savers' ops."""
         return meta_graph.export_meta_graph(
             filename=filename, graph=self._graph, saver_def=self._saver_def,
             collection_list=collection_list, as_text=as_text,
-            clear_devices=clear_devices, strip_default_attrs=strip_default_attrs)
+            clear_devices=clear_devices, strip_default_attrs=strip_default_attrs,
+            clear_extraneous_savers=clear_extraneous_savers)
 
     def to_proto(self, export_scope=None):
         return self._saver_def
 
     @staticmethod
     def from_proto(saver_def, import_scope=None):
-        return Saver(saver_def=saver_def, name=import_scope)
+        return Saver(saver_def=_scoped_saver_def(saver_def, import_scope))
+
+
+def _scoped_saver_def(saver_def, import_scope):
+    """``saver_def`` with its op names under ``import_scope``."""
+    sd = SaverDef()
+    sd.CopyFrom(saver_def)
+    if import_scope:
+        for field in ("filename_tensor_name", "save_tensor_name", "restore_op_name"):
+            if getattr(sd, field):
+                setattr(sd, field, import_scope + "/" + getattr(sd, field))
+    return sd
+
+
+def scoped_var_list(import_scope):
+    """The global variables (under ``import_scope``, when given) by their
+    names without that scope: the names a checkpoint saved them under."""
+    if not import_scope:
+        return None
+    pre = import_scope + "/"
+    var_list: dict = {}
+    for v in global_variables(scope=import_scope):
+        info = v._get_save_slice_info()
+        name = (info.full_name if info is not None else v.op.name).removeprefix(pre)
+        if info is None:
+            var_list[name] = v
+        else:  # a shard: the saved name holds the list of its shards
+            var_list.setdefault(name, []).append(v)
+    return var_list
 
 
 def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None,
                       **kwargs):
-    """Imports a ``MetaGraphDef`` (or a ``.meta`` file) into the default graph;
-    rebuilds its collections and returns its ``Saver`` (None if it had none and
-    no variables)."""
+    """Imports a ``MetaGraphDef`` (or a ``.meta`` file) into the default graph,
+    its ops renamed under ``import_scope`` when given; rebuilds its collections
+    (the ``savers`` collection as ``Saver`` objects) and returns its ``Saver``:
+    the one its ``saver_def`` names, else a new one of its variables, else
+    None (no saver and no variables)."""
+    if not isinstance(meta_graph_or_file, meta_graph_pb2.MetaGraphDef):
+        meta_graph_or_file = meta_graph.read_meta_graph_file(
+            local_path(meta_graph_or_file))
+    original = meta_graph_or_file.saver_def
+    restore_op = original.restore_op_name
+    if restore_op:
+        # A TF-written graph: its saver's ops (SaveV2, RestoreV2 ...) are not
+        # nbdist's; they are left out and a Saver of its variables is built.
+        meta_graph_or_file = meta_graph.without_unknown_ops(
+            meta_graph_or_file, only_under=restore_op.rpartition("/")[0])
     mg = meta_graph.import_scoped_meta_graph(meta_graph_or_file, clear_devices,
                                              import_scope)
+    graph = get_default_graph()
+    saver_defs = mg.collection_def.get(meta_graph.SAVERS)
+    if saver_defs is not None:
+        for value in saver_defs.bytes_list.value:
+            graph.add_to_collection(
+                GraphKeys.SAVERS,
+                Saver.from_proto(SaverDef.FromString(value), import_scope))
     if mg.HasField("saver_def") and mg.saver_def.restore_op_name:
-        pre = (import_scope + "/") if import_scope else ""
-        sd = meta_graph_pb2.SaverDef()
-        sd.CopyFrom(mg.saver_def)
-        for field in ("filename_tensor_name", "save_tensor_name", "restore_op_name"):
-            if getattr(sd, field):
-                setattr(sd, field, pre + getattr(sd, field))
-        return Saver(saver_def=sd)
-    if global_variables():
+        return Saver.from_proto(mg.saver_def, import_scope)
+    if global_variables(scope=import_scope):
+        if restore_op:  # TF's saver, left out: one of the same format and policy,
+            # saving under the names TF's saved (those before import_scope)
+            return Saver(var_list=scoped_var_list(import_scope),
+                         write_version=original.version,
+                         max_to_keep=original.max_to_keep,
+                         keep_checkpoint_every_n_hours=(
+                             original.keep_checkpoint_every_n_hours or 10000.0))
         return Saver()
+    _log.info("Saver not created because there are no variables in the graph to "
+              "restore")
     return None
 
 
 __all__ = [
     "CheckpointState",
     "Saver",
+    "SaverDef",
     "checkpoint_exists",
     "generate_checkpoint_state_proto",
     "get_checkpoint_mtimes",

@@ -1,0 +1,51 @@
+"""Building ``SignatureDef``s (TF's ``saved_model.signature_def_utils``)."""
+
+from __future__ import annotations
+
+from nbdist.proto import meta_graph_pb2
+from nbdist.saved_model import signature_constants
+from nbdist.saved_model.utils import build_tensor_info
+
+__all__ = ["build_signature_def", "is_valid_signature", "predict_signature_def"]
+
+
+def build_signature_def(inputs=None, outputs=None, method_name=None):
+    """A ``SignatureDef`` of ``TensorInfo`` dicts ``inputs`` and ``outputs``."""
+    sig = meta_graph_pb2.SignatureDef()
+    for key, info in (inputs or {}).items():
+        sig.inputs[key].CopyFrom(info)
+    for key, info in (outputs or {}).items():
+        sig.outputs[key].CopyFrom(info)
+    if method_name is not None:
+        sig.method_name = method_name
+    return sig
+
+
+def predict_signature_def(inputs, outputs):
+    """The predict ``SignatureDef`` of tensor dicts ``inputs`` and ``outputs``.
+
+    >>> import nbdist as nd
+    >>> with nd.Graph().as_default():
+    ...     x = nd.placeholder(nd.float32, [None], name="x")
+    ...     sig = nd.saved_model.signature_def_utils.predict_signature_def(
+    ...         {"x": x}, {"y": 2.0 * x})
+    >>> sig.method_name, sig.inputs["x"].name
+    ('tensorflow/serving/predict', 'x:0')
+    """
+    if inputs is None or not inputs:
+        raise ValueError("Prediction inputs cannot be None or empty.")
+    if outputs is None or not outputs:
+        raise ValueError("Prediction outputs cannot be None or empty.")
+    return build_signature_def(
+        {k: build_tensor_info(t) for k, t in inputs.items()},
+        {k: build_tensor_info(t) for k, t in outputs.items()},
+        signature_constants.PREDICT_METHOD_NAME)
+
+
+def is_valid_signature(signature_def) -> bool:
+    """Whether a ``SignatureDef`` has a method name and its tensors names."""
+    if signature_def is None or not signature_def.method_name:
+        return False
+    infos = list(signature_def.inputs.values()) + list(
+        signature_def.outputs.values())
+    return bool(signature_def.outputs) and all(i.name for i in infos)
