@@ -12,6 +12,8 @@ Collections are stored in ``collection_def``:
   still read;
 - savers (``GraphKeys.SAVERS``): a ``bytes_list`` of ``SaverDef`` protos,
   turned back into ``Saver`` objects by ``nd.train.import_meta_graph``;
+- queue runners (``GraphKeys.QUEUE_RUNNERS``): a ``bytes_list`` of
+  ``QueueRunnerDef`` protos, turned back into ``QueueRunner`` objects;
 - tensors and operations (``train_op`` ...): a ``node_list`` of their names;
 - strings and bytes: a ``bytes_list`` of their UTF-8 bytes; ints and floats:
   an ``int64_list`` / ``float_list``.
@@ -32,11 +34,14 @@ from nbdist.graph.graph_def import import_graph_def
 from nbdist.graph.ops import Operation, Tensor, get_default_graph
 from nbdist.graph.variables import Variable
 from nbdist.proto import meta_graph_pb2, variable_pb2
+from nbdist.proto.queue_runner_pb2 import QueueRunnerDef
 from nbdist.train.file_io import atomic_write, local_path
+from nbdist.train.queue_runner import QueueRunner
 
 _log = logging.getLogger(__name__)
 _VAR_KEY = "variable_name"
 SAVERS = "savers"  # GraphKeys.SAVERS: restored by nd.train.import_meta_graph
+QUEUE_RUNNERS = "queue_runners"  # GraphKeys.QUEUE_RUNNERS: QueueRunnerDef protos
 # TF's collections of VariableDef protos.
 _VARIABLE_KEYS = frozenset({
     "variables", "trainable_variables", "local_variables", "model_variables",
@@ -97,6 +102,8 @@ def _collection_def(items):
     if all(isinstance(i, Variable) for i in items):
         cd.bytes_list.value.extend(
             variable_def(v.to_proto()).SerializeToString() for v in items)
+    elif all(isinstance(i, QueueRunner) for i in items):
+        cd.bytes_list.value.extend(i.to_proto().SerializeToString() for i in items)
     elif all(hasattr(i, "as_saver_def") for i in items):
         cd.bytes_list.value.extend(i.as_saver_def().SerializeToString()
                                    for i in items)
@@ -282,6 +289,10 @@ def import_scoped_meta_graph(meta_graph_or_file, clear_devices=False,
                 graph.add_to_collection(key, graph.as_graph_element(pre + name))
         elif kind == "bytes_list":
             for value in cd.bytes_list.value:
+                if key == QUEUE_RUNNERS:
+                    graph.add_to_collection(key, QueueRunner.from_proto(
+                        QueueRunnerDef.FromString(value), import_scope=import_scope))
+                    continue
                 names = _variable_names(key, value)
                 item = (value if names is None
                         else Variable.from_proto(names, import_scope=import_scope))
