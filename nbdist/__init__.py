@@ -87,6 +87,7 @@ def __getattr__(name):
         "summary": "nbdist.summary",
         "compat": "nbdist.compat",
         "app": "nbdist.app",
+        "flags": "nbdist.flags",
         "contrib": "nbdist.contrib",
         "Server": ("nbdist.runtime.server_lib", "Server"),
         "ClusterSpec": ("nbdist.runtime.cluster_spec", "ClusterSpec"),
