@@ -54,6 +54,7 @@ from nbdist.runtime.session import InteractiveSession, Session
 
 from nbdist._api_ops import *  # noqa: F401,F403,E402  (math, array, nn, random ops)
 from nbdist.graph import variables as _variables  # noqa: E402
+from nbdist.graph import autopacking as _autopacking  # noqa: E402,F401 (registers)
 
 _variables._install_variable_operators()  # now that Tensor has its operators
 
