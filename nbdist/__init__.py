@@ -117,6 +117,7 @@ def __getattr__(name):
         "LogMessage": ("nbdist.proto.summary_pb2", "LogMessage"),
         "io": "nbdist.io",
         "initializers": "nbdist.initializers",
+        "version": "nbdist.version",
         "logging": "nbdist.compat.tf_logging",
         "contrib": "nbdist.contrib",
         "Server": ("nbdist.runtime.server_lib", "Server"),

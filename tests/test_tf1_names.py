@@ -43,6 +43,10 @@ def test_version_constants():
     nd.constant(1.0)
     gd = nd.get_default_graph().as_graph_def()
     assert gd.versions.producer == nd.GRAPH_DEF_VERSION
+    for name in ("VERSION", "GIT_VERSION", "COMPILER_VERSION", "GRAPH_DEF_VERSION",
+                 "GRAPH_DEF_VERSION_MIN_CONSUMER", "GRAPH_DEF_VERSION_MIN_PRODUCER",
+                 "CXX11_ABI_FLAG", "MONOLITHIC_BUILD"):
+        assert getattr(nd.version, name) == getattr(nd, name), name
 
 
 def test_proto_classes_at_top_level_and_in_train():
