@@ -60,8 +60,8 @@ from nbdist.graph.init_ops import (  # noqa: E402
     truncated_normal_initializer, uniform_unit_scaling_initializer,
     variance_scaling_initializer)
 from nbdist.graph.linalg_ops import qr  # noqa: E402
-from nbdist.graph.complex_ops import (abs, angle, complex, conj, imag,  # noqa: E402,A004
-                                      real)
+from nbdist.graph.complex_ops import (  # noqa: E402
+    abs, angle, complex, conj, imag, real)  # noqa: A004 - TF's names
 from nbdist.graph.dtypes import (complex64, complex128, uint16, uint32,  # noqa: E402
                                  uint64)
 

@@ -10,13 +10,7 @@ import pytest
 import nbdist as nd
 from nbdist import errors
 
-gfile = None
-
-
-@pytest.fixture(autouse=True)
-def _gfile():
-    global gfile
-    gfile = nd.gfile
+gfile = nd.gfile
 
 
 def read_bytes(path) -> bytes:

@@ -31,7 +31,7 @@ def run(x):
         return sess.run(x)
 
 
-# -- versions, protos, logging ----------------------------------------------------------
+# -- versions, protos, logging ---------------------------------------------------------
 def test_version_constants():
     assert nd.VERSION == nd.__version__
     assert nd.GIT_VERSION == nd.__git_version__ and nd.__version__ in nd.GIT_VERSION
@@ -76,7 +76,7 @@ def test_logging_at_top_level_is_compat_v1_logging():
         assert callable(getattr(nd.logging, name)), name
 
 
-# -- initializers ------------------------------------------------------------------------
+# -- initializers ----------------------------------------------------------------------
 def test_initializer_names_and_tf1_aliases():
     for name in ("truncated_normal_initializer", "random_uniform_initializer",
                  "uniform_unit_scaling_initializer", "variance_scaling_initializer",
@@ -226,7 +226,7 @@ def test_a_tf2_partitioner_shards_a_tf1_variable():
         np.testing.assert_array_equal(sess.run(nd.convert_to_tensor(v)), init)
 
 
-# -- get_variable dtype inference ---------------------------------------------------------
+# -- get_variable dtype inference ------------------------------------------------------
 def test_get_variable_takes_the_dtype_of_a_value_initializer():
     assert nd.get_variable("i", initializer=0).dtype.base_dtype == nd.int32
     assert nd.get_variable("l", initializer=[1, 2]).dtype.base_dtype == nd.int32
@@ -245,7 +245,7 @@ def test_get_variable_takes_the_dtype_of_a_value_initializer():
         np.testing.assert_array_equal(sess.run(ok), [1.0, 1.0])
 
 
-# -- tensorflow.python module paths --------------------------------------------------------
+# -- tensorflow.python module paths ----------------------------------------------------
 PATHS = {
     "ops": {
         "control_flow_ops": {"cond": "cond", "while_loop": "while_loop",
@@ -281,13 +281,15 @@ PATHS = {
     },
     "platform": {
         "gfile": {"GFile": "gfile.GFile", "Exists": "gfile.Exists"},
-        "tf_logging": {"info": "logging.info", "set_verbosity": "logging.set_verbosity"},
+        "tf_logging": {"info": "logging.info",
+                       "set_verbosity": "logging.set_verbosity"},
     },
     "training": {
         "training_util": {"get_or_create_global_step":
                           "train.get_or_create_global_step",
                           "get_global_step": "train.get_global_step"},
-        "saver": {"Saver": "train.Saver", "latest_checkpoint": "train.latest_checkpoint"},
+        "saver": {"Saver": "train.Saver",
+                  "latest_checkpoint": "train.latest_checkpoint"},
         "session_run_hook": {"SessionRunHook": "train.SessionRunHook",
                              "SessionRunArgs": "train.SessionRunArgs"},
         "basic_session_run_hooks": {"StopAtStepHook": "train.StopAtStepHook",

@@ -7,8 +7,8 @@ dtypes: float32 parts make complex64, float64 parts complex128.
 >>> z.dtype, nd.abs(z).dtype
 (nd.complex64, nd.float32)
 >>> with nd.Session() as s:
-...     s.run([nd.abs(z), nd.real(nd.conj(z)), nd.imag(nd.conj(z))])
-[array([5., 2.], dtype=float32), array([3., 0.], dtype=float32), array([-4.,  2.], dtype=float32)]
+...     [v.tolist() for v in s.run([nd.abs(z), nd.real(z), nd.imag(nd.conj(z))])]
+[[5.0, 2.0], [3.0, 0.0], [-4.0, 2.0]]
 """
 
 from __future__ import annotations

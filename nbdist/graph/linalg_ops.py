@@ -37,7 +37,8 @@ def _qr_infer(c):
     k = None if m is None or n is None else min(m, n)
     q_cols = m if full else k
     r_rows = m if full else k
-    return [(d, TensorShape(batch + [m, q_cols])), (d, TensorShape(batch + [r_rows, n]))]
+    return [(d, TensorShape(batch + [m, q_cols])),
+            (d, TensorShape(batch + [r_rows, n]))]
 
 
 register_op("Qr", _qr_infer, attrs={"full_matrices": ("bool", False),
