@@ -158,6 +158,18 @@ def test_complex_arithmetic():
         assert g.dtype == np.complex64
 
 
+def test_complex_reductions():
+    v = np.array([[1 + 2j, 3 - 1j], [2j, 1]], np.complex64)
+    a = nd.constant(v)
+    total, mean0, prod1 = run([nd.reduce_sum(a), nd.reduce_mean(a, axis=0),
+                               nd.reduce_prod(a, axis=1)])
+    np.testing.assert_allclose(total, v.sum(), rtol=1e-6)
+    np.testing.assert_allclose(mean0, v.mean(axis=0), rtol=1e-6)
+    np.testing.assert_allclose(prod1, v.prod(axis=1), rtol=1e-6)
+    with pytest.raises(TypeError, match="complex64"):
+        nd.reduce_max(a)  # complex values have no order
+
+
 def test_gradients_through_complex_parts():
     x = nd.constant([1.0, 2.0])
     y = nd.constant(3.0)
@@ -169,3 +181,8 @@ def test_gradients_through_complex_parts():
     # d/dx = 2 per element; d/dy = sum(-w) since imag(conj(z)) = -y
     np.testing.assert_allclose(gxv, [2.0, 2.0])
     np.testing.assert_allclose(gyv, -6.0)
+    # through a complex sum: real(sum(3 z)) = 3 sum(x)
+    s = nd.real(nd.reduce_sum(z * nd.constant(3 + 0j, nd.complex64)))
+    gx2, gy2 = run(nd.gradients(s, [x, y]))
+    np.testing.assert_allclose(gx2, [3.0, 3.0])
+    np.testing.assert_allclose(gy2, 0.0)
