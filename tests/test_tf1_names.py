@@ -66,6 +66,11 @@ def test_proto_classes_at_top_level_and_in_train():
                             protocol="grpc")
     assert nd.train.ServerDef.FromString(sd.SerializeToString()).job_name == "worker"
     assert hasattr(nd.train.SaverDef(), "filename_tensor_name")
+    server = nd.Server.create_local_server()
+    try:
+        assert isinstance(server.server_def, nd.train.ServerDef)
+    finally:
+        server.stop()
 
 
 def test_logging_at_top_level_is_compat_v1_logging():
