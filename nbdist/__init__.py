@@ -66,10 +66,26 @@ from nbdist.runtime.session import InteractiveSession, Session
 
 from nbdist._api_ops import *  # noqa: F401,F403,E402  (math, array, nn, random ops)
 from nbdist.graph import variables as _variables  # noqa: E402
+from nbdist.graph import autopacking as _autopacking  # noqa: E402,F401 (registers)
+from nbdist.graph.init_ops import (  # noqa: E402
+    glorot_normal_initializer, orthogonal_initializer,
+    truncated_normal_initializer, uniform_unit_scaling_initializer,
+    variance_scaling_initializer)
+from nbdist.graph.linalg_ops import qr  # noqa: E402
+from nbdist.graph.complex_ops import (  # noqa: E402
+    abs, angle, complex, conj, imag, real)  # noqa: A004 - TF's names
+from nbdist.graph.dtypes import (complex64, complex128, uint16, uint32,  # noqa: E402
+                                 uint64)
 
 _variables._install_variable_operators()  # now that Tensor has its operators
 
 __version__ = "0.1.0"
+VERSION = __version__
+__git_version__ = GIT_VERSION = "v" + __version__
+from nbdist.graph.versions import *  # noqa: F401,F403,E402 (GRAPH_DEF_VERSION ...)
+from nbdist.graph.versions import COMPILER_VERSION as __compiler_version__  # noqa: E402
+from nbdist.graph.versions import CXX11_ABI_FLAG as __cxx11_abi_flag__  # noqa: E402
+from nbdist.graph.versions import MONOLITHIC_BUILD as __monolithic_build__  # noqa
 
 
 def load_ipython_extension(ipython):
@@ -100,6 +116,22 @@ def __getattr__(name):
         "saved_model": "nbdist.saved_model",
         "compat": "nbdist.compat",
         "app": "nbdist.app",
+        "flags": "nbdist.flags",
+        "gfile": "nbdist.gfile",
+        "NodeDef": ("nbdist.proto.node_def_pb2", "NodeDef"),
+        "GraphDef": ("nbdist.proto.graph_pb2", "GraphDef"),
+        "AttrValue": ("nbdist.proto.attr_value_pb2", "AttrValue"),
+        "MetaGraphDef": ("nbdist.proto.meta_graph_pb2", "MetaGraphDef"),
+        "Summary": ("nbdist.proto.summary_pb2", "Summary"),
+        "SummaryMetadata": ("nbdist.proto.summary_pb2", "SummaryMetadata"),
+        "HistogramProto": ("nbdist.proto.summary_pb2", "HistogramProto"),
+        "Event": ("nbdist.proto.summary_pb2", "Event"),
+        "SessionLog": ("nbdist.proto.summary_pb2", "SessionLog"),
+        "LogMessage": ("nbdist.proto.summary_pb2", "LogMessage"),
+        "io": "nbdist.io",
+        "initializers": "nbdist.initializers",
+        "version": "nbdist.version",
+        "logging": "nbdist.compat.tf_logging",
         "contrib": "nbdist.contrib",
         "debugging": "nbdist.debugging",
         "Server": ("nbdist.runtime.server_lib", "Server"),

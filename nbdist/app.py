@@ -1,5 +1,5 @@
-"""``nd.app``: TF1's ``tf.app`` on absl-py: ``nd.app.flags`` (``absl.flags``)
-and ``nd.app.run``.
+"""``nd.app``: TF1's ``tf.app`` on absl-py: ``nd.app.flags`` (``nd.flags``:
+absl's flags whose ``FLAGS`` parses ``sys.argv`` on first read) and ``nd.app.run``.
 
     import nbdist as nd
 
@@ -23,14 +23,15 @@ from __future__ import annotations
 import sys
 
 from absl import app as _absl_app
-from absl import flags
+
+from nbdist import flags
 
 __all__ = ["flags", "run"]
 
 
 def _parse_flags_tolerate_undef(argv):
     # TF1's parser: unknown flags are left in argv instead of failing.
-    return flags.FLAGS(argv, known_only=True)
+    return flags.FLAGS(argv, known_only=True)  # the wrapper forwards the call
 
 
 def run(main=None, argv=None):

@@ -8,7 +8,7 @@ name added to ``nd`` later appears here too. On top of that, the switches
 TF1 programs call before building a graph (``disable_v2_behavior``,
 ``disable_eager_execution`` ...) are no-ops, since nbdist always builds
 graphs, ``logging`` is TF1's ``tf.compat.v1.logging`` on Python's logging,
-and ``app``/``flags`` are ``nd.app``/``absl.flags``.
+and ``app``/``flags`` are ``nd.app``/``nd.flags``.
 
 >>> import nbdist as nd
 >>> tf = nd.compat.v1
@@ -54,7 +54,7 @@ def enable_eager_execution(*args, **kwargs):
 
 enable_v2_behavior = enable_eager_execution
 
-_MODULES = {"app": "nbdist.app", "flags": "absl.flags"}
+_MODULES = {"app": "nbdist.app", "flags": "nbdist.flags"}
 
 
 def __getattr__(name):

@@ -15,6 +15,10 @@ def __getattr__(name):
         from nbdist.distribute import collective_all_reduce_strategy
 
         return getattr(collective_all_reduce_strategy, name)
+    if name == "partitioners":
+        from nbdist.distribute import partitioners
+
+        return partitioners
     if name == "coordinator":
         from nbdist.distribute import coordinator
 

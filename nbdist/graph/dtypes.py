@@ -47,7 +47,22 @@ class DType:
 
     @property
     def is_integer(self) -> bool:
-        return self.base_dtype in (int8, int16, int32, int64, uint8)
+        return self.base_dtype in (int8, int16, int32, int64, uint8, uint16, uint32,
+                                   uint64)
+
+    @property
+    def is_unsigned(self) -> bool:
+        return self.base_dtype in (uint8, uint16, uint32, uint64)
+
+    @property
+    def is_complex(self) -> bool:
+        return self.base_dtype in (complex64, complex128)
+
+    @property
+    def real_dtype(self) -> DType:
+        """float32 for complex64, float64 for complex128, else the dtype itself."""
+        return {complex64: float32, complex128: float64}.get(self.base_dtype,
+                                                              self.base_dtype)
 
     @property
     def is_bool(self) -> bool:
@@ -55,7 +70,7 @@ class DType:
 
     @property
     def is_numeric(self) -> bool:
-        return self.is_floating or self.is_integer
+        return self.is_floating or self.is_integer or self.is_complex
 
     @property
     def size(self) -> int:
@@ -66,11 +81,15 @@ class DType:
     @property
     def min(self):
         b = self.base_dtype
+        if b.is_complex or not b.is_numeric:
+            raise TypeError(f"Cannot find minimum value of {b!r}.")
         return np.finfo(b._np).min if b.is_floating else np.iinfo(b._np).min
 
     @property
     def max(self):
         b = self.base_dtype
+        if b.is_complex or not b.is_numeric:
+            raise TypeError(f"Cannot find maximum value of {b!r}.")
         return np.finfo(b._np).max if b.is_floating else np.iinfo(b._np).max
 
     def is_compatible_with(self, other) -> bool:
@@ -96,9 +115,14 @@ string = DType(7, "string", np.object_)
 int64 = DType(9, "int64", np.int64)
 bool = DType(10, "bool", np.bool_)  # noqa: A001 - TF's name
 resource = DType(20, "resource", np.object_)
+complex64 = DType(8, "complex64", np.complex64)
+uint16 = DType(17, "uint16", np.uint16)
+complex128 = DType(18, "complex128", np.complex128)
+uint32 = DType(22, "uint32", np.uint32)
+uint64 = DType(23, "uint64", np.uint64)
 
 _BASE = [float16, float32, float64, int32, uint8, int16, int8, string, int64, bool,
-         resource]
+         resource, complex64, uint16, complex128, uint32, uint64]
 _BY_ENUM: dict[int, DType] = {d._enum: d for d in _BASE}
 for _d in _BASE:
     _ref = DType(_d._enum + _REF_OFFSET, _d._name + "_ref", _d._np)

@@ -13,6 +13,7 @@ from nbdist.graph.array_ops import identity
 from nbdist.graph.op_def import REQUIRED, register_op
 from nbdist.graph.op_util import (
     ALL_VALUES,
+    COMPLEX,
     FLOAT,
     NUMERIC,
     check_type,
@@ -43,10 +44,10 @@ def _unary_infer(allowed, out_dtype=None):
 _T = {"T": ("type", None)}
 
 BINARY_OPS = {
-    "Add": NUMERIC + (dtypes.string,),
-    "Sub": NUMERIC,
-    "Mul": NUMERIC,
-    "RealDiv": FLOAT,
+    "Add": NUMERIC + COMPLEX + (dtypes.string,),
+    "Sub": NUMERIC + COMPLEX,
+    "Mul": NUMERIC + COMPLEX,
+    "RealDiv": FLOAT + COMPLEX,
     "FloorDiv": NUMERIC,
     "FloorMod": NUMERIC,
     "Pow": NUMERIC,
@@ -63,8 +64,8 @@ COMPARISON_OPS = {
     "GreaterEqual": NUMERIC,
 }
 UNARY_OPS = {
-    "Neg": NUMERIC,
-    "Square": NUMERIC,
+    "Neg": NUMERIC + COMPLEX,
+    "Square": NUMERIC + COMPLEX,
     "Abs": NUMERIC,
     "Sign": NUMERIC,
     "Round": NUMERIC,
@@ -100,7 +101,7 @@ def _add_n_infer(c):
     if c.attr("N") is not None and c.attr("N") != n:
         raise ValueError(f"attr N = {c.attr('N')} but got {n} inputs")
     d = c.check_same_dtypes()
-    check_type(c, 0, NUMERIC, "inputs")
+    check_type(c, 0, NUMERIC + COMPLEX, "inputs")
     shape = TensorShape(None)
     for i in range(n):
         if not shape.is_compatible_with(c.shape(i)):
@@ -213,6 +214,8 @@ _TRUEDIV_CAST = {
     dtypes.float16: None,
     dtypes.float32: None,
     dtypes.float64: None,
+    dtypes.complex64: None,
+    dtypes.complex128: None,
 }
 
 
@@ -255,7 +258,7 @@ def div(x, y, name=None):
     """Python 2 division: floor division for integers, true division for floats."""
     with op_scope(name, "div", [x, y]) as (g, scope):
         x, y = convert_pair(x, y)
-        op_type = "RealDiv" if x.dtype.base_dtype in FLOAT else "FloorDiv"
+        op_type = "RealDiv" if x.dtype.base_dtype in FLOAT + COMPLEX else "FloorDiv"
         return g.create_op(
             op_type, [x, y], {"T": x.dtype.base_dtype}, name=scope
         ).outputs[0]

@@ -26,6 +26,7 @@ from nbdist.graph.math_ops_elementwise import (
 )
 from nbdist.graph.op_def import register_op
 from nbdist.graph.op_util import (
+    COMPLEX,
     INDEX,
     NUMERIC,
     check_type,
@@ -86,7 +87,9 @@ _REDUCTION_ATTRS = {
     "Tidx": ("type", dtypes.int32),
 }
 for _t in ("Sum", "Mean", "Max", "Min", "Prod"):
-    register_op(_t, _reduction_infer(NUMERIC), attrs=_REDUCTION_ATTRS, num_inputs=2)
+    # TF sums, averages and multiplies complex values too; Max/Min need an order.
+    _allowed = NUMERIC if _t in ("Max", "Min") else NUMERIC + COMPLEX
+    register_op(_t, _reduction_infer(_allowed), attrs=_REDUCTION_ATTRS, num_inputs=2)
 for _t in ("All", "Any"):
     register_op(
         _t,

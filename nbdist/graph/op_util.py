@@ -17,6 +17,7 @@ INTEGER = (dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64, dtypes.uint8)
 NUMERIC = FLOAT + INTEGER
 INDEX = (dtypes.int32, dtypes.int64)
 ALL_VALUES = NUMERIC + (dtypes.bool, dtypes.string)
+COMPLEX = (dtypes.complex64, dtypes.complex128)
 
 
 # -- shape function helpers ---------------------------------------------------------

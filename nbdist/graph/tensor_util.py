@@ -40,6 +40,11 @@ _ENUM_TO_NUMPY: dict[int, np.dtype] = {
     types_pb2.DT_UINT8: np.dtype(np.uint8),
     types_pb2.DT_BOOL: np.dtype(np.bool_),
     types_pb2.DT_STRING: np.dtype(object),
+    types_pb2.DT_UINT16: np.dtype(np.uint16),
+    types_pb2.DT_UINT32: np.dtype(np.uint32),
+    types_pb2.DT_UINT64: np.dtype(np.uint64),
+    types_pb2.DT_COMPLEX64: np.dtype(np.complex64),
+    types_pb2.DT_COMPLEX128: np.dtype(np.complex128),
 }
 
 # (kind, itemsize) -> DataType enum, for numeric NumPy dtypes of any byte order.
@@ -49,7 +54,8 @@ _KIND_SIZE_TO_ENUM: dict[tuple[str, int], int] = {
     if enum != types_pb2.DT_STRING
 }
 
-_SUPPORTED = "float16, float32, float64, int8, int16, int32, int64, uint8, bool, string"
+_SUPPORTED = ("float16, float32, float64, int8, int16, int32, int64, uint8, uint16, "
+              "uint32, uint64, complex64, complex128, bool, string")
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
@@ -253,7 +259,7 @@ def _convert_python(values, target: np.dtype) -> np.ndarray:
         raise ValueError(f"values cannot form a {target} tensor: {exc}") from exc
     if src.size == 0:
         return src.astype(target)
-    ok = {"f": "biuf", "i": "biu", "u": "biu", "b": "b"}[target.kind]
+    ok = {"f": "biuf", "i": "biu", "u": "biu", "b": "b", "c": "biufc"}[target.kind]
     if src.dtype.kind not in ok:
         raise TypeError(
             f"expected {target} values, got {values!r:.80} of dtype {src.dtype}"
@@ -304,6 +310,14 @@ def _append_single(proto: tensor_pb2.TensorProto, arr: np.ndarray) -> None:
         proto.int64_val.append(v)
     elif enum == types_pb2.DT_BOOL:
         proto.bool_val.append(v)
+    elif enum in (types_pb2.DT_COMPLEX64, types_pb2.DT_COMPLEX128):
+        field = (proto.scomplex_val if enum == types_pb2.DT_COMPLEX64
+                 else proto.dcomplex_val)
+        field.extend([v.real, v.imag])
+    elif enum == types_pb2.DT_UINT32:
+        proto.uint32_val.append(v)
+    elif enum == types_pb2.DT_UINT64:
+        proto.uint64_val.append(v)
     else:
         proto.int_val.append(v)
 
@@ -430,6 +444,14 @@ def _typed_values(proto, enum: int) -> np.ndarray:
         out = np.empty(len(proto.string_val), dtype=object)
         out[:] = list(proto.string_val)
         return out
+    if enum == types_pb2.DT_COMPLEX64:
+        return np.asarray(proto.scomplex_val, dtype=np.float32).view(np.complex64)
+    if enum == types_pb2.DT_COMPLEX128:
+        return np.asarray(proto.dcomplex_val, dtype=np.float64).view(np.complex128)
+    if enum == types_pb2.DT_UINT32:
+        return np.asarray(proto.uint32_val, dtype=np.uint32)
+    if enum == types_pb2.DT_UINT64:
+        return np.asarray(proto.uint64_val, dtype=np.uint64)
     target = numpy_dtype_from_enum(enum)
     vals = np.asarray(proto.int_val, dtype=np.int64)
     if vals.size and (

@@ -450,6 +450,8 @@ class VariableScope:
             partitioner = self.partitioner
         if custom_getter is None:
             custom_getter = self.custom_getter
+        if dtype is not None and initializer is not None and not callable(initializer):
+            _check_initializer_dtype(initializer, dtypes.as_dtype(dtype))
         if initializer is None:
             initializer = self.initializer
         if reuse is None or self.reuse is True:
@@ -592,6 +594,15 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
         constraint=constraint)
 
 
+def _check_initializer_dtype(initializer, dtype):
+    value_dtype = getattr(initializer, "dtype", None)
+    init_dtype = (dtypes.as_dtype(value_dtype).base_dtype if value_dtype is not None
+                  else dtypes.infer_dtype(initializer))
+    if init_dtype is not dtype.base_dtype:
+        raise ValueError(f"Initializer type '{init_dtype!r}' and explicit dtype "
+                         f"'{dtype!r}' don't match.")
+
+
 def _takes(fn, arg) -> bool:
     try:
         params = inspect.signature(fn).parameters
@@ -686,9 +697,11 @@ def _get_single_variable(name, shape, dtype, initializer, regularizer, partition
         def init_value():
             return initializer(dims, dtype=dtype, **extra)
     with g.name_scope(None):
+        # A value initializer gives its own dtype (0 -> int32), as in TF.
         v = Variable(init_value, trainable=True if trainable is None else trainable,
                      collections=collections, validate_shape=validate_shape,
-                     caching_device=caching_device, name=name, dtype=dtype,
+                     caching_device=caching_device, name=name,
+                     dtype=None if not callable(init_value) else dtype,
                      constraint=constraint)
     store[name] = v
     if regularizer is not None:

@@ -26,7 +26,7 @@ from nbdist.proto import tensor_shape_pb2 as nbdist_dot_proto_dot_tensor__shape_
 from nbdist.proto import types_pb2 as nbdist_dot_proto_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19nbdist/proto/tensor.proto\x12\x06nbdist\x1a\x1fnbdist/proto/tensor_shape.proto\x1a\x18nbdist/proto/types.proto\"\xa9\x02\n\x0bTensorProto\x12\x1f\n\x05\x64type\x18\x01 \x01(\x0e\x32\x10.nbdist.DataType\x12.\n\x0ctensor_shape\x18\x02 \x01(\x0b\x32\x18.nbdist.TensorShapeProto\x12\x16\n\x0eversion_number\x18\x03 \x01(\x05\x12\x16\n\x0etensor_content\x18\x04 \x01(\x0c\x12\x14\n\x08half_val\x18\r \x03(\x05\x42\x02\x10\x01\x12\x15\n\tfloat_val\x18\x05 \x03(\x02\x42\x02\x10\x01\x12\x16\n\ndouble_val\x18\x06 \x03(\x01\x42\x02\x10\x01\x12\x13\n\x07int_val\x18\x07 \x03(\x05\x42\x02\x10\x01\x12\x12\n\nstring_val\x18\x08 \x03(\x0c\x12\x15\n\tint64_val\x18\n \x03(\x03\x42\x02\x10\x01\x12\x14\n\x08\x62ool_val\x18\x0b \x03(\x08\x42\x02\x10\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19nbdist/proto/tensor.proto\x12\x06nbdist\x1a\x1fnbdist/proto/tensor_shape.proto\x1a\x18nbdist/proto/types.proto\"\x8d\x03\n\x0bTensorProto\x12\x1f\n\x05\x64type\x18\x01 \x01(\x0e\x32\x10.nbdist.DataType\x12.\n\x0ctensor_shape\x18\x02 \x01(\x0b\x32\x18.nbdist.TensorShapeProto\x12\x16\n\x0eversion_number\x18\x03 \x01(\x05\x12\x16\n\x0etensor_content\x18\x04 \x01(\x0c\x12\x14\n\x08half_val\x18\r \x03(\x05\x42\x02\x10\x01\x12\x15\n\tfloat_val\x18\x05 \x03(\x02\x42\x02\x10\x01\x12\x16\n\ndouble_val\x18\x06 \x03(\x01\x42\x02\x10\x01\x12\x13\n\x07int_val\x18\x07 \x03(\x05\x42\x02\x10\x01\x12\x12\n\nstring_val\x18\x08 \x03(\x0c\x12\x15\n\tint64_val\x18\n \x03(\x03\x42\x02\x10\x01\x12\x14\n\x08\x62ool_val\x18\x0b \x03(\x08\x42\x02\x10\x01\x12\x18\n\x0cscomplex_val\x18\t \x03(\x02\x42\x02\x10\x01\x12\x18\n\x0c\x64\x63omplex_val\x18\x0c \x03(\x01\x42\x02\x10\x01\x12\x16\n\nuint32_val\x18\x10 \x03(\rB\x02\x10\x01\x12\x16\n\nuint64_val\x18\x11 \x03(\x04\x42\x02\x10\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -45,6 +45,14 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_TENSORPROTO'].fields_by_name['int64_val']._serialized_options = b'\020\001'
   _globals['_TENSORPROTO'].fields_by_name['bool_val']._loaded_options = None
   _globals['_TENSORPROTO'].fields_by_name['bool_val']._serialized_options = b'\020\001'
+  _globals['_TENSORPROTO'].fields_by_name['scomplex_val']._loaded_options = None
+  _globals['_TENSORPROTO'].fields_by_name['scomplex_val']._serialized_options = b'\020\001'
+  _globals['_TENSORPROTO'].fields_by_name['dcomplex_val']._loaded_options = None
+  _globals['_TENSORPROTO'].fields_by_name['dcomplex_val']._serialized_options = b'\020\001'
+  _globals['_TENSORPROTO'].fields_by_name['uint32_val']._loaded_options = None
+  _globals['_TENSORPROTO'].fields_by_name['uint32_val']._serialized_options = b'\020\001'
+  _globals['_TENSORPROTO'].fields_by_name['uint64_val']._loaded_options = None
+  _globals['_TENSORPROTO'].fields_by_name['uint64_val']._serialized_options = b'\020\001'
   _globals['_TENSORPROTO']._serialized_start=97
-  _globals['_TENSORPROTO']._serialized_end=394
+  _globals['_TENSORPROTO']._serialized_end=494
 # @@protoc_insertion_point(module_scope)

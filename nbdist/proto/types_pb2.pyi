@@ -18,6 +18,11 @@ class DataType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     DT_BOOL: _ClassVar[DataType]
     DT_HALF: _ClassVar[DataType]
     DT_RESOURCE: _ClassVar[DataType]
+    DT_COMPLEX64: _ClassVar[DataType]
+    DT_UINT16: _ClassVar[DataType]
+    DT_COMPLEX128: _ClassVar[DataType]
+    DT_UINT32: _ClassVar[DataType]
+    DT_UINT64: _ClassVar[DataType]
     DT_FLOAT_REF: _ClassVar[DataType]
     DT_DOUBLE_REF: _ClassVar[DataType]
     DT_INT32_REF: _ClassVar[DataType]
@@ -29,6 +34,11 @@ class DataType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     DT_BOOL_REF: _ClassVar[DataType]
     DT_HALF_REF: _ClassVar[DataType]
     DT_RESOURCE_REF: _ClassVar[DataType]
+    DT_COMPLEX64_REF: _ClassVar[DataType]
+    DT_UINT16_REF: _ClassVar[DataType]
+    DT_COMPLEX128_REF: _ClassVar[DataType]
+    DT_UINT32_REF: _ClassVar[DataType]
+    DT_UINT64_REF: _ClassVar[DataType]
 DT_INVALID: DataType
 DT_FLOAT: DataType
 DT_DOUBLE: DataType
@@ -41,6 +51,11 @@ DT_INT64: DataType
 DT_BOOL: DataType
 DT_HALF: DataType
 DT_RESOURCE: DataType
+DT_COMPLEX64: DataType
+DT_UINT16: DataType
+DT_COMPLEX128: DataType
+DT_UINT32: DataType
+DT_UINT64: DataType
 DT_FLOAT_REF: DataType
 DT_DOUBLE_REF: DataType
 DT_INT32_REF: DataType
@@ -52,3 +67,8 @@ DT_INT64_REF: DataType
 DT_BOOL_REF: DataType
 DT_HALF_REF: DataType
 DT_RESOURCE_REF: DataType
+DT_COMPLEX64_REF: DataType
+DT_UINT16_REF: DataType
+DT_COMPLEX128_REF: DataType
+DT_UINT32_REF: DataType
+DT_UINT64_REF: DataType

@@ -105,6 +105,10 @@ _LAZY = {
     # The runtime layer's entry points, loaded on first use (grpc is heavy).
     "ClusterSpec": ("nbdist.runtime.cluster_spec", "ClusterSpec"),
     "Server": ("nbdist.runtime.server_lib", "Server"),
+    "ServerDef": ("nbdist.proto.server_def_pb2", "ServerDef"),
+    "ClusterDef": ("nbdist.proto.cluster_pb2", "ClusterDef"),
+    "JobDef": ("nbdist.proto.cluster_pb2", "JobDef"),
+    "SaverDef": ("nbdist.proto.meta_graph_pb2", "SaverDef"),
 }
 
 

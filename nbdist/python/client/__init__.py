@@ -1,0 +1,1 @@
+"""``nbdist.python.client``: aliases of ``tensorflow.python.client`` modules."""

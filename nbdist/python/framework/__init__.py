@@ -1,0 +1,1 @@
+"""``nbdist.python.framework``: aliases of ``tensorflow.python.framework`` modules."""

@@ -1,0 +1,9 @@
+"""``tensorflow.python.framework.constant_op``, forwarded to nbdist's own names."""
+
+from __future__ import annotations
+
+from nbdist.python._forward import forward
+
+__getattr__, __dir__ = forward(__name__, "tensorflow.python.framework.constant_op", [
+    "nbdist.graph.array_ops",
+])

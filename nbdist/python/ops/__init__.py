@@ -1,0 +1,1 @@
+"""``nbdist.python.ops``: aliases of ``tensorflow.python.ops`` modules."""

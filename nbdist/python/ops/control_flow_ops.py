@@ -1,0 +1,11 @@
+"""``tensorflow.python.ops.control_flow_ops``, forwarded to nbdist's own names."""
+
+from __future__ import annotations
+
+from nbdist.python._forward import forward
+
+__getattr__, __dir__ = forward(__name__, "tensorflow.python.ops.control_flow_ops", [
+    "nbdist.graph.control_flow_ops",
+    "nbdist.graph.control_flow_api",
+    "nbdist",
+])

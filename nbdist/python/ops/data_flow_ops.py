@@ -1,0 +1,11 @@
+"""``tensorflow.python.ops.data_flow_ops``, forwarded to nbdist's own names."""
+
+from __future__ import annotations
+
+from nbdist.python._forward import forward
+
+__getattr__, __dir__ = forward(__name__, "tensorflow.python.ops.data_flow_ops", [
+    "nbdist.graph.data_flow_ops",
+    "nbdist.graph.accumulator_ops",
+    "nbdist",
+])

@@ -1,0 +1,1 @@
+"""``nbdist.python.platform``: aliases of ``tensorflow.python.platform`` modules."""

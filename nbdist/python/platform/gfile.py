@@ -1,0 +1,9 @@
+"""``tensorflow.python.platform.gfile``, forwarded to nbdist's own names."""
+
+from __future__ import annotations
+
+from nbdist.python._forward import forward
+
+__getattr__, __dir__ = forward(__name__, "tensorflow.python.platform.gfile", [
+    "nbdist.gfile",
+])

@@ -1,0 +1,1 @@
+"""``nbdist.python.training``: aliases of ``tensorflow.python.training`` modules."""

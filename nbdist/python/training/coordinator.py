@@ -1,0 +1,10 @@
+"""``tensorflow.python.training.coordinator``, forwarded to nbdist's own names."""
+
+from __future__ import annotations
+
+from nbdist.python._forward import forward
+
+__getattr__, __dir__ = forward(__name__, "tensorflow.python.training.coordinator", [
+    "nbdist.train.coordinator",
+    "nbdist.train",
+])

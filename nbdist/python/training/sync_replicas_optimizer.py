@@ -1,0 +1,11 @@
+"""``tf.python.training.sync_replicas_optimizer``, forwarded to nbdist's own names."""
+
+from __future__ import annotations
+
+from nbdist.python._forward import forward
+
+__getattr__, __dir__ = forward(
+    __name__, "tensorflow.python.training.sync_replicas_optimizer", [
+    "nbdist.train.sync_replicas_optimizer",
+    "nbdist.train",
+    ])

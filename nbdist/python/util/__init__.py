@@ -1,0 +1,1 @@
+"""``nbdist.python.util``: aliases of ``tensorflow.python.util`` modules."""
