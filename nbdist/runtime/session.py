@@ -107,6 +107,10 @@ class _FetchMapper:
                     factory, {k: s(vals) for k, s in items})
             return lambda vals: kind({k: s(vals) for k, s in items}) if kind is not \
                 dict else {k: s(vals) for k, s in items}
+        if hasattr(f, "_session_fetch_components"):
+            # A composite (SparseTensor, IndexedSlices): its parts, then its value.
+            subs = [self._parse(x) for x in f._session_fetch_components()]
+            return lambda vals: f._session_fetch_value([s(vals) for s in subs])
         el = self._element(f)
         if isinstance(el, Operation):
             if el.name not in self.targets:
@@ -225,7 +229,12 @@ class BaseSession:
     def _feeds(self, feed_dict) -> dict:
         out = {}
         g = self._graph
+        items = []
         for key, value in feed_dict.items():
+            # A composite key (a sparse placeholder) feeds each of its parts.
+            parts = getattr(key, "_session_feed_components", None)
+            items.extend(parts(value) if parts else [(key, value)])
+        for key, value in items:
             if isinstance(key, tuple) and not _is_namedtuple(key):
                 raise TypeError("Feeding tuples (sparse tensors) is not supported")
             try:
