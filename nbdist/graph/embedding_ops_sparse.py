@@ -112,7 +112,7 @@ def embedding_lookup_sparse(params, sp_ids, sp_weights, partition_strategy="mod"
         weights = None if sp_weights is None else sp_weights.values
         return _combine(params, segment_ids, sp_ids.values, weights, num_rows,
                         combiner, partition_strategy, max_norm,
-                        empty_is_zero=sp_weights is None)
+                        empty_is_zero=True)
 
 
 def safe_embedding_lookup_sparse(embedding_weights, sparse_ids, sparse_weights=None,

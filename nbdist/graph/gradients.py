@@ -32,6 +32,7 @@ from nbdist.graph.gradient_registry import (
     register_gradient,
 )
 from nbdist.graph.indexed_slices import IndexedSlices, aggregate_indexed_slices
+from nbdist.graph.indexed_slices import to_dense as slices_to_dense
 from nbdist.graph.ops import Operation, Tensor, _graph_of, convert_to_tensor
 
 # Ops whose gradient passes an IndexedSlices through as it is; any other op
@@ -239,7 +240,7 @@ def _build(graph, ys, xs, gys, stops, colocate, gate):
                                 out_grads[i] = _zeros_like(t)
                             elif (isinstance(out_grads[i], IndexedSlices)
                                   and op.type not in _SLICES_PASS_THROUGH):
-                                out_grads[i] = convert_to_tensor(out_grads[i])
+                                out_grads[i] = slices_to_dense(out_grads[i])
                         in_grads = _call(fn, op, out_grads)
                         # Gradients no x depends on are dropped before gating, so
                         # the step never computes them (TF's GATE_OP would).

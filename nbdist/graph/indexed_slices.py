@@ -122,8 +122,6 @@ IndexedSlicesValue.__doc__ = "A fetched ``IndexedSlices``: NumPy arrays."
 
 def _to_dense(value: IndexedSlices, dtype=None, name=None, as_ref=False):
     del as_ref
-    from nbdist.graph.nn_ops import unsorted_segment_sum
-
     if dtype is not None and not dtype.is_compatible_with(value.dtype):
         raise ValueError(f"Tensor conversion requested dtype {dtype.name} for "
                          f"IndexedSlices with dtype {value.dtype.name}")
@@ -141,7 +139,18 @@ def _to_dense(value: IndexedSlices, dtype=None, name=None, as_ref=False):
         warnings.warn(f"Converting sparse IndexedSlices({value}) to a dense Tensor "
                       "of unknown shape. This may consume a large amount of memory.",
                       UserWarning, stacklevel=3)
+    return to_dense(value, name=name)
+
+
+def to_dense(value: IndexedSlices, name=None):
+    """The dense tensor ``value`` stands for, without the size warning (for
+    a gradient flowing into an op, whose output had that size already)."""
     from nbdist.graph.array_ops_more import gather
+    from nbdist.graph.nn_ops import unsorted_segment_sum
+
+    if value.dense_shape is None:
+        raise ValueError("Tensor conversion requested for IndexedSlices without "
+                         f"dense_shape: {value}")
 
     rows = gather(value.dense_shape, 0)
     return unsorted_segment_sum(value.values, value.indices, rows, name=name)
