@@ -274,3 +274,17 @@ def test_gate_graph_gates_slices():
         s.run(t.initializer)
         s.run(train)
         np.testing.assert_array_equal(s.run(t), [[1, 1], [1, 1], [0, 0]])
+
+
+def test_scatter_update_in_place_never_changes_a_fetched_value():
+    t = nd.Variable(np.zeros((3, 2), np.float32))
+    sub = nd.scatter_sub(t, [1, 1], np.ones((2, 2), np.float32))
+    read = nd.identity(t)
+    with nd.Session() as s:
+        s.run(t.initializer)
+        before = s.run(read)
+        s.run(sub)
+        after = s.run(t)
+        s.run(sub)
+    np.testing.assert_array_equal(before, np.zeros((3, 2)))
+    np.testing.assert_array_equal(after, [[0, 0], [-2, -2], [0, 0]])
