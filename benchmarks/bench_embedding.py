@@ -34,7 +34,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import nbdist as nd  # noqa: E402
+import nbdist as nd
 
 ROWS, DIM = 100_000, 64
 

@@ -10,8 +10,10 @@
 from __future__ import annotations
 
 from nbdist.graph.embedding_ops import embedding_lookup
-from nbdist.graph.embedding_ops_sparse import (embedding_lookup_sparse,
-                                               safe_embedding_lookup_sparse)
+from nbdist.graph.embedding_ops_sparse import (
+    embedding_lookup_sparse,
+    safe_embedding_lookup_sparse,
+)
 from nbdist.graph.nn_ops import (
     bias_add,
     dropout,

@@ -174,7 +174,8 @@ def _oracle(kind, init, steps):
             var -= alpha * s1 / (np.sqrt(s2) + eps)
         elif kind == "rmsprop":
             s1[u] = s1[u] + (g * g - s1[u]) * np.float32(0.1)
-            s2[u] = s2[u] * np.float32(0.5) + lr * g / np.sqrt(s1[u] + np.float32(1e-10))
+            s2[u] = s2[u] * np.float32(0.5) + lr * g / np.sqrt(
+                s1[u] + np.float32(1e-10))
             var[u] -= s2[u]
         elif kind == "rmsprop_centered":
             s1[u] = s1[u] + (g * g - s1[u]) * np.float32(0.1)

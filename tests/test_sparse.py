@@ -70,9 +70,9 @@ def test_sparse_placeholder_with_a_known_shape():
     with nd.Session() as s:
         out = s.run(nd.sparse.reduce_sum(sp), {sp: (IND, VAL, SHAPE)})
     assert out == pytest.approx(VAL.sum())
-    with pytest.raises(TypeError, match="SparseTensorValue or a tuple"):
-        with nd.Session() as s:
-            s.run(sp.values, {sp: VAL})
+    with pytest.raises(TypeError, match="SparseTensorValue or a tuple"), \
+            nd.Session() as s:
+        s.run(sp.values, {sp: VAL})
 
 
 def test_sparse_to_dense_with_default_and_validation():
@@ -131,9 +131,9 @@ def test_sparse_concat_orders_entries_row_major():
     np.testing.assert_array_equal(r.dense_shape, [4, 2])
     np.testing.assert_array_equal(r.values, [1, 2, 1, 2])
     bad = nd.sparse_concat(0, [a, b])
-    with nd.Session() as s:
-        with pytest.raises(nd.errors.InvalidArgumentError, match="shapes must match"):
-            s.run(bad)
+    with nd.Session() as s, pytest.raises(nd.errors.InvalidArgumentError,
+                                          match="shapes must match"):
+        s.run(bad)
 
 
 def test_sparse_concat_expanding_other_dims():
@@ -178,9 +178,9 @@ def test_sparse_dense_matmul_shape_errors():
         nd.sparse_tensor_dense_matmul(sp, np.ones((3, 2), np.float32))
     ph = nd.placeholder(nd.float32, [None, 2])
     out = nd.sparse_tensor_dense_matmul(sp, ph)
-    with nd.Session() as s:
-        with pytest.raises(nd.errors.InvalidArgumentError, match="inner dimension"):
-            s.run(out, {ph: np.ones((3, 2), np.float32)})
+    with nd.Session() as s, pytest.raises(nd.errors.InvalidArgumentError,
+                                          match="inner dimension"):
+        s.run(out, {ph: np.ones((3, 2), np.float32)})
 
 
 def test_sparse_namespace_aliases():

@@ -81,7 +81,7 @@ def test_two_workers_two_ps_move_the_batch_rows_and_match_one_process():
                     init = nd.global_variables_initializer()
             workers.append((g, built, nd.Session(cluster.target("worker", i),
                                                  graph=g)))
-        g0, (ids0, _, table0, _), s0 = workers[0]
+        g0, (_, _, table0, _), s0 = workers[0]
         with g0.as_default():
             s0.run(init)
             initial = s0.run(nd.concat(list(table0), 0))

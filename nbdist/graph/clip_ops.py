@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from nbdist.graph.array_ops import identity
 from nbdist.graph.array_ops_more import ones_like, where
+from nbdist.graph.indexed_slices import IndexedSlices
 from nbdist.graph.math_ops import (
     add,
     add_n,
@@ -19,7 +20,6 @@ from nbdist.graph.math_ops import (
     subtract,
     truediv,
 )
-from nbdist.graph.indexed_slices import IndexedSlices
 from nbdist.graph.op_def import register_op
 from nbdist.graph.op_util import NUMERIC, check_type, op_scope
 from nbdist.graph.ops import colocate_with, convert_to_tensor

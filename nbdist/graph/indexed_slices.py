@@ -98,7 +98,8 @@ class IndexedSlices:
         return IndexedSlices(negative(self._values), self._indices, self._dense_shape)
 
     def __str__(self):
-        shape = "" if self._dense_shape is None else f", dense_shape={self._dense_shape}"
+        shape = ("" if self._dense_shape is None
+                 else f", dense_shape={self._dense_shape}")
         return f"IndexedSlices(indices={self._indices}, values={self._values}{shape})"
 
     __repr__ = __str__
@@ -173,7 +174,8 @@ def convert_to_tensor_or_indexed_slices(value, dtype=None, name=None):
 def as_indexed_slices(x) -> IndexedSlices:
     """A dense tensor as the ``IndexedSlices`` of all its rows (TF's
     ``_as_indexed_slices``)."""
-    from nbdist.graph.array_ops_more import range as range_, shape
+    from nbdist.graph.array_ops_more import range as range_
+    from nbdist.graph.array_ops_more import shape
 
     if isinstance(x, IndexedSlices):
         return x

@@ -72,10 +72,10 @@ def _make_infer(op_type):
             raise ValueError(f"indices of {op_type} must be a vector, got shape "
                              f"{c.shape(idx_i)}")
         grad = c.shape(grad_i)
-        if shape.rank is not None and grad.rank is not None:
-            if not shape[1:].is_compatible_with(grad[1:]):
-                raise ValueError(f"var and grad of {op_type} do not match in "
-                                 f"dimensions past the first: {shape} vs {grad}")
+        if (shape.rank is not None and grad.rank is not None
+                and not shape[1:].is_compatible_with(grad[1:])):
+            raise ValueError(f"var and grad of {op_type} do not match in "
+                             f"dimensions past the first: {shape} vs {grad}")
         return [(c.input_dtypes[0], shape)]
 
     return infer

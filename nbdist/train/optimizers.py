@@ -6,9 +6,9 @@ takes the variable and its slots by reference and so runs where they live.
 
 from __future__ import annotations
 
+from nbdist.graph import sparse_training_ops, state_ops, training_ops
 from nbdist.graph.ops import Tensor
 from nbdist.graph.variables import Variable, constant_initializer, ones_initializer
-from nbdist.graph import sparse_training_ops, state_ops, training_ops
 from nbdist.train.optimizer import Optimizer, group_by_device
 
 

@@ -44,10 +44,10 @@ from nbdist.graph.accumulator_ops import (
     SparseConditionalAccumulator,
     take_grads,
 )
-from nbdist.graph.indexed_slices import IndexedSlices
 from nbdist.graph.control_flow_ops import no_op
 from nbdist.graph.data_flow_ops import FIFOQueue
 from nbdist.graph.dtypes import int32
+from nbdist.graph.indexed_slices import IndexedSlices
 from nbdist.graph.ops import GraphKeys, Tensor
 from nbdist.graph.variables import (
     Variable,

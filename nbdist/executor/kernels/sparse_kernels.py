@@ -124,7 +124,7 @@ def sparse_reduce_sum_kernel(node):
         if axes.size and ((axes < -rank) | (axes >= rank)).any():
             raise _invalid(node, f"Invalid reduction dimension {axes.tolist()} for "
                            f"input with {rank} dimensions")
-        reduced = set(int(a) % rank for a in axes) if axes.size else set(range(rank))
+        reduced = {int(a) % rank for a in axes} if axes.size else set(range(rank))
         kept = [i for i in range(rank) if i not in reduced]
         out_shape = tuple(shape[i] for i in kept)
         out = np.zeros(out_shape, dtype=np.asarray(values).dtype)
