@@ -32,6 +32,7 @@ from nbdist.graph.gradient_registry import (
     register_gradient,
 )
 from nbdist.graph.indexed_slices import IndexedSlices, aggregate_indexed_slices
+from nbdist.graph.indexed_slices import gate as gate_slices
 from nbdist.graph.indexed_slices import to_dense as slices_to_dense
 from nbdist.graph.ops import Operation, Tensor, _graph_of, convert_to_tensor
 
@@ -247,9 +248,7 @@ def _build(graph, ys, xs, gys, stops, colocate, gate):
                         in_grads = [g if id(t.op) in between else None
                                     for t, g in zip(op._inputs, in_grads)]
                         if gate and sum(g is not None for g in in_grads) > 1:
-                            from nbdist.graph.control_flow_ops import tuple as _tuple
-
-                            in_grads = _tuple(in_grads)
+                            in_grads = gate_slices(in_grads)
             for t, g in zip(op._inputs, in_grads):
                 if g is None:
                     continue

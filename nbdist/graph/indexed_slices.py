@@ -227,6 +227,24 @@ def deduplicate_indexed_slices(values, indices):
     return summed, unique_indices
 
 
+def gate(grads):
+    """``control_flow_ops.tuple`` over ``grads`` (None, tensors or
+    ``IndexedSlices``, whose values and indices are gated)."""
+    from nbdist.graph.control_flow_ops import tuple as tuple_
+
+    flat = []
+    for g in grads:
+        flat.extend([g.values, g.indices] if isinstance(g, IndexedSlices) else [g])
+    gated = iter(tuple_(flat))
+    out = []
+    for g in grads:
+        if isinstance(g, IndexedSlices):
+            out.append(IndexedSlices(next(gated), next(gated), g.dense_shape))
+        else:
+            out.append(next(gated))
+    return out
+
+
 __all__ = [
     "IndexedSlices",
     "IndexedSlicesValue",

@@ -168,7 +168,9 @@ class Optimizer:
             colocate_gradients_with_ops=colocate_gradients_with_ops)
         grads = list(grads)
         if gate_gradients == Optimizer.GATE_GRAPH:
-            grads = _gate_all(grads)
+            from nbdist.graph.indexed_slices import gate
+
+            grads = gate(grads)
         grads_and_vars = list(zip(grads, var_list))
         self._assert_valid_dtypes([v for g, v in grads_and_vars if g is not None])
         return grads_and_vars
@@ -405,27 +407,6 @@ def _flatten(x):
             out.extend(_flatten(i))
         return out
     return [x]
-
-
-def _gate_all(grads):
-    """``control_flow_ops.tuple`` over the gradients, ``IndexedSlices``
-    gated part by part."""
-    from nbdist.graph.control_flow_ops import tuple as _tuple
-
-    flat = []
-    for g in grads:
-        if isinstance(g, IndexedSlices):
-            flat.extend([g.values, g.indices])
-        else:
-            flat.append(g)
-    gated = iter(_tuple(flat))
-    out = []
-    for g in grads:
-        if isinstance(g, IndexedSlices):
-            out.append(IndexedSlices(next(gated), next(gated), g.dense_shape))
-        else:
-            out.append(next(gated))
-    return out
 
 
 def _densify(slices):
