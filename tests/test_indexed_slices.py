@@ -230,6 +230,11 @@ def test_sparse_update_ops_are_the_sparse_kernels():
             "SparseApplyRMSProp"} <= types
     assert not types & {"ApplyGradientDescent", "ApplyMomentum", "ApplyAdagrad",
                         "ApplyRMSProp"}
+    nd.train.MomentumOptimizer(0.1, 0.9, use_locking=True,
+                               name="Locked").minimize(loss)
+    (locked,) = [op for op in nd.get_default_graph().get_operations()
+                 if op.type == "SparseApplyMomentum" and "Locked" in op.name]
+    assert locked.get_attr("use_locking") is True
 
 
 def test_sparse_apply_kernel_applies_a_repeated_index_twice():

@@ -95,7 +95,7 @@ def _combine(params, segment_ids, ids, weights, num_rows, combiner,
 def embedding_lookup_sparse(params, sp_ids, sp_weights, partition_strategy="mod",
                             name=None, combiner="mean", max_norm=None):
     """The combined embedding of each row of the int ``SparseTensor``
-    ``sp_ids`` (``[batch, ?]``, ids in row-major order) from the table
+    ``sp_ids`` (``[batch, ?]``) from the table
     ``params`` (a tensor, variable, list of shards or ``PartitionedVariable``).
 
     With weights, ``sp_weights`` has the indices of ``sp_ids``. The result
