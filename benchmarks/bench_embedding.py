@@ -128,8 +128,8 @@ def main():
     args = p.parse_args()
     runs: dict = {"sparse": [], "dense": []}
     for _ in range(args.repeats):  # alternated, so load changes hit both alike
-        for mode in runs:
-            runs[mode].append(run(mode == "sparse", args.steps, args.batch))
+        for mode, done in runs.items():
+            done.append(run(mode == "sparse", args.steps, args.batch))
     results = {mode: (r[0][0], statistics.median(x[1] for x in r))
                for mode, r in runs.items()}
     print(f"embedding {ROWS} x {DIM} float32, 2 ps (fixed_size_partitioner(2)), "
