@@ -274,3 +274,55 @@ def test_safe_embedding_lookup_sparse_drops_bad_ids_and_fills_empty_rows(default
     expected = np.stack([TABLE[2], fill, fill, fill])  # rows 1..3 end up empty
     with nd.Session() as s:
         np.testing.assert_allclose(s.run(out), expected, rtol=1e-6)
+
+
+def test_fed_sparse_ids_train_an_embedding_as_the_dense_formulation():
+    # A wide model: mean of the embeddings of each example's ids, trained by
+    # Adagrad on the IndexedSlices gradient; the oracle is the same model as
+    # a sparse x dense matmul (whose gradient for the table is dense).
+    rng = np.random.default_rng(5)
+    batches = []
+    for _ in range(3):
+        rows = np.repeat(np.arange(4), [2, 1, 3, 2])
+        cols = np.concatenate([np.arange(n) for n in [2, 1, 3, 2]])
+        ids = rng.integers(0, 10, rows.size)
+        batches.append((np.stack([rows, cols], 1), ids,
+                        rng.standard_normal((4, 2)).astype(np.float32)))
+
+    def train(sparse_updates):
+        with nd.Graph().as_default():
+            table = nd.Variable(TABLE, name="table")
+            sp_ids = nd.sparse_placeholder(nd.int64, name="ids")
+            target = nd.placeholder(nd.float32, [4, 2])
+            if sparse_updates:
+                emb = nd.nn.embedding_lookup_sparse(table, sp_ids, None)
+            else:
+                # 1/count weights at (row, id): the mean as a matmul.
+                weights = nd.sparse_placeholder(nd.float32, name="w")
+                emb = nd.sparse_tensor_dense_matmul(weights, table)
+            loss = nd.reduce_sum(nd.square(emb - target))
+            opt = nd.train.AdagradOptimizer(0.2)
+            (g, _), = opt.compute_gradients(loss)
+            assert isinstance(g, nd.IndexedSlices) == sparse_updates
+            step = opt.apply_gradients([(g, table)])
+            with nd.Session() as s:
+                s.run(nd.global_variables_initializer())
+                for ind, ids, tgt in batches:
+                    feed = {target: tgt}
+                    if sparse_updates:
+                        feed[sp_ids] = (ind, ids, [4, 3])
+                    else:
+                        counts = np.bincount(ind[:, 0])[ind[:, 0]]
+                        # Entries summed per (row, id), in row-major order.
+                        keys = ind[:, 0] * 10 + ids
+                        uniq, inv = np.unique(keys, return_inverse=True)
+                        vals = np.zeros(uniq.size, np.float32)
+                        np.add.at(vals, inv, 1.0 / counts)
+                        feed[weights] = (np.stack([uniq // 10, uniq % 10], 1),
+                                         vals, [4, 10])
+                    s.run(step, feed)
+                return s.run(table)
+
+    trained = train(True)
+    np.testing.assert_allclose(trained, train(False), rtol=1e-5, atol=1e-6)
+    assert not np.allclose(trained, TABLE)
