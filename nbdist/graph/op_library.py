@@ -11,6 +11,7 @@ OP_MODULES = (
     "accumulator_ops", "training_ops", "gradients", "control_flow_api", "summary_ops",
     "collective_ops",
     "linalg_ops", "complex_ops",
+    "sparse_ops", "sparse_training_ops",
 )
 
 
