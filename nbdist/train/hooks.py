@@ -7,13 +7,13 @@ creation (again after a recovery), ``before_run(run_context)`` and
 ``after_run(run_context, run_values)`` around every ``run``, and
 ``end(session)`` when closing without an exception.
 
-Messages go to the ``"nbdist"`` logger.
+Messages go through ``nd.compat.v1.logging`` (``nbdist.train.tf_logging``),
+with TF's wording.
 """
 
 from __future__ import annotations
 
 import collections
-import logging
 import os
 import sys
 import time
@@ -21,8 +21,7 @@ import time
 import numpy as np
 
 from nbdist.graph.ops import GraphKeys, Tensor, get_default_graph
-
-_log = logging.getLogger("nbdist")
+from nbdist.train import tf_logging as logging
 
 
 # -- session_run_hook ------------------------------------------------------------------
@@ -217,14 +216,14 @@ class LoggingTensorHook(SessionRunHook):
         elapsed_secs, _ = self._timer.update_last_triggered_step(self._iter_count)
         with np.printoptions(suppress=True):
             if self._formatter:
-                _log.info(self._formatter(tensor_values))
+                logging.info(self._formatter(tensor_values))
             else:
                 stats = ", ".join(f"{tag} = {tensor_values[tag]}"
                                   for tag in self._tag_order)
                 if elapsed_secs is not None:
-                    _log.info("%s (%.3f sec)", stats, elapsed_secs)
+                    logging.info("%s (%.3f sec)", stats, elapsed_secs)
                 else:
-                    _log.info("%s", stats)
+                    logging.info("%s", stats)
 
     def after_run(self, run_context, run_values):
         if self._should_trigger:
@@ -385,7 +384,7 @@ class CheckpointSaverHook(SessionRunHook):
     def __init__(self, checkpoint_dir, save_secs=None, save_steps=None, saver=None,
                  checkpoint_basename="model.ckpt", scaffold=None, listeners=None,
                  save_graph_def=True):
-        _log.info("Create CheckpointSaverHook.")
+        logging.info("Create CheckpointSaverHook.")
         if saver is not None and scaffold is not None:
             raise ValueError("You cannot provide both saver and scaffold.")
         self._saver = saver
@@ -438,7 +437,7 @@ class CheckpointSaverHook(SessionRunHook):
             listener.end(session, last_step)
 
     def _save(self, session, step) -> bool:
-        _log.info("Saving checkpoints for %d into %s.", step, self._save_path)
+        logging.info("Saving checkpoints for %d into %s.", step, self._save_path)
         for listener in self._listeners:
             listener.before_save(session, step)
         self._get_saver().save(session, self._save_path, global_step=step,
@@ -446,7 +445,7 @@ class CheckpointSaverHook(SessionRunHook):
         should_stop = False
         for listener in self._listeners:
             if listener.after_save(session, step):
-                _log.info("A CheckpointSaverListener requested that training be "
+                logging.info("A CheckpointSaverListener requested that training be "
                           "stopped. listener: %s", listener)
                 should_stop = True
         return should_stop
@@ -513,7 +512,7 @@ class StepCounterHook(SessionRunHook):
 
     def _log_and_record(self, elapsed_steps, elapsed_time, global_step):
         steps_per_sec = elapsed_steps / elapsed_time if elapsed_time else float("inf")
-        _log.info("%s: %g", self._summary_tag, steps_per_sec)
+        logging.info("%s: %g", self._summary_tag, steps_per_sec)
 
     def after_run(self, run_context, run_values):
         stale_global_step = int(run_values.results)
@@ -531,7 +530,7 @@ class StepCounterHook(SessionRunHook):
             self._global_step_check_count += 1
             if self._global_step_check_count % 20 == 0:
                 self._global_step_check_count = 0
-                _log.warning(
+                logging.warning(
                     "It seems that global step (nd.train.get_global_step) has not "
                     "been increased. Current value (could be stable): %s vs previous "
                     "value: %s. You could increase the global step by passing "
@@ -562,9 +561,9 @@ class NanTensorHook(SessionRunHook):
         if np.any(np.isnan(run_values.results)):
             failure_message = "Model diverged with loss = NaN."
             if self._fail_on_nan_loss:
-                _log.error(failure_message)
+                logging.error(failure_message)
                 raise NanLossDuringTrainingError
-            _log.warning(failure_message)
+            logging.warning(failure_message)
             run_context.request_stop()
 
 
@@ -587,7 +586,7 @@ class GlobalStepWaiterHook(SessionRunHook):
         if self._wait_until_step <= 0:
             self._worker_is_started = True
             return
-        _log.info("Waiting for global step %d before starting training.",
+        logging.info("Waiting for global step %d before starting training.",
                   self._wait_until_step)
         last_logged_step = 0
         while True:
@@ -596,7 +595,7 @@ class GlobalStepWaiterHook(SessionRunHook):
                 self._worker_is_started = True
                 return
             if current_step - last_logged_step > 1000:
-                _log.info("Waiting for global step %d before starting training. "
+                logging.info("Waiting for global step %d before starting training. "
                           "Current step is %d.", self._wait_until_step, current_step)
                 last_logged_step = current_step
             # Nothing pushes a variable's new value: read it again (as TF does).
