@@ -88,6 +88,7 @@ def __getattr__(name):
         "compat": "nbdist.compat",
         "app": "nbdist.app",
         "contrib": "nbdist.contrib",
+        "client": "nbdist.client",
         "Server": ("nbdist.runtime.server_lib", "Server"),
         "ClusterSpec": ("nbdist.runtime.cluster_spec", "ClusterSpec"),
         "LocalCluster": ("nbdist.cluster.local_cluster", "LocalCluster"),

@@ -80,6 +80,8 @@ from nbdist.train.queue_barrier import queue_barrier
 from nbdist.train.queue_runner import QueueRunner, add_queue_runner, start_queue_runners
 from nbdist.train.session_manager import SessionManager
 from nbdist.train.summary_hooks import SummarySaverHook
+from nbdist.train.profiler_hook import ProfilerHook
+from nbdist.train.summary_iterator import summary_iterator
 from nbdist.train.supervisor import Supervisor
 from nbdist.train.sync_replicas_optimizer import SyncReplicasOptimizer
 
@@ -127,4 +129,5 @@ __all__ = [
     "queue_barrier", "Supervisor", "SummarySaverHook",
     "batch", "input_producer", "limit_epochs", "range_input_producer",
     "shuffle_batch", "slice_input_producer", "string_input_producer",
+    "ProfilerHook", "summary_iterator",
 ]

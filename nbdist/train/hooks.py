@@ -20,8 +20,11 @@ import time
 
 import numpy as np
 
+from nbdist import errors
 from nbdist.graph.ops import GraphKeys, Tensor, get_default_graph
+from nbdist.proto import summary_pb2
 from nbdist.train import tf_logging as logging
+from nbdist.train.summary_writer import FileWriterCache
 
 
 # -- session_run_hook ------------------------------------------------------------------
@@ -404,6 +407,7 @@ class CheckpointSaverHook(SessionRunHook):
         if self._global_step_tensor is None:
             raise RuntimeError("Global step should be created to use "
                                "CheckpointSaverHook.")
+        self._summary_writer = FileWriterCache.get(self._checkpoint_dir)
         for listener in self._listeners:
             listener.begin()
 
@@ -442,6 +446,9 @@ class CheckpointSaverHook(SessionRunHook):
             listener.before_save(session, step)
         self._get_saver().save(session, self._save_path, global_step=step,
                                write_meta_graph=self._save_graph_def)
+        self._summary_writer.add_session_log(summary_pb2.SessionLog(
+            status=summary_pb2.SessionLog.CHECKPOINT, checkpoint_path=self._save_path),
+            step)
         should_stop = False
         for listener in self._listeners:
             if listener.after_save(session, step):
@@ -492,16 +499,17 @@ class StepCounterHook(SessionRunHook):
                              "be provided.")
         self._timer = SecondOrStepTimer(every_steps=every_n_steps,
                                         every_secs=every_n_secs)
-        self._output_dir = output_dir  # summaries are not written by nbdist
+        self._output_dir = output_dir
         self._summary_writer = summary_writer
         self._last_global_step = None
-        self._global_step_check_count = 0
         self._steps_per_run = 1
 
     def _set_steps_per_run(self, steps_per_run):
         self._steps_per_run = steps_per_run
 
     def begin(self):
+        if self._summary_writer is None and self._output_dir:
+            self._summary_writer = FileWriterCache.get(self._output_dir)
         self._global_step_tensor = _global_step_read()
         if self._global_step_tensor is None:
             raise RuntimeError("Global step should be created to use StepCounterHook.")
@@ -512,6 +520,10 @@ class StepCounterHook(SessionRunHook):
 
     def _log_and_record(self, elapsed_steps, elapsed_time, global_step):
         steps_per_sec = elapsed_steps / elapsed_time if elapsed_time else float("inf")
+        if self._summary_writer is not None:
+            summary = summary_pb2.Summary(value=[summary_pb2.Summary.Value(
+                tag=self._summary_tag, simple_value=steps_per_sec)])
+            self._summary_writer.add_summary(summary, global_step)
         logging.info("%s: %g", self._summary_tag, steps_per_sec)
 
     def after_run(self, run_context, run_values):
@@ -525,19 +537,15 @@ class StepCounterHook(SessionRunHook):
                 if elapsed_time is not None:
                     self._log_and_record(elapsed_steps, elapsed_time, global_step)
         # Some optimizers (SyncReplicasOptimizer on a worker) do not move the
-        # global step on every run: only warn after 20 flat checks.
+        # global step on every run: warn only the first 5 times (as TF).
         if stale_global_step == self._last_global_step:
-            self._global_step_check_count += 1
-            if self._global_step_check_count % 20 == 0:
-                self._global_step_check_count = 0
-                logging.warning(
-                    "It seems that global step (nd.train.get_global_step) has not "
-                    "been increased. Current value (could be stable): %s vs previous "
-                    "value: %s. You could increase the global step by passing "
-                    "nd.train.get_global_step() to Optimizer.apply_gradients or "
-                    "Optimizer.minimize.", stale_global_step, self._last_global_step)
-        else:
-            self._global_step_check_count = 0
+            logging.log_first_n(
+                logging.WARN,
+                "It seems that global step (tf.train.get_global_step) has not "
+                "been increased. Current value (could be stable): %s vs previous "
+                "value: %s. You could increase the global step by passing "
+                "tf.train.get_global_step() to Optimizer.apply_gradients or "
+                "Optimizer.minimize.", 5, stale_global_step, self._last_global_step)
         self._last_global_step = stale_global_step
 
 
@@ -615,9 +623,19 @@ class FinalOpsHook(SessionRunHook):
         return self._final_ops_values
 
     def end(self, session):
-        if self._final_ops is not None:
+        if self._final_ops is None:
+            return
+        try:
             self._final_ops_values = session.run(self._final_ops,
                                                  feed_dict=self._final_ops_feed_dict)
+        except (errors.OutOfRangeError, StopIteration):
+            logging.warning(
+                "An OutOfRangeError or StopIteration exception is raised by the "
+                "code in FinalOpsHook. This typically means the Ops running by the "
+                "FinalOpsHook have a dependency back to some input source, which "
+                "should not happen. The final ops should only read variables, not "
+                "take another batch from an input. Please fix that.")
+            raise
 
 
 class FeedFnHook(SessionRunHook):
