@@ -12,7 +12,7 @@ Chrome trace, as TF's ``basic_session_run_hooks.ProfilerHook``.
 ...         while not sess.should_stop():
 ...             _ = sess.run(step)
 >>> sorted(p.rsplit("/", 1)[1] for p in glob.glob(d + "/timeline-*.json"))
-['timeline-3.json']
+['timeline-2.json', 'timeline-4.json']
 """
 
 from __future__ import annotations
