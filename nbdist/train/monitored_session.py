@@ -33,8 +33,10 @@ Summaries go to ``summary_dir`` (default ``checkpoint_dir``) through a
 from __future__ import annotations
 
 import inspect
+import os
 
 from nbdist import errors
+from nbdist.distribute import distribute_coordinator_context
 from nbdist.graph.ops import GraphKeys, get_default_graph
 from nbdist.train import hooks as _hooks
 from nbdist.train import session_manager as sm
@@ -49,6 +51,7 @@ from nbdist.train.session_wrappers import (  # noqa: F401
     _HookedSession,
     _RecoverableSession,
     _WrappedSession,
+    error_text,
 )
 from nbdist.train.summary_hooks import SummarySaverHook
 
@@ -80,6 +83,7 @@ class ChiefSessionCreator(SessionCreator):
         if self._session_manager is None:
             self._session_manager = sm.SessionManager(
                 local_init_op=self._scaffold.local_init_op,
+                local_init_feed_dict=self._scaffold.local_init_feed_dict,
                 ready_op=self._scaffold.ready_op,
                 ready_for_local_init_op=self._scaffold.ready_for_local_init_op,
                 graph=get_default_graph())
@@ -110,6 +114,7 @@ class WorkerSessionCreator(SessionCreator):
         if self._session_manager is None:
             self._session_manager = sm.SessionManager(
                 local_init_op=self._scaffold.local_init_op,
+                local_init_feed_dict=self._scaffold.local_init_feed_dict,
                 ready_op=self._scaffold.ready_op,
                 ready_for_local_init_op=self._scaffold.ready_for_local_init_op,
                 graph=get_default_graph())
@@ -122,6 +127,91 @@ class WorkerSessionCreator(SessionCreator):
 
 
 # -- MonitoredTrainingSession -----------------------------------------------------------
+def _training_hooks(all_hooks, scaffold, checkpoint_dir, summary_dir,
+                    save_checkpoint_secs, save_checkpoint_steps, save_summaries_steps,
+                    save_summaries_secs, log_step_count_steps, save_graph_def,
+                    summaries_to=None, checkpoints_to=None):
+    """Appends the step-counter, summary and checkpoint hooks to ``all_hooks``;
+    they write to ``summaries_to``/``checkpoints_to`` (default ``summary_dir``
+    / ``checkpoint_dir``; an empty string leaves the hooks out)."""
+    summary_dir = summary_dir or checkpoint_dir
+    summaries_to = summary_dir if summaries_to is None else summaries_to
+    checkpoints_to = checkpoint_dir if checkpoints_to is None else checkpoints_to
+    if summary_dir and summaries_to:
+        if log_step_count_steps and log_step_count_steps > 0:
+            all_hooks.append(_hooks.StepCounterHook(output_dir=summaries_to,
+                                                    every_n_steps=log_step_count_steps))
+        if (save_summaries_steps and save_summaries_steps > 0) or (
+                save_summaries_secs and save_summaries_secs > 0):
+            all_hooks.append(SummarySaverHook(
+                scaffold=scaffold, save_steps=save_summaries_steps,
+                save_secs=save_summaries_secs, output_dir=summaries_to))
+    if checkpoint_dir and checkpoints_to:
+        if (save_checkpoint_secs and save_checkpoint_secs > 0) or (
+                save_checkpoint_steps and save_checkpoint_steps > 0):
+            if save_checkpoint_secs and save_checkpoint_secs > 0:
+                save_checkpoint_steps = None  # TF: only the seconds are used
+            all_hooks.append(_hooks.CheckpointSaverHook(
+                checkpoints_to, save_steps=save_checkpoint_steps,
+                save_secs=save_checkpoint_secs, scaffold=scaffold,
+                save_graph_def=save_graph_def))
+    return all_hooks
+
+
+_COLLECTIVE_STRATEGIES = ("CollectiveAllReduceStrategy",
+                          "CollectiveAllReduceStrategyV1", "MultiWorkerMirroredStrategy")
+
+
+def _with_worker_context(worker_context, scaffold, checkpoint_dir, hooks,
+                         chief_only_hooks, save_checkpoint_secs, save_checkpoint_steps,
+                         save_summaries_steps, save_summaries_secs, config,
+                         stop_grace_period_secs, log_step_count_steps, max_wait_secs,
+                         summary_dir, save_graph_def, max_recovery_attempts):
+    """``MonitoredTrainingSession`` inside ``run_distribute_coordinator``: the
+    strategy decides who checkpoints and writes summaries (as TF)."""
+    all_hooks = list(hooks or [])
+    if chief_only_hooks and worker_context.is_chief:
+        all_hooks.extend(chief_only_hooks)
+    tmpdir = None
+    strategy = getattr(worker_context, "_strategy", None)
+    if type(strategy).__name__ in _COLLECTIVE_STRATEGIES:
+        # Every worker must run the same save and summary ops (they may hold
+        # collectives): the ones that should not write, write to a side dir.
+        tmpdir = (f"tmp_{worker_context.task_type}_{worker_context.task_id}"
+                  if worker_context.task_type else "tmp")
+        if save_checkpoint_secs:
+            logging.warning("Collective ops may deadlock with `save_checkpoints_secs`"
+                            " please use `save_checkpoint_steps` instead. Clearing "
+                            "`save_checkpoint_secs` and setting "
+                            "`save_checkpoint_steps` to 1000 now.")
+            save_checkpoint_secs, save_checkpoint_steps = None, 1000
+        if save_summaries_secs:
+            logging.warning("Collective ops may run out of sync with "
+                            "`save_summaries_secs`, please use "
+                            "`save_summaries_steps` instead.")
+    summary_root = summary_dir or checkpoint_dir
+
+    def target(root, allowed):
+        if allowed:
+            return root
+        return os.path.join(root, tmpdir) if (root and tmpdir) else ""
+
+    _training_hooks(all_hooks, scaffold, checkpoint_dir, summary_dir,
+                    save_checkpoint_secs, save_checkpoint_steps, save_summaries_steps,
+                    save_summaries_secs, log_step_count_steps, save_graph_def,
+                    summaries_to=target(summary_root,
+                                        worker_context.should_save_summary),
+                    checkpoints_to=target(checkpoint_dir,
+                                          worker_context.should_checkpoint))
+    logging.info("all_hooks %r", all_hooks)
+    session_creator = worker_context.session_creator(
+        scaffold, config=config, checkpoint_dir=checkpoint_dir,
+        max_wait_secs=max_wait_secs)
+    return MonitoredSession(session_creator=session_creator, hooks=all_hooks,
+                            stop_grace_period_secs=stop_grace_period_secs,
+                            max_recovery_attempts=max_recovery_attempts)
+
+
 def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None,
                              scaffold=None, hooks=None, chief_only_hooks=None,
                              save_checkpoint_secs=USE_DEFAULT,
@@ -129,18 +219,23 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None,
                              save_summaries_secs=USE_DEFAULT, config=None,
                              stop_grace_period_secs=120, log_step_count_steps=100,
                              max_wait_secs=7200, save_checkpoint_steps=USE_DEFAULT,
-                             summary_dir=None,
+                             summary_dir=None, save_graph_def=True,
                              max_recovery_attempts=DEFAULT_MAX_RECOVERY_ATTEMPTS):
     """A ``MonitoredSession`` for training, set up for a chief or a worker.
 
     The chief initialises or restores the model from ``checkpoint_dir`` and
-    gets a ``StepCounterHook`` and a ``CheckpointSaverHook`` (every
-    ``save_checkpoint_secs`` = 600 s by default, or every
-    ``save_checkpoint_steps``; only the seconds if both are given) plus
-    ``chief_only_hooks``; a worker waits up to ``max_wait_secs`` for the model
-    and gets only ``hooks``. ``max_recovery_attempts`` bounds how many times
-    in a row the session is re-created after a preemption error. In a notebook,
-    a ``StopAtStepHook`` comes with a ``ProgressBarHook`` of the global step.
+    gets a ``StepCounterHook`` and a ``SummarySaverHook`` (into
+    ``summary_dir``, default ``checkpoint_dir``), a ``CheckpointSaverHook``
+    (every ``save_checkpoint_secs`` = 600 s by default, or every
+    ``save_checkpoint_steps``; only the seconds if both are given; with
+    ``save_graph_def`` it also writes ``graph.pbtxt`` and ``.meta`` files)
+    plus ``chief_only_hooks``; a worker waits up to ``max_wait_secs`` for the
+    model and gets only ``hooks``. Inside ``run_distribute_coordinator``'s
+    ``worker_fn`` the strategy decides instead (``should_checkpoint``,
+    ``should_save_summary``, ``is_chief``) and the context makes the session.
+    ``max_recovery_attempts`` bounds how many times in a row the session is
+    re-created after a preemption error. In a notebook, a ``StopAtStepHook``
+    comes with a ``ProgressBarHook`` of the global step.
     """
     if save_summaries_steps is USE_DEFAULT and save_summaries_secs is USE_DEFAULT:
         save_summaries_steps, save_summaries_secs = 100, None
@@ -156,6 +251,16 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None,
     elif save_checkpoint_steps is USE_DEFAULT:
         save_checkpoint_steps = None
     scaffold = scaffold or Scaffold()
+    worker_context = distribute_coordinator_context.get_current_worker_context()
+    if worker_context:
+        hooks = _hooks.add_notebook_progress(
+            hooks, chief_only_hooks if worker_context.is_chief else None)
+        return _with_worker_context(
+            worker_context, scaffold, checkpoint_dir, hooks, chief_only_hooks,
+            save_checkpoint_secs, save_checkpoint_steps, save_summaries_steps,
+            save_summaries_secs, config, stop_grace_period_secs,
+            log_step_count_steps, max_wait_secs, summary_dir, save_graph_def,
+            max_recovery_attempts)
     hooks = _hooks.add_notebook_progress(hooks, chief_only_hooks if is_chief else None)
     if not is_chief:
         session_creator = WorkerSessionCreator(scaffold=scaffold, master=master,
@@ -164,32 +269,14 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None,
         return MonitoredSession(session_creator=session_creator, hooks=hooks or [],
                                 stop_grace_period_secs=stop_grace_period_secs,
                                 max_recovery_attempts=max_recovery_attempts)
-    all_hooks = []
-    if chief_only_hooks:
-        all_hooks.extend(chief_only_hooks)
+    all_hooks = list(chief_only_hooks or [])
     session_creator = ChiefSessionCreator(scaffold=scaffold,
                                           checkpoint_dir=checkpoint_dir,
                                           master=master, config=config)
-    summary_dir = summary_dir or checkpoint_dir
-    if summary_dir:
-        if log_step_count_steps and log_step_count_steps > 0:
-            all_hooks.append(_hooks.StepCounterHook(output_dir=summary_dir,
-                                                    every_n_steps=log_step_count_steps))
-        if (save_summaries_steps and save_summaries_steps > 0) or (
-                save_summaries_secs and save_summaries_secs > 0):
-            all_hooks.append(SummarySaverHook(
-                scaffold=scaffold, save_steps=save_summaries_steps,
-                save_secs=save_summaries_secs, output_dir=summary_dir))
-    if checkpoint_dir:
-        if (save_checkpoint_secs and save_checkpoint_secs > 0) or (
-                save_checkpoint_steps and save_checkpoint_steps > 0):
-            if save_checkpoint_secs and save_checkpoint_secs > 0:
-                save_checkpoint_steps = None  # TF: only the seconds are used
-            all_hooks.append(_hooks.CheckpointSaverHook(
-                checkpoint_dir, save_steps=save_checkpoint_steps,
-                save_secs=save_checkpoint_secs, scaffold=scaffold))
-    if hooks:
-        all_hooks.extend(hooks)
+    _training_hooks(all_hooks, scaffold, checkpoint_dir, summary_dir,
+                    save_checkpoint_secs, save_checkpoint_steps, save_summaries_steps,
+                    save_summaries_secs, log_step_count_steps, save_graph_def)
+    all_hooks.extend(hooks or [])
     return MonitoredSession(session_creator=session_creator, hooks=all_hooks,
                             stop_grace_period_secs=stop_grace_period_secs,
                             max_recovery_attempts=max_recovery_attempts)
@@ -205,7 +292,6 @@ class _MonitoredSession:
         self._hooks = list(hooks or [])
         for h in self._hooks:
             h.begin()
-        self._stop_requested_in_step_fn = False
         self._coordinated_creator = self._CoordinatedSessionCreator(
             session_creator=session_creator or ChiefSessionCreator(),
             hooks=self._hooks, stop_grace_period_secs=stop_grace_period_secs)
@@ -232,8 +318,10 @@ class _MonitoredSession:
     def run_step_fn(self, step_fn):
         """Runs ``step_fn(step_context)``; ``step_context.session`` is the raw
         session, ``step_context.run_with_hooks`` runs with the hooks and
-        ``step_context.request_stop()`` ends the loop (``should_stop()``
-        returns True afterwards)."""
+        ``step_context.request_stop()`` raises ``StopIteration`` out of
+        ``step_fn`` and of this call, which ends a ``with`` block around the
+        loop (closing the session); a preemption error inside ``step_fn``
+        re-creates the session and runs the whole ``step_fn`` again."""
         try:
             params = list(inspect.signature(step_fn).parameters)
         except (TypeError, ValueError):
@@ -242,18 +330,14 @@ class _MonitoredSession:
             raise ValueError("`step_fn` may either have one `step_context` argument, "
                              "or `self` and `step_context` arguments if it's an "
                              f"instance method. Got {params} instead.")
-        try:
-            return self._sess.run_step_fn(step_fn, self._tf_sess(),
-                                          run_with_hooks=None)
-        except StopIteration:
-            self._stop_requested_in_step_fn = True
-            raise
+        if self._sess is None:
+            raise RuntimeError("Attempted to use a closed MonitoredSession.")
+        return self._sess.run_step_fn(step_fn, self._tf_sess(), run_with_hooks=None)
 
     StepContext = StepContext
 
     def should_stop(self) -> bool:
-        return (self._sess is None or self._stop_requested_in_step_fn or
-                self._sess.should_stop())
+        return self._sess is None or self._sess.should_stop()
 
     def close(self):
         self._close_internal()
@@ -307,7 +391,7 @@ class _MonitoredSession:
                     except _PREEMPTION_ERRORS as e:
                         logging.warning("%s.end() failed, which may be due to a "
                                      "preemption of a connected worker or parameter "
-                                     "server: %s", type(h).__name__, e)
+                                     "server: %s", type(h).__name__, error_text(e))
         finally:
             try:
                 if self._sess is None:

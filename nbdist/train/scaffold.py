@@ -10,13 +10,27 @@ from nbdist.train import tf_logging as logging
 
 
 class Scaffold:
-    """The pieces a training session needs: init, ready and local-init ops and
-    a ``Saver``. Missing pieces are taken from the graph's collections, or
-    built, by ``finalize()``."""
+    """The pieces a training session needs: init, ready and local-init ops (with
+    their feeds ``init_feed_dict`` and ``local_init_feed_dict``), ``init_fn``
+    and a ``Saver``. Missing pieces are taken from the graph's collections, or
+    built, by ``finalize()``; ``copy_from_scaffold`` fills what is not given
+    from another scaffold.
+
+    >>> import nbdist as nd
+    >>> with nd.Graph().as_default():
+    ...     p = nd.placeholder(nd.float32, [2])
+    ...     v = nd.Variable(p, collections=[nd.GraphKeys.LOCAL_VARIABLES])
+    ...     scaffold = nd.train.Scaffold(local_init_op=v.initializer,
+    ...                                  local_init_feed_dict={p: [1.0, 2.0]})
+    ...     creator = nd.train.ChiefSessionCreator(scaffold=scaffold)
+    ...     with nd.train.MonitoredSession(session_creator=creator) as sess:
+    ...         print(sess.run(v))
+    [1. 2.]
+    """
 
     def __init__(self, init_op=None, init_feed_dict=None, init_fn=None, ready_op=None,
                  ready_for_local_init_op=None, local_init_op=None, summary_op=None,
-                 saver=None, copy_from_scaffold=None):
+                 saver=None, copy_from_scaffold=None, local_init_feed_dict=None):
         if copy_from_scaffold is not None:
             if not isinstance(copy_from_scaffold, Scaffold):
                 raise TypeError("copy_from_scaffold is not a Scaffold instance.")
@@ -31,6 +45,8 @@ class Scaffold:
             ready_for_local_init_op = coalesce(
                 ready_for_local_init_op, copy_from_scaffold.ready_for_local_init_op)
             local_init_op = coalesce(local_init_op, copy_from_scaffold.local_init_op)
+            local_init_feed_dict = coalesce(local_init_feed_dict,
+                                            copy_from_scaffold.local_init_feed_dict)
             summary_op = coalesce(summary_op, copy_from_scaffold.summary_op)
             saver = coalesce(saver, copy_from_scaffold.saver)
         self._user_init_fn = init_fn
@@ -40,6 +56,7 @@ class Scaffold:
         self._ready_op = ready_op
         self._ready_for_local_init_op = ready_for_local_init_op
         self._local_init_op = local_init_op
+        self._local_init_feed_dict = local_init_feed_dict
         self._summary_op = summary_op
         self._saver = saver
 
@@ -85,6 +102,7 @@ class Scaffold:
     summary_op = property(lambda self: self._summary_op)
     saver = property(lambda self: self._saver)
     init_feed_dict = property(lambda self: self._init_feed_dict)
+    local_init_feed_dict = property(lambda self: self._local_init_feed_dict)
 
     @staticmethod
     def get_or_default(arg_name, collection_key, default_constructor):

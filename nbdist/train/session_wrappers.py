@@ -46,6 +46,15 @@ class StepContext:
         raise StopIteration("step_fn has requested the iterations to stop.")
 
 
+def error_text(e) -> str:
+    """``str(e)``, or ``""`` for an error made without a message (TF code raises
+    ``AbortedError(None, None, None)``, whose ``str`` fails)."""
+    try:
+        return str(e)
+    except TypeError:
+        return ""
+
+
 # -- session wrappers ---------------------------------------------------------------------
 class _WrappedSession:
     """Wraps a session (or another wrapper); ``close`` never raises preemption
@@ -80,7 +89,7 @@ class _WrappedSession:
             except _PREEMPTION_ERRORS as e:
                 logging.warning("An error occurred when attempting to close the session. "
                              "This may be due to a preemption in a connected worker "
-                             "or parameter server. Error: %s", e)
+                             "or parameter server. Error: %s", error_text(e))
             finally:
                 self._sess = None
 
@@ -114,14 +123,15 @@ class _RecoverableSession(_WrappedSession):
         self._failures += 1
         if self._failures > self._max_recovery_attempts:
             logging.error("Giving up after %d attempts to recover from preemption "
-                       "errors; the last one (%s): %s", self._failures - 1, where, e)
+                       "errors; the last one (%s): %s", self._failures - 1, where,
+                          error_text(e))
             raise e
         delay = min(_MAX_BACKOFF_SECS,
                     _INITIAL_BACKOFF_SECS * 2 ** (self._failures - 1))
         logging.warning("%s %s: %s. This may be due to a preemption (a restarted "
                      "worker or parameter server). Creating a new session in %.1f s "
                      "(attempt %d of %d).", type(e).__name__, where,
-                     str(e).splitlines()[0] if str(e) else "", delay, self._failures,
+                     error_text(e).split("\n", 1)[0], delay, self._failures,
                      self._max_recovery_attempts)
         # A deliberate delay: a preempted task needs time to come back (as TF).
         time.sleep(delay)
