@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import glob
 import os
+import threading
 
 import pytest
 
@@ -458,3 +459,89 @@ def test_recoverable_session_moves_to_the_next_session_on_abort():
         assert recoverable.run(v, feed_dict={c: 33}) == 33
         with pytest.raises(IndexError):
             recoverable.run(v, feed_dict={c: 24})
+
+
+# -- errors reported through the coordinator -----------------------------------------------
+class StopCoordinatorAfter(SessionRunHook):
+    """After ``n`` runs a thread of the coordinator reports ``error`` (once)."""
+
+    def __init__(self, n, error):
+        self.n, self.error = n, error
+        self.go, self.stored = threading.Event(), threading.Event()
+        self.started = False
+
+    def after_create_session(self, session, coord):
+        if self.started:
+            return
+        self.started = True
+
+        def report():
+            self.go.wait(60)
+            coord.request_stop(self.error)
+            self.stored.set()
+
+        thread = threading.Thread(target=report, daemon=True)
+        coord.register_thread(thread)
+        thread.start()
+
+    def after_run(self, run_context, run_values):
+        self.n -= 1
+        if self.n == 0:
+            self.go.set()
+            assert self.stored.wait(60)
+
+
+class CountingCreator:
+    """Hands out one session again and again, counting the calls."""
+
+    def __init__(self, sess):
+        self.sess = sess
+        self.created = 0
+
+    def create_session(self):
+        self.created += 1
+        return self.sess
+
+
+class Unclosable:
+    def __init__(self, sess):
+        self.sess = sess
+        self.graph = sess.graph
+
+    def run(self, *args, **kwargs):
+        return self.sess.run(*args, **kwargs)
+
+    def close(self):
+        pass
+
+
+def test_a_preemption_reported_by_a_thread_recreates_the_session():
+    c = nd.placeholder(nd.int32, [])
+    v = nd.identity(c)
+    with nd.Session() as raw:
+        creator = CountingCreator(Unclosable(raw))
+        hook = StopCoordinatorAfter(2, errors.AbortedError(None, None, None))
+        session = nd.train.MonitoredSession(creator, [hook])
+        assert session.run(v, feed_dict={c: 51}) == 51
+        assert not session.should_stop()
+        assert session.run(v, feed_dict={c: 42}) == 42
+        # The coordinator stopped with a preemption error: a new session goes on.
+        assert not session.should_stop()
+        assert creator.created == 2
+        session.close()
+
+
+def test_a_fatal_error_reported_by_a_thread_stops_and_close_raises_it():
+    c = nd.placeholder(nd.int32, [])
+    v = nd.identity(c)
+    with nd.Session() as raw:
+        creator = CountingCreator(Unclosable(raw))
+        hook = StopCoordinatorAfter(
+            2, errors.UnknownError(None, None, "Some fatal exception"))
+        session = nd.train.MonitoredSession(creator, [hook])
+        assert session.run(v, feed_dict={c: 51}) == 51
+        assert session.run(v, feed_dict={c: 42}) == 42
+        assert session.should_stop()
+        assert creator.created == 1
+        with pytest.raises(errors.UnknownError, match="Some fatal exception"):
+            session.close()
