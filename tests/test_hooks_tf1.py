@@ -19,7 +19,7 @@ from tensorboard.backend.event_processing import event_accumulator as ea
 
 import nbdist as nd
 from nbdist import errors
-from nbdist.proto import summary_pb2
+from nbdist.proto import meta_graph_pb2, summary_pb2
 from nbdist.train import hooks as hooks_module
 from nbdist.train.hooks import SessionRunArgs, SessionRunContext, SessionRunValues
 
@@ -386,3 +386,21 @@ def test_session_run_values_carry_the_run_metadata_of_a_traced_run():
     c = nd.constant(1.0, name="c") + 1.0
     run_hooked([Trace()], c, 1)
     assert "add" in seen[0]
+
+
+def test_checkpoint_saver_hook_writes_graph_and_meta_graph_for_tensorboard(tmp_path):
+    gs = nd.train.get_or_create_global_step()
+    inc = gs.assign_add(1)
+    saver = nd.train.Saver()
+    hook = nd.train.CheckpointSaverHook(str(tmp_path), save_steps=10, saver=saver)
+    run_hooked([hook], inc, 1)
+    nd.summary.FileWriterCache.get(str(tmp_path)).flush()
+    (events,) = glob.glob(str(tmp_path / "events.out.tfevents.*"))
+    events = list(nd.train.summary_iterator(events))
+    metas = [meta_graph_pb2.MetaGraphDef.FromString(e.meta_graph_def) for e in events
+             if e.HasField("meta_graph_def")]
+    graphs = [e for e in events if e.HasField("graph_def")]
+    assert len(metas) == 1 and graphs
+    assert metas[0].saver_def == saver.saver_def
+    assert "global_step" in {n.name for n in metas[0].graph_def.node}
+    assert os.path.exists(tmp_path / "graph.pbtxt")

@@ -545,3 +545,82 @@ def test_a_fatal_error_reported_by_a_thread_stops_and_close_raises_it():
         assert creator.created == 1
         with pytest.raises(errors.UnknownError, match="Some fatal exception"):
             session.close()
+
+
+# -- more of TF's MonitoredSession contract --------------------------------------------
+def test_scaffold_defaults_without_variables():
+    nd.constant(1, name="my_const")
+    scaffold = nd.train.Scaffold().finalize()
+    assert isinstance(scaffold.init_op, nd.Operation)
+    assert isinstance(scaffold.ready_op, nd.Tensor)
+    assert isinstance(scaffold.ready_for_local_init_op, nd.Tensor)
+    assert isinstance(scaffold.local_init_op, nd.Operation)
+    assert isinstance(scaffold.saver, nd.train.Saver)
+    with pytest.raises(RuntimeError, match="Graph is finalized"):
+        nd.constant([0])
+
+
+def test_a_preemption_in_init_fn_is_retried():
+    gs = nd.train.get_or_create_global_step()
+    raised = []
+
+    def init_fn(scaffold, session):
+        if not raised:
+            raised.append(True)
+            raise errors.AbortedError(None, None, "Abort")
+
+    creator = nd.train.ChiefSessionCreator(scaffold=nd.train.Scaffold(init_fn=init_fn))
+    with nd.train.MonitoredSession(session_creator=creator) as sess:
+        assert not sess.should_stop()
+        assert sess.run(gs) == 0
+    assert raised == [True]
+
+
+def test_singular_session_raises_preemption_errors_of_hooks():
+    gs = nd.train.get_or_create_global_step()
+
+    class RaiseAborted(SessionRunHook):
+        def before_run(self, run_context):
+            raise errors.AbortedError(None, None, "Abort")
+
+    with nd.train.SingularMonitoredSession(hooks=[RaiseAborted()]) as sess:
+        with pytest.raises(errors.AbortedError):
+            sess.run(gs)
+    with pytest.raises(errors.AbortedError):
+        with nd.train.SingularMonitoredSession(hooks=[RaiseAborted()]) as sess:
+            sess.run(gs)
+
+
+def test_graph_finalized_while_running_and_unfinalized_after(fresh_graph):
+    v = nd.Variable(0)
+    with nd.train.MonitoredSession() as sess:
+        assert sess.run(v) == 0 and fresh_graph.finalized
+        assert sess.graph is fresh_graph
+    assert not fresh_graph.finalized
+    nd.train.Scaffold().finalize()
+    with nd.train.MonitoredSession() as sess:
+        sess.run(v)
+    assert fresh_graph.finalized  # it was finalized before: it stays so
+
+
+def test_run_options_of_caller_and_hooks_are_merged():
+    const = nd.constant(42, name="my_const")
+    seen = []
+
+    class Options(SessionRunHook):
+        def before_run(self, run_context):
+            return SessionRunArgs(None, options=nd.RunOptions(
+                trace_level=2, timeout_in_ms=60000, output_partition_graphs=False))
+
+        def after_run(self, run_context, run_values):
+            seen.append((run_values.options, run_values.run_metadata))
+
+    with nd.train.MonitoredSession(hooks=[Options()]) as sess:
+        caller = nd.RunOptions(trace_level=3, timeout_in_ms=30000,
+                               output_partition_graphs=True)
+        assert sess.run(const, options=caller) == 42
+    (options, metadata), = seen
+    assert (options.trace_level, options.timeout_in_ms,
+            options.output_partition_graphs) == (3, 60000, True)
+    assert isinstance(metadata, nd.RunMetadata)
+    assert len(metadata.partition_graphs) > 0

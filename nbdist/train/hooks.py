@@ -24,6 +24,7 @@ from nbdist import errors
 from nbdist.graph.ops import GraphKeys, Tensor, get_default_graph
 from nbdist.proto import summary_pb2
 from nbdist.train import tf_logging as logging
+from nbdist.train.meta_graph import export_meta_graph
 from nbdist.train.summary_writer import FileWriterCache
 
 
@@ -414,8 +415,14 @@ class CheckpointSaverHook(SessionRunHook):
     def after_create_session(self, session, coord):
         global_step = int(session.run(self._global_step_tensor))
         if self._save_graph_def:
-            _write_graph_pbtxt(session.graph if hasattr(session, "graph") else
-                               get_default_graph(), self._checkpoint_dir)
+            # Here, not in begin(): other hooks may still add ops in theirs.
+            graph = getattr(session, "graph", None) or get_default_graph()
+            _write_graph_pbtxt(graph, self._checkpoint_dir)
+            saver_def = getattr(self._get_saver(), "saver_def", None)
+            graph_def = graph.as_graph_def(add_shapes=True)
+            self._summary_writer.add_graph(graph_def)
+            self._summary_writer.add_meta_graph(export_meta_graph(
+                graph_def=graph_def, saver_def=saver_def, graph=graph))
         # The checkpoint saved here is the state at step "global_step".
         self._save(session, global_step)
         self._timer.update_last_triggered_step(global_step)
