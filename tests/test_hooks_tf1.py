@@ -230,7 +230,8 @@ def test_step_counter_hook_uses_the_given_summary_writer(tmp_path, clock):
     gs = nd.train.get_or_create_global_step()
     inc = gs.assign_add(1)
     written = []
-    writer = types.SimpleNamespace(add_summary=lambda s, step: written.append((s, step)))
+    writer = types.SimpleNamespace(
+        add_summary=lambda s, step: written.append((s, step)))
     hook = nd.train.StepCounterHook(every_n_steps=2, summary_writer=writer)
 
     def tick():
@@ -285,7 +286,7 @@ def test_summary_iterator_raises_data_loss_on_a_corrupt_record(tmp_path):
         list(nd.train.summary_iterator(path))
 
 
-# -- timers, waiters, feeds, final ops --------------------------------------------------
+# -- timers, waiters, feeds, final ops -------------------------------------------------
 def test_second_or_step_timer_every_steps_and_every_secs(clock):
     with pytest.raises(ValueError):
         nd.train.SecondOrStepTimer()
@@ -380,8 +381,8 @@ def test_session_run_values_carry_the_run_metadata_of_a_traced_run():
 
         def after_run(self, run_context, run_values):
             assert isinstance(run_values, SessionRunValues)
-            seen.append({n.node_name for d in run_values.run_metadata.step_stats.dev_stats
-                         for n in d.node_stats})
+            stats = run_values.run_metadata.step_stats
+            seen.append({n.node_name for d in stats.dev_stats for n in d.node_stats})
 
     c = nd.constant(1.0, name="c") + 1.0
     run_hooked([Trace()], c, 1)

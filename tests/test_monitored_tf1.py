@@ -197,9 +197,10 @@ def test_worker_context_chief_only_hooks_need_a_chief():
         def after_run(self, run_context, run_values):
             Counting.runs += 1
 
-    cluster = nd.train.ClusterSpec({"chief": ["localhost:1"], "worker": ["localhost:2"]})
-    context = _WorkerContext(Strategy(should_checkpoint=False, should_save_summary=False),
-                             cluster, "worker", 0)
+    cluster = nd.train.ClusterSpec({"chief": ["localhost:1"],
+                                    "worker": ["localhost:2"]})
+    strategy = Strategy(should_checkpoint=False, should_save_summary=False)
+    context = _WorkerContext(strategy, cluster, "worker", 0)
     assert not context.is_chief
     # The worker's session is made by the context (for its own master): only
     # which hooks it gets is checked here.
@@ -216,7 +217,7 @@ def test_worker_context_chief_only_hooks_need_a_chief():
     assert Counting.runs == 0 and made["scaffold"] is not None
 
 
-# -- recovery ----------------------------------------------------------------------------
+# -- recovery --------------------------------------------------------------------------
 class RaiseOnceAtRun(SessionRunHook):
     """Raises ``error`` in the ``n``-th before_run (counting from 1), once."""
 
@@ -352,7 +353,7 @@ def test_step_fn_signature_is_checked():
             sess.run_step_fn(two_args)
 
 
-# -- closing and the wrappers --------------------------------------------------------------
+# -- closing and the wrappers ----------------------------------------------------------
 def test_close_inside_with_says_the_session_is_already_closed():
     with pytest.raises(RuntimeError, match="Session is already closed"):
         with nd.train.MonitoredSession() as sess:
@@ -461,7 +462,7 @@ def test_recoverable_session_moves_to_the_next_session_on_abort():
             recoverable.run(v, feed_dict={c: 24})
 
 
-# -- errors reported through the coordinator -----------------------------------------------
+# -- errors reported through the coordinator -------------------------------------------
 class StopCoordinatorAfter(SessionRunHook):
     """After ``n`` runs a thread of the coordinator reports ``error`` (once)."""
 

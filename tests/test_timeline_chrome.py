@@ -60,7 +60,8 @@ def synthetic_step_stats():
 def test_timeline_from_labels_processes_ops_and_cross_device_flows():
     stats = synthetic_step_stats()
     before = stats.SerializeToString()
-    trace = json.loads(nd.client.timeline.Timeline(stats).generate_chrome_trace_format())
+    timeline = nd.client.timeline.Timeline(stats)
+    trace = json.loads(timeline.generate_chrome_trace_format())
     check_trace_shape(trace)
     assert stats.SerializeToString() == before  # the caller's proto is untouched
     events = trace["traceEvents"]
@@ -116,7 +117,8 @@ def test_overlapping_ops_get_separate_lanes():
     for name, start, dur in [("x", 0, 10), ("y", 5, 10), ("z", 12, 1)]:
         dev.node_stats.add(node_name=name, timeline_label=f"{name} = NoOp()",
                            all_start_micros=start, all_end_rel_micros=dur)
-    trace = json.loads(nd.client.timeline.Timeline(stats).generate_chrome_trace_format())
+    timeline = nd.client.timeline.Timeline(stats)
+    trace = json.loads(timeline.generate_chrome_trace_format())
     lanes = {e["args"]["name"]: e["tid"] for e in trace["traceEvents"]
              if e["ph"] == "X"}
     assert lanes == {"x": 0, "y": 1, "z": 0}

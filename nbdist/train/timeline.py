@@ -43,7 +43,7 @@ from nbdist.proto import step_stats_pb2
 
 AllocationMaximum = collections.namedtuple(
     "AllocationMaximum", ("timestamp", "num_bytes", "tensors"))
-AllocationMaximum.__doc__ = "The peak of an allocator: when, how many bytes, which tensors."
+AllocationMaximum.__doc__ = "An allocator's peak: when, how many bytes, which tensors."
 
 StepStatsAnalysis = collections.namedtuple(
     "StepStatsAnalysis", ("chrome_trace", "allocator_maximums"))
@@ -156,7 +156,7 @@ class Timeline:
         self._origin_step_stats = step_stats
         self._graph = graph
 
-    # -- the analysis -----------------------------------------------------------------
+    # -- the analysis -------------------------------------------------------------
     def _inputs(self, node_stats) -> tuple[str, list[str]]:
         _, op, inputs = _parse_label(node_stats.timeline_label)
         if op == "unknown" and node_stats.op_type:
@@ -298,7 +298,7 @@ class Timeline:
                                                 allocator, total)
             self._allocator_maximums[allocator] = peak
 
-    # -- the public methods ---------------------------------------------------------------
+    # -- the public methods -------------------------------------------------------
     def analyze_step_stats(self, show_dataflow=True, show_memory=True,
                            op_time="schedule") -> StepStatsAnalysis:
         """The ``ChromeTrace`` and the peak bytes of each allocator (here: each
