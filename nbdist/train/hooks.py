@@ -446,6 +446,8 @@ class CheckpointSaverHook(SessionRunHook):
             self._save(session, last_step)
         for listener in self._listeners:
             listener.end(session, last_step)
+        # The cached writer's thread is a daemon: flush so nothing is lost at exit.
+        self._summary_writer.flush()
 
     def _save(self, session, step) -> bool:
         logging.info("Saving checkpoints for %d into %s.", step, self._save_path)
@@ -524,6 +526,10 @@ class StepCounterHook(SessionRunHook):
 
     def before_run(self, run_context):
         return SessionRunArgs(self._global_step_tensor)
+
+    def end(self, session):
+        if self._summary_writer is not None and hasattr(self._summary_writer, "flush"):
+            self._summary_writer.flush()
 
     def _log_and_record(self, elapsed_steps, elapsed_time, global_step):
         steps_per_sec = elapsed_steps / elapsed_time if elapsed_time else float("inf")

@@ -80,6 +80,9 @@ class ProfilerHook(SessionRunHook):
                                                f"step_{global_step}")
         self._next_step = global_step + 1
 
+    def end(self, session):
+        self._file_writer.flush()
+
     def _save(self, step, save_path, step_stats, graph):
         logging.info("Saving timeline for %d into '%s'.", step, save_path)
         trace = Timeline(step_stats, graph).generate_chrome_trace_format(
