@@ -144,6 +144,7 @@ def __getattr__(name):
         "logging": "nbdist.compat.tf_logging",
         "contrib": "nbdist.contrib",
         "debugging": "nbdist.debugging",
+        "client": "nbdist.client",
         "Server": ("nbdist.runtime.server_lib", "Server"),
         "ClusterSpec": ("nbdist.runtime.cluster_spec", "ClusterSpec"),
         "LocalCluster": ("nbdist.cluster.local_cluster", "LocalCluster"),

@@ -117,9 +117,9 @@ def test_evaluator_split_and_contexts():
     with pytest.raises(ValueError, match="cluster_spec"):
         dc._normalize_cluster_spec(["c:1"])
     ev = dc._WorkerContext(None, spec, "evaluator", 0)
-    # As TF: the evaluator's master target is its own address.
+    # As TF: the evaluator runs locally (an empty master target).
     assert (ev.master_target, ev.is_chief, ev.distributed_mode) == (
-        "grpc://e:1", True, False)
+        "", True, False)
     w1 = dc._WorkerContext(None, spec, "worker", 1, rpc_layer="grpc")
     assert (w1.master_target, w1.is_chief, w1.num_workers) == ("grpc://w:2", False, 3)
     in_graph = dc._WorkerContext(None, spec, None, None, rpc_layer="")
@@ -191,7 +191,7 @@ def test_standalone_strategy_protocol_and_evaluator(in_process_cluster):
     assert got[("chief", 0)]["experimental_should_init"]
     assert not got[("worker", 1)]["experimental_should_init"]
     assert not any(c["should_checkpoint"] for c in got.values())
-    assert evals == [(None, "evaluator", "grpc://localhost:1", True)]
+    assert evals == [(None, "evaluator", "", True)]
 
 
 def test_a_failing_worker_releases_the_others_from_the_barrier(in_process_cluster):

@@ -261,7 +261,8 @@ def test_hooks_feed_fetch_and_run_step_fn():
 
         with pytest.raises(StopIteration):
             sess.run_step_fn(stopper)
-        assert sess.should_stop()
+        # As TF: the StopIteration ends a with-block; should_stop() is unchanged.
+        assert not sess.should_stop()
         with pytest.raises(ValueError, match="step_context"):
             sess.run_step_fn(lambda ctx: None)
 

@@ -26,8 +26,8 @@ In a STANDALONE_CLIENT, ``wait_for_other_workers()`` is a barrier of the
 cluster's coordination service (``/job:chief`` and ``/job:worker`` tasks) that
 the task threads share; its arrivals and passes are events of the service. As
 in TF, an INDEPENDENT_WORKER's context has no barrier (``has_barrier`` is False,
-the call returns at once), and an evaluator's ``master_target`` is its own
-address. When one ``worker_fn`` of a STANDALONE_CLIENT fails,
+the call returns at once), and an evaluator's ``master_target`` is ``""``: it
+evaluates in its own process (it starts no server). When one ``worker_fn`` of a STANDALONE_CLIENT fails,
 the others are released from the barrier with ``CancelledError`` and the first
 error is raised.
 

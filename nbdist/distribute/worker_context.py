@@ -77,7 +77,9 @@ class WorkerContext:
                 f" master_target={self._master_target!r} is_chief={self.is_chief}>")
 
     def _get_master_target(self) -> str:
-        if not self._cluster_spec:  # as TF: the evaluator's own address too
+        # No cluster: local training. The evaluator evaluates on its own, in
+        # this process (as TF: its master is local, not its server).
+        if not self._cluster_spec or self._task_type == TaskType.EVALUATOR:
             return ""
         if not self._task_type:
             if TaskType.CHIEF in self._cluster_spec.jobs:

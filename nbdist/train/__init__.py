@@ -98,6 +98,8 @@ from nbdist.train.queue_barrier import queue_barrier
 from nbdist.train.queue_runner import QueueRunner, add_queue_runner, start_queue_runners
 from nbdist.train.session_manager import SessionManager
 from nbdist.train.summary_hooks import SummarySaverHook
+from nbdist.train.profiler_hook import ProfilerHook
+from nbdist.train.summary_iterator import summary_iterator
 from nbdist.train.supervisor import Supervisor
 from nbdist.train.sync_replicas_optimizer import SyncReplicasOptimizer
 
@@ -153,4 +155,5 @@ __all__ = [
     "maybe_shuffle_batch", "maybe_shuffle_batch_join", "shuffle_batch_join",
     "NewCheckpointReader", "SaverDef", "init_from_checkpoint", "list_variables",
     "load_checkpoint", "load_variable", "write_graph",
+    "ProfilerHook", "summary_iterator",
 ]

@@ -7,22 +7,25 @@ creation (again after a recovery), ``before_run(run_context)`` and
 ``after_run(run_context, run_values)`` around every ``run``, and
 ``end(session)`` when closing without an exception.
 
-Messages go to the ``"nbdist"`` logger.
+Messages go through ``nd.compat.v1.logging`` (``nbdist.train.tf_logging``),
+with TF's wording.
 """
 
 from __future__ import annotations
 
 import collections
-import logging
 import os
 import sys
 import time
 
 import numpy as np
 
+from nbdist import errors
 from nbdist.graph.ops import GraphKeys, Tensor, get_default_graph
-
-_log = logging.getLogger("nbdist")
+from nbdist.proto import summary_pb2
+from nbdist.train import tf_logging as logging
+from nbdist.train.meta_graph import export_meta_graph
+from nbdist.train.summary_writer import FileWriterCache
 
 
 # -- session_run_hook ------------------------------------------------------------------
@@ -217,14 +220,14 @@ class LoggingTensorHook(SessionRunHook):
         elapsed_secs, _ = self._timer.update_last_triggered_step(self._iter_count)
         with np.printoptions(suppress=True):
             if self._formatter:
-                _log.info(self._formatter(tensor_values))
+                logging.info(self._formatter(tensor_values))
             else:
                 stats = ", ".join(f"{tag} = {tensor_values[tag]}"
                                   for tag in self._tag_order)
                 if elapsed_secs is not None:
-                    _log.info("%s (%.3f sec)", stats, elapsed_secs)
+                    logging.info("%s (%.3f sec)", stats, elapsed_secs)
                 else:
-                    _log.info("%s", stats)
+                    logging.info("%s", stats)
 
     def after_run(self, run_context, run_values):
         if self._should_trigger:
@@ -385,7 +388,7 @@ class CheckpointSaverHook(SessionRunHook):
     def __init__(self, checkpoint_dir, save_secs=None, save_steps=None, saver=None,
                  checkpoint_basename="model.ckpt", scaffold=None, listeners=None,
                  save_graph_def=True):
-        _log.info("Create CheckpointSaverHook.")
+        logging.info("Create CheckpointSaverHook.")
         if saver is not None and scaffold is not None:
             raise ValueError("You cannot provide both saver and scaffold.")
         self._saver = saver
@@ -405,14 +408,21 @@ class CheckpointSaverHook(SessionRunHook):
         if self._global_step_tensor is None:
             raise RuntimeError("Global step should be created to use "
                                "CheckpointSaverHook.")
+        self._summary_writer = FileWriterCache.get(self._checkpoint_dir)
         for listener in self._listeners:
             listener.begin()
 
     def after_create_session(self, session, coord):
         global_step = int(session.run(self._global_step_tensor))
         if self._save_graph_def:
-            _write_graph_pbtxt(session.graph if hasattr(session, "graph") else
-                               get_default_graph(), self._checkpoint_dir)
+            # Here, not in begin(): other hooks may still add ops in theirs.
+            graph = getattr(session, "graph", None) or get_default_graph()
+            _write_graph_pbtxt(graph, self._checkpoint_dir)
+            saver_def = getattr(self._get_saver(), "saver_def", None)
+            graph_def = graph.as_graph_def(add_shapes=True)
+            self._summary_writer.add_graph(graph_def)
+            self._summary_writer.add_meta_graph(export_meta_graph(
+                graph_def=graph_def, saver_def=saver_def, graph=graph))
         # The checkpoint saved here is the state at step "global_step".
         self._save(session, global_step)
         self._timer.update_last_triggered_step(global_step)
@@ -436,17 +446,22 @@ class CheckpointSaverHook(SessionRunHook):
             self._save(session, last_step)
         for listener in self._listeners:
             listener.end(session, last_step)
+        # The cached writer's thread is a daemon: flush so nothing is lost at exit.
+        self._summary_writer.flush()
 
     def _save(self, session, step) -> bool:
-        _log.info("Saving checkpoints for %d into %s.", step, self._save_path)
+        logging.info("Saving checkpoints for %d into %s.", step, self._save_path)
         for listener in self._listeners:
             listener.before_save(session, step)
         self._get_saver().save(session, self._save_path, global_step=step,
                                write_meta_graph=self._save_graph_def)
+        self._summary_writer.add_session_log(summary_pb2.SessionLog(
+            status=summary_pb2.SessionLog.CHECKPOINT, checkpoint_path=self._save_path),
+            step)
         should_stop = False
         for listener in self._listeners:
             if listener.after_save(session, step):
-                _log.info("A CheckpointSaverListener requested that training be "
+                logging.info("A CheckpointSaverListener requested that training be "
                           "stopped. listener: %s", listener)
                 should_stop = True
         return should_stop
@@ -493,16 +508,17 @@ class StepCounterHook(SessionRunHook):
                              "be provided.")
         self._timer = SecondOrStepTimer(every_steps=every_n_steps,
                                         every_secs=every_n_secs)
-        self._output_dir = output_dir  # summaries are not written by nbdist
+        self._output_dir = output_dir
         self._summary_writer = summary_writer
         self._last_global_step = None
-        self._global_step_check_count = 0
         self._steps_per_run = 1
 
     def _set_steps_per_run(self, steps_per_run):
         self._steps_per_run = steps_per_run
 
     def begin(self):
+        if self._summary_writer is None and self._output_dir:
+            self._summary_writer = FileWriterCache.get(self._output_dir)
         self._global_step_tensor = _global_step_read()
         if self._global_step_tensor is None:
             raise RuntimeError("Global step should be created to use StepCounterHook.")
@@ -511,9 +527,17 @@ class StepCounterHook(SessionRunHook):
     def before_run(self, run_context):
         return SessionRunArgs(self._global_step_tensor)
 
+    def end(self, session):
+        if self._summary_writer is not None and hasattr(self._summary_writer, "flush"):
+            self._summary_writer.flush()
+
     def _log_and_record(self, elapsed_steps, elapsed_time, global_step):
         steps_per_sec = elapsed_steps / elapsed_time if elapsed_time else float("inf")
-        _log.info("%s: %g", self._summary_tag, steps_per_sec)
+        if self._summary_writer is not None:
+            summary = summary_pb2.Summary(value=[summary_pb2.Summary.Value(
+                tag=self._summary_tag, simple_value=steps_per_sec)])
+            self._summary_writer.add_summary(summary, global_step)
+        logging.info("%s: %g", self._summary_tag, steps_per_sec)
 
     def after_run(self, run_context, run_values):
         stale_global_step = int(run_values.results)
@@ -526,19 +550,15 @@ class StepCounterHook(SessionRunHook):
                 if elapsed_time is not None:
                     self._log_and_record(elapsed_steps, elapsed_time, global_step)
         # Some optimizers (SyncReplicasOptimizer on a worker) do not move the
-        # global step on every run: only warn after 20 flat checks.
+        # global step on every run: warn only the first 5 times (as TF).
         if stale_global_step == self._last_global_step:
-            self._global_step_check_count += 1
-            if self._global_step_check_count % 20 == 0:
-                self._global_step_check_count = 0
-                _log.warning(
-                    "It seems that global step (nd.train.get_global_step) has not "
-                    "been increased. Current value (could be stable): %s vs previous "
-                    "value: %s. You could increase the global step by passing "
-                    "nd.train.get_global_step() to Optimizer.apply_gradients or "
-                    "Optimizer.minimize.", stale_global_step, self._last_global_step)
-        else:
-            self._global_step_check_count = 0
+            logging.log_first_n(
+                logging.WARN,
+                "It seems that global step (tf.train.get_global_step) has not "
+                "been increased. Current value (could be stable): %s vs previous "
+                "value: %s. You could increase the global step by passing "
+                "tf.train.get_global_step() to Optimizer.apply_gradients or "
+                "Optimizer.minimize.", 5, stale_global_step, self._last_global_step)
         self._last_global_step = stale_global_step
 
 
@@ -562,9 +582,9 @@ class NanTensorHook(SessionRunHook):
         if np.any(np.isnan(run_values.results)):
             failure_message = "Model diverged with loss = NaN."
             if self._fail_on_nan_loss:
-                _log.error(failure_message)
+                logging.error(failure_message)
                 raise NanLossDuringTrainingError
-            _log.warning(failure_message)
+            logging.warning(failure_message)
             run_context.request_stop()
 
 
@@ -587,7 +607,7 @@ class GlobalStepWaiterHook(SessionRunHook):
         if self._wait_until_step <= 0:
             self._worker_is_started = True
             return
-        _log.info("Waiting for global step %d before starting training.",
+        logging.info("Waiting for global step %d before starting training.",
                   self._wait_until_step)
         last_logged_step = 0
         while True:
@@ -596,7 +616,7 @@ class GlobalStepWaiterHook(SessionRunHook):
                 self._worker_is_started = True
                 return
             if current_step - last_logged_step > 1000:
-                _log.info("Waiting for global step %d before starting training. "
+                logging.info("Waiting for global step %d before starting training. "
                           "Current step is %d.", self._wait_until_step, current_step)
                 last_logged_step = current_step
             # Nothing pushes a variable's new value: read it again (as TF does).
@@ -616,9 +636,19 @@ class FinalOpsHook(SessionRunHook):
         return self._final_ops_values
 
     def end(self, session):
-        if self._final_ops is not None:
+        if self._final_ops is None:
+            return
+        try:
             self._final_ops_values = session.run(self._final_ops,
                                                  feed_dict=self._final_ops_feed_dict)
+        except (errors.OutOfRangeError, StopIteration):
+            logging.warning(
+                "An OutOfRangeError or StopIteration exception is raised by the "
+                "code in FinalOpsHook. This typically means the Ops running by the "
+                "FinalOpsHook have a dependency back to some input source, which "
+                "should not happen. The final ops should only read variables, not "
+                "take another batch from an input. Please fix that.")
+            raise
 
 
 class FeedFnHook(SessionRunHook):

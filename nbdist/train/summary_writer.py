@@ -100,6 +100,15 @@ class FileWriter:
             global_step,
         )
 
+    def add_run_metadata(self, run_metadata, tag, global_step=None):
+        """Writes ``run_metadata`` (a ``RunMetadata``, e.g. of a traced run) under
+        ``tag``, for TensorBoard's graph tab (compute time and memory)."""
+        if not isinstance(tag, str):
+            raise TypeError(f"tag must be a str, got {type(tag).__name__}")
+        tagged = summary_pb2.TaggedRunMetadata(
+            tag=tag, run_metadata=run_metadata.SerializeToString())
+        self._add_event(summary_pb2.Event(tagged_run_metadata=tagged), global_step)
+
     def add_event(self, event):
         """Writes ``event``, an ``Event`` proto, as it is."""
         if self._closed:
