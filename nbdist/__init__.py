@@ -65,6 +65,15 @@ from nbdist.graph.default_session import get_default_session
 from nbdist.runtime.session import InteractiveSession, Session
 
 from nbdist._api_ops import *  # noqa: F401,F403,E402  (math, array, nn, random ops)
+from nbdist.graph.indexed_slices import (IndexedSlices,  # noqa: E402
+                                         IndexedSlicesValue,
+                                         convert_to_tensor_or_indexed_slices)
+from nbdist.graph.sparse_ops import (sparse_concat, sparse_reduce_sum,  # noqa: E402
+                                     sparse_tensor_dense_matmul,
+                                     sparse_tensor_to_dense, sparse_to_dense,
+                                     unique)
+from nbdist.graph.sparse_tensor import (SparseTensor,  # noqa: E402
+                                        SparseTensorValue, sparse_placeholder)
 from nbdist.graph import variables as _variables  # noqa: E402
 
 _variables._install_variable_operators()  # now that Tensor has its operators
@@ -94,6 +103,7 @@ def __getattr__(name):
         "distribute": "nbdist.distribute",
         "data": "nbdist.data",
         "nn": "nbdist.nn",
+        "sparse": "nbdist.sparse",
         "notebook": "nbdist.notebook",
         "random": "nbdist.random",
         "summary": "nbdist.summary",

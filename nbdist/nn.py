@@ -10,6 +10,10 @@
 from __future__ import annotations
 
 from nbdist.graph.embedding_ops import embedding_lookup
+from nbdist.graph.embedding_ops_sparse import (
+    embedding_lookup_sparse,
+    safe_embedding_lookup_sparse,
+)
 from nbdist.graph.nn_ops import (
     bias_add,
     dropout,
@@ -51,6 +55,7 @@ __all__ = [
     "dropout",
     "elu",
     "embedding_lookup",
+    "embedding_lookup_sparse",
     "in_top_k",
     "l2_loss",
     "l2_normalize",
@@ -59,6 +64,7 @@ __all__ = [
     "moments",
     "relu",
     "relu6",
+    "safe_embedding_lookup_sparse",
     "sigmoid",
     "sigmoid_cross_entropy_with_logits",
     "softmax",

@@ -175,7 +175,8 @@ def test_embedding_lookup_gradient_per_shard(graph):
     np.add.at(full, ids, weights)
     with nd.Session() as s:
         s.run(nd.global_variables_initializer())
-        got = s.run(grads)
+        # Each shard's gradient is the IndexedSlices of its rows (as TF).
+        got = s.run([nd.convert_to_tensor(g) for g in grads])
     np.testing.assert_array_equal(np.concatenate(got), full)
     assert [g.shape for g in got] == [(4, 4), (3, 4), (3, 4)]
 

@@ -22,6 +22,11 @@ ConditionalAccumulator     (none) -> resource handle
 AccumulatorApplyGradient   handle, local_step (int), gradient
 AccumulatorTakeGradient    handle, num_required (int32) -> average
 AccumulatorTakeGradients   handle_1..handle_N, num_required -> N averages
+                           (attr sparse: 3 outputs for a sparse one)
+SparseConditionalAccumulator  (none) -> resource handle
+SparseAccumulatorApplyGradient  handle, local_step, gradient_indices,
+                           gradient_values, gradient_shape
+SparseAccumulatorTakeGradient  handle, num_required -> indices, values, shape
 AccumulatorNumAccumulated  handle -> int32
 AccumulatorSetGlobalStep   handle, new_global_step (int)
 =========================  ================================================
@@ -97,12 +102,58 @@ def _take_many_infer(c):
     _check_int_scalar(c, n, "num_required")
     if len(c.attr("dtypes")) != n:
         raise ValueError(f"attr dtypes must list {n} types")
-    return [(d, TensorShape(None)) for d in c.attr("dtypes")]
+    sparse = list(c.attr("sparse") or [0] * n)
+    if len(sparse) != n:
+        raise ValueError(f"attr sparse must list {n} flags")
+    out = []
+    for d, is_sparse in zip(c.attr("dtypes"), sparse):
+        if is_sparse:
+            out += [(_dtypes.int64, TensorShape([None])), (d, TensorShape(None)),
+                    (_dtypes.int64, TensorShape([None]))]
+        else:
+            out.append((d, TensorShape(None)))
+    return out
 
 
 register_op("AccumulatorTakeGradients", _take_many_infer,
-            attrs={"N": ("int", REQUIRED), "dtypes": ("list(type)", REQUIRED)},
+            attrs={"N": ("int", REQUIRED), "dtypes": ("list(type)", REQUIRED),
+                   "sparse": ("list(int)", [])},
             min_inputs=2, stateful=True)
+
+register_op("SparseConditionalAccumulator",
+            lambda c: [(_dtypes.resource, TensorShape([]))],
+            attrs={"dtype": ("type", REQUIRED), "shape": ("shape", TensorShape(None)),
+                   "container": ("string", ""), "shared_name": ("string", ""),
+                   "reduction_type": ("string", "MEAN")},
+            num_inputs=0, stateful=True)
+
+
+def _sparse_apply_infer(c):
+    _check_handle(c)
+    _check_int_scalar(c, 1, "local_step")
+    if c.dtype(3) is not c.attr("dtype"):
+        raise TypeError(f"gradient of dtype {c.dtype(3).name} does not match the "
+                        f"accumulator's {c.attr('dtype').name}")
+    if c.dtype(2) is not _dtypes.int64:
+        raise TypeError(f"gradient_indices must be int64, got {c.dtype(2).name}")
+    return []
+
+
+register_op("SparseAccumulatorApplyGradient", _sparse_apply_infer,
+            attrs={"dtype": ("type", REQUIRED), "has_known_shape": ("bool", False)},
+            num_inputs=5, ref_inputs=(0,), stateful=True)
+
+
+def _sparse_take_infer(c):
+    _check_handle(c)
+    _check_int_scalar(c, 1, "num_required")
+    return [(_dtypes.int64, TensorShape([None])), (c.attr("dtype"), TensorShape(None)),
+            (_dtypes.int64, TensorShape([None]))]
+
+
+register_op("SparseAccumulatorTakeGradient", _sparse_take_infer,
+            attrs={"dtype": ("type", REQUIRED)}, num_inputs=2, ref_inputs=(0,),
+            stateful=True)
 
 
 def _set_step_infer(c):
@@ -129,6 +180,8 @@ class ConditionalAccumulator:
     [2.0, 3.0]
     """
 
+    _op_type = "ConditionalAccumulator"
+
     def __init__(self, dtype, shape=None, shared_name=None,
                  name="conditional_accumulator", reduction_type="MEAN"):
         if reduction_type not in ("MEAN", "SUM"):
@@ -138,7 +191,7 @@ class ConditionalAccumulator:
         self._shape = as_shape(shape) if shape is not None else TensorShape(None)
         g = get_default_graph()
         self._accumulator_ref = g.create_op(
-            "ConditionalAccumulator", [],
+            self._op_type, [],
             {"dtype": self._dtype, "shape": self._shape,
              "shared_name": shared_name or "", "reduction_type": reduction_type},
             name=name).outputs[0]
@@ -184,6 +237,74 @@ class ConditionalAccumulator:
         return out
 
 
+class SparseConditionalAccumulator(ConditionalAccumulator):
+    """An accumulator of ``IndexedSlices`` gradients (TF's class): rows are
+    summed by index; with ``reduction_type="MEAN"`` each row is divided by
+    the number of gradients that held it (as TF). The take returns the rows
+    in increasing order of index.
+
+    >>> import nbdist as nd
+    >>> acc = SparseConditionalAccumulator(nd.float32, shape=[4, 1])
+    >>> pushes = [acc.apply_grad([3, 1], [[2.0], [4.0]]),
+    ...           acc.apply_grad([1], [[8.0]])]
+    >>> avg = acc.take_indexed_slices_grad(2)
+    >>> with nd.Session() as s:
+    ...     _ = [s.run(p) for p in pushes]
+    ...     v = s.run(avg)
+    >>> v.indices.tolist(), v.values.tolist()
+    ([1, 3], [[6.0], [2.0]])
+    """
+
+    _op_type = "SparseConditionalAccumulator"
+
+    def __init__(self, dtype, shape=None, shared_name=None,
+                 name="sparse_conditional_accumulator", reduction_type="MEAN"):
+        super().__init__(dtype, shape=shape, shared_name=shared_name, name=name,
+                         reduction_type=reduction_type)
+
+    def apply_indexed_slices_grad(self, grad, local_step=0, name=None):
+        """Pushes the ``IndexedSlices`` ``grad`` computed at ``local_step``."""
+        return self.apply_grad(grad.indices, grad.values, grad.dense_shape,
+                               local_step=local_step, name=name)
+
+    def apply_grad(self, grad_indices, grad_values, grad_shape=None, local_step=0,
+                   name=None):
+        """Pushes the rows ``grad_values`` at ``grad_indices`` (dropped if
+        ``local_step`` is stale)."""
+        from nbdist.graph.math_ops_elementwise import cast
+
+        indices = convert_to_tensor(grad_indices)
+        if indices.dtype.base_dtype is not _dtypes.int64:
+            indices = cast(indices, _dtypes.int64)
+        values = convert_to_tensor(grad_values, dtype=self._dtype)
+        if self._shape.rank is not None and values.shape.rank is not None:
+            values.shape[1:].assert_is_compatible_with(self._shape[1:])
+        known = grad_shape is not None
+        shape = convert_to_tensor([] if grad_shape is None else grad_shape)
+        if shape.dtype.base_dtype is not _dtypes.int64:
+            shape = cast(shape, _dtypes.int64)
+        local_step = convert_to_tensor(local_step, preferred_dtype=_dtypes.int64)
+        return self._op("SparseAccumulatorApplyGradient",
+                        [local_step, indices, values, shape],
+                        {"dtype": self._dtype, "has_known_shape": known},
+                        name or "SparseAccumulatorApplyGradient")
+
+    def take_grad(self, num_required, name=None):
+        """Blocks until ``num_required`` gradients arrived; returns the
+        (indices, values, shape) of their average."""
+        n = convert_to_tensor(num_required, dtype=_dtypes.int32)
+        op = self._op("SparseAccumulatorTakeGradient", [n], {"dtype": self._dtype},
+                      name or "SparseAccumulatorTakeGradient")
+        return tuple(op.outputs)
+
+    def take_indexed_slices_grad(self, num_required, name=None):
+        """``take_grad`` as an ``IndexedSlices``."""
+        from nbdist.graph.indexed_slices import IndexedSlices
+
+        indices, values, shape = self.take_grad(num_required, name=name)
+        return IndexedSlices(values, indices, shape)
+
+
 def take_grads(accumulators, num_required, name=None):
     """Takes the average gradient of each accumulator, waiting on all of them
     at once (they must be placed on one device). Returns a list of tensors.
@@ -207,15 +328,29 @@ def take_grads(accumulators, num_required, name=None):
     with contextlib.ExitStack() as stack:
         for acc in accumulators:
             stack.enter_context(g.colocate_with(acc.accumulator_ref.op))
+        sparse = [int(isinstance(acc, SparseConditionalAccumulator))
+                  for acc in accumulators]
+        attrs = {"N": len(accumulators),
+                 "dtypes": [acc.dtype for acc in accumulators]}
+        if any(sparse):
+            attrs["sparse"] = sparse
         op = g.create_op("AccumulatorTakeGradients",
                          [acc.accumulator_ref for acc in accumulators] + [n],
-                         {"N": len(accumulators),
-                          "dtypes": [acc.dtype for acc in accumulators]},
-                         name=name or "AccumulatorTakeGradients")
-    outs = op.outputs
-    for out, acc in zip(outs, accumulators):
-        out.set_shape(acc._shape)
-    return outs
+                         attrs, name=name or "AccumulatorTakeGradients")
+    outs = list(op.outputs)
+    result = []
+    for acc, is_sparse in zip(accumulators, sparse):
+        if is_sparse:
+            from nbdist.graph.indexed_slices import IndexedSlices
+
+            indices, values, shape = outs[:3]
+            del outs[:3]
+            result.append(IndexedSlices(values, indices, shape))
+        else:
+            out = outs.pop(0)
+            out.set_shape(acc._shape)
+            result.append(out)
+    return result
 
 
-__all__ = ["ConditionalAccumulator", "take_grads"]
+__all__ = ["ConditionalAccumulator", "SparseConditionalAccumulator", "take_grads"]

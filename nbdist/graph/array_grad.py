@@ -158,6 +158,31 @@ def _strided_slice_grad(op, grad):
             None, None, None]
 
 
+def _gather_slices(op, grad, params, indices):
+    # As TF: the gradient of an axis-0 gather is the IndexedSlices of the rows
+    # it read (so an optimizer updates just those rows where params live).
+    from nbdist.graph import dtypes
+    from nbdist.graph.indexed_slices import IndexedSlices
+
+    A = _a()
+    g = op.graph
+    if params.shape.is_fully_defined():
+        from nbdist.graph.array_ops import constant
+
+        dense_shape = constant(params.shape.as_list(), dtype=dtypes.int32)
+        tail = params.shape.as_list()[1:]
+    else:
+        with g.colocate_with(params.op):
+            dense_shape = A.shape(params)
+        tail = dense_shape[1:]
+    flat = A.reshape(indices, [-1])
+    if isinstance(tail, list):
+        values = A.reshape(grad, [-1] + tail)
+    else:
+        values = A.reshape(grad, A.concat([[-1], tail], 0))
+    return IndexedSlices(values, flat, dense_shape)
+
+
 @register_gradient("GatherV2")
 def _gather_grad(op, grad):
     from nbdist.graph.nn_ops import unsorted_segment_sum
@@ -175,7 +200,7 @@ def _gather_grad(op, grad):
     else:
         n = A.gather(A.shape(params), axis)
     if axis == 0:
-        return [unsorted_segment_sum(grad, indices, n), None, None]
+        return [_gather_slices(op, grad, params, indices), None, None]
     irank = indices.shape.rank
     if irank is None:
         raise NotImplementedError(

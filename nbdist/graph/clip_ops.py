@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from nbdist.graph.array_ops import identity
 from nbdist.graph.array_ops_more import ones_like, where
+from nbdist.graph.indexed_slices import IndexedSlices
 from nbdist.graph.math_ops import (
     add,
     add_n,
@@ -75,7 +76,9 @@ def clip_by_norm(t, clip_norm, axes=None, name=None):
 def _present(t_list):
     if not isinstance(t_list, (list, tuple)) or isinstance(t_list, str):
         raise TypeError("t_list should be a sequence")
-    return [convert_to_tensor(t) for t in t_list if t is not None]
+    # An IndexedSlices counts by its values (the rows it holds), as TF.
+    return [t.values if isinstance(t, IndexedSlices) else convert_to_tensor(t)
+            for t in t_list if t is not None]
 
 
 def global_norm(t_list, name=None):
@@ -119,12 +122,15 @@ def clip_by_global_norm(t_list, clip_norm, use_norm=None, name=None):
             if t is None:
                 out.append(None)
                 continue
-            t = convert_to_tensor(t)
+            slices = t if isinstance(t, IndexedSlices) else None
+            t = slices.values if slices is not None else convert_to_tensor(t)
             with colocate_with(t):
                 s = scale if t.dtype.base_dtype is nd_ else cast(
                     scale, t.dtype.base_dtype)
-                out.append(identity(multiply(t, s), name=f"{scope[:-1]}_{i}"
-                                    if scope else f"clip_{i}"))
+                clipped = identity(multiply(t, s), name=f"{scope[:-1]}_{i}"
+                                   if scope else f"clip_{i}")
+            out.append(clipped if slices is None else IndexedSlices(
+                clipped, slices.indices, slices.dense_shape))
             i += 1
         return out, use_norm
 

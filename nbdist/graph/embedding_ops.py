@@ -7,8 +7,9 @@ lives (colocated with the shard, so only the rows asked for cross the wire),
 and the results are put back in the order of ``ids``. TF does the assignment
 with ``DynamicPartition`` and the reassembly with ``DynamicStitch``; nbdist
 uses ``Where`` + ``Gather`` and one ``UnsortedSegmentSum`` (each position is in
-exactly one shard, so the sum is the stitch). The gradient for each shard is a
-dense tensor of the shard's shape (nbdist has no ``IndexedSlices``).
+exactly one shard, so the sum is the stitch). The gradient for each shard is
+an ``IndexedSlices`` of the rows the shard served, so an optimizer updates
+just those rows, on the shard's task.
 
 >>> import nbdist as nd, numpy as np
 >>> table = np.arange(10.0).reshape(5, 2)

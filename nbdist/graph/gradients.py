@@ -31,7 +31,14 @@ from nbdist.graph.gradient_registry import (
     no_gradient,
     register_gradient,
 )
+from nbdist.graph.indexed_slices import IndexedSlices, aggregate_indexed_slices
+from nbdist.graph.indexed_slices import gate as gate_slices
+from nbdist.graph.indexed_slices import to_dense as slices_to_dense
 from nbdist.graph.ops import Operation, Tensor, _graph_of, convert_to_tensor
+
+# Ops whose gradient passes an IndexedSlices through as it is; any other op
+# gets the slices as a dense tensor.
+_SLICES_PASS_THROUGH = frozenset({"Identity", "PlaceholderWithDefault"})
 
 
 # -- the graph walk --------------------------------------------------------------------
@@ -99,6 +106,9 @@ def _aggregate(grads: list):
         return None
     if len(grads) == 1:
         return grads[0]
+    if any(isinstance(g, IndexedSlices) for g in grads):
+        # As TF: slices reaching one tensor are concatenated, not densified.
+        return aggregate_indexed_slices(grads)
     from nbdist.graph.math_ops import add_n
 
     return add_n(grads)
@@ -229,15 +239,16 @@ def _build(graph, ys, xs, gys, stops, colocate, gate):
                             # As TF: a float output nothing depends on gets zeros.
                             if out_grads[i] is None and _is_differentiable(t):
                                 out_grads[i] = _zeros_like(t)
+                            elif (isinstance(out_grads[i], IndexedSlices)
+                                  and op.type not in _SLICES_PASS_THROUGH):
+                                out_grads[i] = slices_to_dense(out_grads[i])
                         in_grads = _call(fn, op, out_grads)
                         # Gradients no x depends on are dropped before gating, so
                         # the step never computes them (TF's GATE_OP would).
                         in_grads = [g if id(t.op) in between else None
                                     for t, g in zip(op._inputs, in_grads)]
                         if gate and sum(g is not None for g in in_grads) > 1:
-                            from nbdist.graph.control_flow_ops import tuple as _tuple
-
-                            in_grads = _tuple(in_grads)
+                            in_grads = gate_slices(in_grads)
             for t, g in zip(op._inputs, in_grads):
                 if g is None:
                     continue
@@ -279,7 +290,7 @@ def _call(fn, op, out_grads):
                          f"{op.name} (type {op.type}) do not match num inputs "
                          f"{len(op._inputs)}")
     for i, (t, g) in enumerate(zip(op._inputs, in_grads)):
-        if g is not None and not isinstance(g, Tensor):
+        if g is not None and not isinstance(g, (Tensor, IndexedSlices)):
             in_grads[i] = convert_to_tensor(g, dtype=t.dtype.base_dtype)
     return in_grads
 

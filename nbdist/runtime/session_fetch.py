@@ -82,6 +82,10 @@ class FetchMapper:
                     factory, {k: s(vals) for k, s in items})
             return lambda vals: kind({k: s(vals) for k, s in items}) if kind is not \
                 dict else {k: s(vals) for k, s in items}
+        if hasattr(f, "_session_fetch_components"):
+            # A composite (SparseTensor, IndexedSlices): its parts, then its value.
+            subs = [self._parse(x) for x in f._session_fetch_components()]
+            return lambda vals: f._session_fetch_value([s(vals) for s in subs])
         if is_attrs_instance(f):
             # As TF: the fields' fetched values, passed positionally.
             subs = [self._parse(getattr(f, a.name)) for a in type(f).__attrs_attrs__]
@@ -121,7 +125,12 @@ def feed_tensor(graph: Graph, key) -> Tensor:
 def convert_feeds(graph: Graph, feed_dict) -> dict:
     """``feed_dict`` as tensor name -> array of the tensor's dtype."""
     out = {}
+    items = []
     for key, value in feed_dict.items():
+        # A composite key (a sparse placeholder) feeds each of its parts.
+        parts = getattr(key, "_session_feed_components", None)
+        items.extend(parts(value) if parts else [(key, value)])
+    for key, value in items:
         t = feed_tensor(graph, key)
         if isinstance(value, (Tensor, Operation)):
             raise TypeError("The value of a feed cannot be a nd.Tensor object. "

@@ -13,6 +13,7 @@ import inspect
 
 from nbdist.graph import dtypes
 from nbdist.graph.control_flow_ops import group, no_op
+from nbdist.graph.indexed_slices import IndexedSlices
 from nbdist.graph.ops import (
     GraphKeys,
     Tensor,
@@ -167,9 +168,9 @@ class Optimizer:
             colocate_gradients_with_ops=colocate_gradients_with_ops)
         grads = list(grads)
         if gate_gradients == Optimizer.GATE_GRAPH:
-            from nbdist.graph.control_flow_ops import tuple as _tuple
+            from nbdist.graph.indexed_slices import gate
 
-            grads = _tuple(grads)
+            grads = gate(grads)
         grads_and_vars = list(zip(grads, var_list))
         self._assert_valid_dtypes([v for g, v in grads_and_vars if g is not None])
         return grads_and_vars
@@ -186,7 +187,12 @@ class Optimizer:
         for g, v in grads_and_vars:
             if not _is_variable(v):
                 raise TypeError(f"Argument is not a Variable: {v!r}")
-            if g is not None:
+            if isinstance(g, IndexedSlices):
+                if not g.dtype.base_dtype.is_compatible_with(v.dtype.base_dtype):
+                    raise ValueError(f"Gradient {g.name} has dtype "
+                                     f"{g.dtype.base_dtype.name} but variable "
+                                     f"{v.name} has {v.dtype.base_dtype.name}")
+            elif g is not None:
                 if hasattr(g, "values") and hasattr(g, "indices") and not isinstance(
                         g, Tensor):
                     g = _densify(g)
@@ -202,7 +208,9 @@ class Optimizer:
             converted.append((g, v))
         aggregate = cross_replica.gradient_aggregator()
         if aggregate is not None:  # inside a strategy: e.g. the all-reduced mean
-            converted = list(aggregate(converted))
+            converted = list(aggregate([
+                (convert_to_tensor(g) if isinstance(g, IndexedSlices) else g, v)
+                for g, v in converted]))
         var_list = [v for g, v in converted if g is not None]
         if not var_list:
             raise ValueError("No gradients provided for any variable: "
@@ -221,7 +229,11 @@ class Optimizer:
                         continue
                     with graph.name_scope("update_" + var.op.name), \
                             graph.colocate_with(var.op):
-                        update_ops.append(self._apply_dense(grad, var))
+                        if isinstance(grad, IndexedSlices):
+                            update_ops.append(
+                                self._apply_sparse_duplicate_indices(grad, var))
+                        else:
+                            update_ops.append(self._apply_dense(grad, var))
                 if global_step is None:
                     apply_updates = self._finish(update_ops, scope)
                 else:
@@ -298,6 +310,24 @@ class Optimizer:
 
     def _apply_dense(self, grad, var):
         raise NotImplementedError()
+
+    def _apply_sparse_duplicate_indices(self, grad, var):
+        """Applies the ``IndexedSlices`` ``grad``: by default its rows named
+        twice are summed first, then ``_apply_sparse`` (as TF)."""
+        from nbdist.graph.indexed_slices import deduplicate_indexed_slices
+
+        values, indices = deduplicate_indexed_slices(grad.values, grad.indices)
+        return self._apply_sparse(IndexedSlices(values, indices, grad.dense_shape),
+                                  var)
+
+    def _apply_sparse(self, grad, var):
+        """The update for an ``IndexedSlices`` gradient with unique indices.
+        An optimizer without a sparse update applies the dense gradient."""
+        return self._apply_dense(convert_to_tensor(grad), var)
+
+    def _resource_apply_sparse(self, grad, var, indices):
+        """TF's name for the sparse update given values and indices."""
+        return self._apply_sparse(IndexedSlices(grad, indices, None), var)
 
     def _finish(self, update_ops, name_scope):
         return group_by_device(list(update_ops), name=name_scope)

@@ -6,9 +6,9 @@ takes the variable and its slots by reference and so runs where they live.
 
 from __future__ import annotations
 
+from nbdist.graph import sparse_training_ops, state_ops, training_ops
 from nbdist.graph.ops import Tensor
 from nbdist.graph.variables import Variable, constant_initializer, ones_initializer
-from nbdist.graph import training_ops
 from nbdist.train.optimizer import Optimizer, group_by_device
 
 
@@ -24,6 +24,12 @@ class GradientDescentOptimizer(Optimizer):
         return training_ops.apply_gradient_descent(
             var, self._get_hyper("learning_rate", var.dtype), grad,
             use_locking=self._use_locking).op
+
+    def _apply_sparse_duplicate_indices(self, grad, var):
+        # As TF: a scatter_sub of the scaled rows; repeated rows subtract twice.
+        lr = self._get_hyper("learning_rate", var.dtype)
+        return state_ops.scatter_sub(var, grad.indices, _mul(grad.values, lr),
+                                     use_locking=self._use_locking).op
 
 
 class MomentumOptimizer(Optimizer):
@@ -47,6 +53,13 @@ class MomentumOptimizer(Optimizer):
             var, mom, self._get_hyper("learning_rate", var.dtype), grad,
             self._get_hyper("momentum", var.dtype), use_locking=self._use_locking,
             use_nesterov=self._use_nesterov).op
+
+    def _apply_sparse(self, grad, var):
+        mom = self.get_slot(var, "momentum")
+        return sparse_training_ops.sparse_apply_momentum(
+            var, mom, self._get_hyper("learning_rate", var.dtype), grad.values,
+            grad.indices, self._get_hyper("momentum", var.dtype),
+            use_locking=self._use_locking, use_nesterov=self._use_nesterov).op
 
 
 class AdagradOptimizer(Optimizer):
@@ -74,6 +87,12 @@ class AdagradOptimizer(Optimizer):
         return training_ops.apply_adagrad(
             var, acc, self._get_hyper("learning_rate", var.dtype), grad,
             use_locking=self._use_locking).op
+
+    def _apply_sparse(self, grad, var):
+        acc = self.get_slot(var, "accumulator")
+        return sparse_training_ops.sparse_apply_adagrad(
+            var, acc, self._get_hyper("learning_rate", var.dtype), grad.values,
+            grad.indices, use_locking=self._use_locking).op
 
 
 class AdamOptimizer(Optimizer):
@@ -132,6 +151,37 @@ class AdamOptimizer(Optimizer):
             self._get_hyper("learning_rate", dt), self._get_hyper("beta1", dt),
             self._get_hyper("beta2", dt), self._get_hyper("epsilon", dt), grad,
             use_locking=self._use_locking).op
+
+    def _apply_sparse(self, grad, var):
+        # TF1's sparse Adam: m and v decay densely, the slices' contributions
+        # are scatter-added, then var moves by the whole m / sqrt(v).
+        from nbdist.graph.control_flow_ops import group
+        from nbdist.graph.math_ops_elementwise import sqrt
+
+        dt = var.dtype.base_dtype
+        beta1_power, beta2_power = self._get_beta_accumulators(var.graph)
+        beta1_power = _as_dtype(beta1_power, dt)
+        beta2_power = _as_dtype(beta2_power, dt)
+        lr_t, beta1_t, beta2_t, epsilon_t = (
+            self._get_hyper(n, dt) for n in ("learning_rate", "beta1", "beta2",
+                                             "epsilon"))
+        lr = lr_t * sqrt(1 - beta2_power) / (1 - beta1_power)
+        g = var.graph
+        m = self.get_slot(var, "m")
+        m_t = state_ops.assign(m, _mul(m, beta1_t), use_locking=self._use_locking)
+        with g.control_dependencies([m_t]):
+            m_t = state_ops.scatter_add(m, grad.indices,
+                                        _mul(grad.values, 1 - beta1_t),
+                                        use_locking=self._use_locking)
+        v = self.get_slot(var, "v")
+        v_t = state_ops.assign(v, _mul(v, beta2_t), use_locking=self._use_locking)
+        with g.control_dependencies([v_t]):
+            v_t = state_ops.scatter_add(v, grad.indices,
+                                        _mul(grad.values * grad.values, 1 - beta2_t),
+                                        use_locking=self._use_locking)
+        var_update = state_ops.assign_sub(var, lr * m_t / (sqrt(v_t) + epsilon_t),
+                                          use_locking=self._use_locking)
+        return group(var_update, m_t, v_t)
 
     def _finish(self, update_ops, name_scope):
         beta1_power, beta2_power = self._get_beta_accumulators(
@@ -196,6 +246,30 @@ class RMSPropOptimizer(Optimizer):
                 var, mg, rms, mom, *hp, grad, use_locking=self._use_locking).op
         return training_ops.apply_rms_prop(var, rms, mom, *hp, grad,
                                            use_locking=self._use_locking).op
+
+    def _apply_sparse(self, grad, var):
+        rms = self.get_slot(var, "rms")
+        mom = self.get_slot(var, "momentum")
+        dt = var.dtype.base_dtype
+        hp = [self._get_hyper(n, dt) for n in ("learning_rate", "decay", "momentum",
+                                               "epsilon")]
+        if self._centered:
+            mg = self.get_slot(var, "mg")
+            return sparse_training_ops.sparse_apply_centered_rms_prop(
+                var, mg, rms, mom, *hp, grad.values, grad.indices,
+                use_locking=self._use_locking).op
+        return sparse_training_ops.sparse_apply_rms_prop(
+            var, rms, mom, *hp, grad.values, grad.indices,
+            use_locking=self._use_locking).op
+
+
+def _as_dtype(x, dt):
+    t = x.value() if isinstance(x, Variable) else x
+    if t.dtype.base_dtype is not dt:
+        from nbdist.train.optimizer import _cast
+
+        t = _cast(t, dt)
+    return t
 
 
 def _mul(x, y):

@@ -39,10 +39,15 @@ from __future__ import annotations
 import logging
 
 from nbdist.graph import ops
-from nbdist.graph.accumulator_ops import ConditionalAccumulator, take_grads
+from nbdist.graph.accumulator_ops import (
+    ConditionalAccumulator,
+    SparseConditionalAccumulator,
+    take_grads,
+)
 from nbdist.graph.control_flow_ops import no_op
 from nbdist.graph.data_flow_ops import FIFOQueue
 from nbdist.graph.dtypes import int32
+from nbdist.graph.indexed_slices import IndexedSlices
 from nbdist.graph.ops import GraphKeys, Tensor
 from nbdist.graph.variables import (
     Variable,
@@ -151,6 +156,17 @@ class SyncReplicasOptimizer(Optimizer):
                 with g.device(var.device):
                     if grad is None:
                         aggregated_grad.append(None)  # pass-through
+                        continue
+                    if isinstance(grad, IndexedSlices):
+                        # As TF: the rows are aggregated sparsely, and applied
+                        # as an IndexedSlices.
+                        grad_accum = SparseConditionalAccumulator(
+                            grad.dtype.base_dtype, shape=var.get_shape(),
+                            shared_name=var.name + "/grad_accum")
+                        train_ops.append(grad_accum.apply_indexed_slices_grad(
+                            grad, local_step=self._local_step))
+                        aggregated_grad.append(grad_accum)
+                        self._accumulator_list.append((grad_accum, var.device))
                         continue
                     if not isinstance(grad, Tensor):
                         if hasattr(grad, "values") and hasattr(grad, "indices"):

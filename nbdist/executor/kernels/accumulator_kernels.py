@@ -167,6 +167,130 @@ class AccumulatorResource:
             self.global_step = new_step
 
 
+class SparseAccumulatorResource(AccumulatorResource):
+    """TF's ``SparseConditionalAccumulator``: rows summed by index, each
+    counted once per gradient holding it (for the per-row ``MEAN``)."""
+
+    def __init__(self, name, dtype, shape, reduction_type):
+        super().__init__(name, dtype, shape, reduction_type)
+        self.indices: np.ndarray | None = None
+        self.counts: np.ndarray | None = None
+        self.dense_shape: np.ndarray | None = None
+
+    def _take_locked(self):
+        values, counts = self.accum, self.counts
+        if self.reduction_type == "MEAN":
+            scale = counts.astype(values.dtype).reshape((-1,) + (1,) * (
+                values.ndim - 1))
+            values = (values / scale).astype(values.dtype, copy=False)
+        shape = self.dense_shape
+        if shape is None:
+            first = self.shape[0] if self.shape.rank else None
+            shape = np.array([-1 if first is None else first]
+                             + list(values.shape[1:]), np.int64)
+        out = (self.indices, values, shape)
+        self.accum = self.indices = self.counts = None
+        self.counter = 0
+        self.global_step += 1
+        return out
+
+    def apply_sparse(self, node, local_step, indices, values, shape, known):
+        want = np.dtype(self.dtype.as_numpy_dtype)
+        values = np.asarray(values)
+        indices = np.asarray(indices, np.int64)
+        if values.dtype != want:
+            raise errors.InvalidArgumentError(
+                None, node, f"Gradient for accumulator '{self.name}' must be "
+                f"{self.dtype.name}, got {values.dtype}")
+        if indices.ndim != 1 or values.ndim < 1 or values.shape[0] != indices.size:
+            raise errors.InvalidArgumentError(
+                None, node, f"Expected {indices.size} rows of values for indices of "
+                f"shape {list(indices.shape)}, got values of shape "
+                f"{list(values.shape)}")
+        if self.shape.rank is not None and not self.shape[1:].is_compatible_with(
+                values.shape[1:]):
+            raise errors.InvalidArgumentError(
+                None, node, f"Shape mismatch: expected rows of shape "
+                f"{self.shape[1:]}, got {list(values.shape[1:])} for accumulator "
+                f"'{self.name}'")
+        # One row per distinct index of this gradient.
+        uniq, inverse = np.unique(indices, return_inverse=True)
+        rows = np.zeros((uniq.size,) + values.shape[1:], values.dtype)
+        np.add.at(rows, inverse.reshape(-1), values)
+        local_step = int(local_step)
+        with self.cond:
+            if self.closed:
+                raise errors.CancelledError(
+                    None, node, f"ConditionalAccumulator '{self.name}' was closed.")
+            if local_step < self.global_step:
+                _log.debug("Accumulator %s dropped a stale gradient", self.name)
+                return
+            if known:
+                self.dense_shape = np.asarray(shape, np.int64)
+            if self.accum is None:
+                self.indices, self.accum = uniq, rows
+                self.counts = np.ones(uniq.size, np.int64)
+            else:
+                if self.accum.shape[1:] != rows.shape[1:]:
+                    raise errors.InvalidArgumentError(
+                        None, node, f"Shape mismatch: accumulator '{self.name}' "
+                        f"holds rows of shape {list(self.accum.shape[1:])}, got "
+                        f"{list(rows.shape[1:])}")
+                both = np.concatenate([self.indices, uniq])
+                merged, where = np.unique(both, return_inverse=True)
+                where = where.reshape(-1)
+                acc = np.zeros((merged.size,) + rows.shape[1:], rows.dtype)
+                np.add.at(acc, where, np.concatenate([self.accum, rows]))
+                counts = np.zeros(merged.size, np.int64)
+                np.add.at(counts, where, np.concatenate(
+                    [self.counts, np.ones(uniq.size, np.int64)]))
+                self.indices, self.accum, self.counts = merged, acc, counts
+            self.counter += 1
+            self._flush_locked()
+
+
+def _accumulator_factory(resource_class):
+    def kernel(node):
+        a = node.attrs
+        name = a["shared_name"] or node.name
+        rm = node.resources
+
+        def factory():
+            return resource_class(name, a["dtype"], a["shape"], a["reduction_type"])
+
+        def compute(step):
+            acc = rm.lookup_or_create(a["container"], "accumulator", name, factory)
+            if not isinstance(acc, resource_class):
+                raise errors.InvalidArgumentError(
+                    None, node.name, f"Shared accumulator '{name}' is not a "
+                    f"{node.op}")
+            if acc.dtype is not a["dtype"]:
+                raise errors.InvalidArgumentError(
+                    None, node.name, f"Shared accumulator '{name}' has dtype "
+                    f"{acc.dtype.name}, but this node asks for {a['dtype'].name}")
+            return acc
+
+        return compute
+
+    return kernel
+
+
+register_kernel("SparseConditionalAccumulator")(
+    _accumulator_factory(SparseAccumulatorResource))
+
+
+@register_kernel("SparseAccumulatorApplyGradient")
+def sparse_apply_gradient_kernel(node):
+    known = node.attrs.get("has_known_shape", False)
+    return lambda step, acc, local_step, indices, values, shape: acc.apply_sparse(
+        node.name, local_step, indices, values, shape, known)
+
+
+@register_kernel("SparseAccumulatorTakeGradient")
+def sparse_take_gradient_kernel(node):
+    return lambda step, acc, n: acc.take(step, node.name, n)
+
+
 @register_kernel("ConditionalAccumulator")
 def accumulator_kernel(node):
     a = node.attrs
@@ -229,8 +353,10 @@ def take_gradients_kernel(node):
                 acc.unregister(t)
             raise errors.CancelledError(
                 None, node.name, "An accumulator was closed while a take was waiting.")
-        results = tuple(t.result for t in takers)
-        return results[0] if count == 1 else results
+        results = []
+        for t in takers:  # a sparse accumulator gives 3 outputs
+            results.extend(t.result if isinstance(t.result, tuple) else [t.result])
+        return results[0] if len(results) == 1 else tuple(results)
 
     return compute
 

@@ -131,19 +131,30 @@ def _scatter(kind):
     def factory(node):
         def compute(step, ref, indices, updates):
             with ref.lock:
-                new = np.array(ref.read_unlocked(), copy=True)
-                idx = np.asarray(indices)
-                if idx.size and (idx.min() < 0 or idx.max() >= new.shape[0]):
-                    raise errors.InvalidArgumentError(
-                        None, node.name, f"indices {idx.tolist()} out of range "
-                        f"[0, {new.shape[0]}) for {ref.name}")
-                if kind == "add":
-                    np.add.at(new, idx, updates)
-                elif kind == "sub":
-                    np.subtract.at(new, idx, updates)
-                else:
-                    new[idx] = updates
-                ref.value = new
+                # The rows are written into the variable's array when nothing
+                # else refers to it (a sparse update then costs its rows, not
+                # a copy of the table), else into a copy that replaces it.
+                writable = ref.claim_in_place()
+                try:
+                    new = ref.read_unlocked()
+                    if not writable:
+                        new = np.array(new, copy=True)
+                    idx = np.asarray(indices)
+                    if idx.size and (idx.min() < 0 or idx.max() >= new.shape[0]):
+                        raise errors.InvalidArgumentError(
+                            None, node.name, f"indices {idx.tolist()} out of range "
+                            f"[0, {new.shape[0]}) for {ref.name}")
+                    updates = np.asarray(updates, dtype=new.dtype)
+                    if kind == "add":
+                        np.add.at(new, idx, updates)
+                    elif kind == "sub":
+                        np.subtract.at(new, idx, updates)
+                    else:
+                        new[idx] = updates
+                    if not writable:
+                        ref.value = new
+                finally:
+                    ref.end_in_place()
             return ref
 
         return compute
