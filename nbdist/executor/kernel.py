@@ -40,6 +40,7 @@ KERNEL_MODULES = (
     "accumulator_kernels", "dataset_kernels", "summary_kernels",
     "collective_kernels",
     "sparse_kernels", "sparse_training_kernels",
+    "parsing_kernels", "reader_kernels", "string_kernels",
 )
 
 _loaded = False

@@ -18,7 +18,6 @@ datasets share this module.
 from __future__ import annotations
 
 import gzip
-import io
 import struct
 import zlib
 
@@ -206,10 +205,13 @@ class TFRecordWriter:
         self.close()
 
 
-class _ZlibFile(io.RawIOBase):
+class _ZlibFile:
+    """A write-only file that zlib-compresses what it is given."""
+
     def __init__(self, raw, level):
         self._raw = raw
         self._z = zlib.compressobj(level)
+        self.closed = False
 
     def write(self, data):
         self._raw.write(self._z.compress(data))
@@ -221,4 +223,4 @@ class _ZlibFile(io.RawIOBase):
     def close(self):
         if not self.closed:
             self._raw.write(self._z.flush())
-        super().close()
+            self.closed = True

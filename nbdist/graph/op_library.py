@@ -11,6 +11,7 @@ OP_MODULES = (
     "accumulator_ops", "training_ops", "gradients", "control_flow_api", "summary_ops",
     "collective_ops",
     "sparse_ops", "sparse_training_ops",
+    "parsing_ops", "reader_ops", "string_ops",
 )
 
 

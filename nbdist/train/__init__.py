@@ -91,6 +91,9 @@ from nbdist.train.session_manager import SessionManager
 from nbdist.train.summary_hooks import SummarySaverHook
 from nbdist.train.supervisor import Supervisor
 from nbdist.train.sync_replicas_optimizer import SyncReplicasOptimizer
+from nbdist.proto.example_pb2 import Example, SequenceExample
+from nbdist.proto.feature_pb2 import (BytesList, Feature, FeatureList, FeatureLists,
+                                     Features, FloatList, Int64List)
 
 _LAZY = {
     # The runtime layer's entry points, loaded on first use (grpc is heavy).
@@ -138,4 +141,6 @@ __all__ = [
     "shuffle_batch", "slice_input_producer", "string_input_producer",
     "batch_join", "match_filenames_once", "maybe_batch", "maybe_batch_join",
     "maybe_shuffle_batch", "maybe_shuffle_batch_join", "shuffle_batch_join",
+    "BytesList", "Example", "Feature", "FeatureList", "FeatureLists", "Features",
+    "FloatList", "Int64List", "SequenceExample",
 ]
