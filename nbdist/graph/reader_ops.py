@@ -105,6 +105,21 @@ def _string_scalar(name):
     return infer
 
 
+def _file_dataset_infer(c):
+    if c.dtype(0) is not dtypes.string or c.shape(0).rank not in (None, 0, 1):
+        raise ValueError(f"{c.op_type}: filenames must be a string scalar or vector, "
+                         f"got {c.dtype(0).name} {c.shape(0)}")
+    if c.dtype(1) is not dtypes.string or c.dtype(2) is not dtypes.int64:
+        raise TypeError(f"{c.op_type}: compression_type is a string, buffer_size "
+                        "an int64")
+    return [(dtypes.resource, TensorShape([]))]
+
+
+# Datasets of the records / lines of files (``nd.data.TFRecordDataset`` ...).
+register_op("TFRecordDataset", _file_dataset_infer, num_inputs=3)
+register_op("TextLineDataset", _file_dataset_infer, num_inputs=3)
+FILE_DATASET_OPS = ("TFRecordDataset", "TextLineDataset")
+
 register_op("ReadFile", _string_scalar("ReadFile"), num_inputs=1)
 register_op("WriteFile", _string_scalar("WriteFile"), num_inputs=2, stateful=True)
 

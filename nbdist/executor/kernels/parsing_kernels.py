@@ -141,7 +141,7 @@ def parse_example_kernel(node):
             make = _dense_variable if variable else _dense
             d = make(node.name, key, dtype, shape, default, maps, single)
             outs.append(d[0] if single else d)
-        return tuple(outs)
+        return tuple(outs) if len(outs) != 1 else outs[0]
 
     return compute
 
