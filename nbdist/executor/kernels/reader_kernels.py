@@ -87,6 +87,12 @@ class ReaderResource:
                 None, node, f"Reader '{self.name}' needs a queue of filenames "
                 "(strings)")
         ((work, *_),) = queue.dequeue(step, node, 1)
+        if isinstance(work, np.ndarray):
+            if work.ndim:
+                raise errors.InvalidArgumentError(
+                    None, node, f"Reader '{self.name}' needs scalar filenames, got "
+                    f"shape {list(work.shape)}")
+            work = work.item()
         work = work.decode() if isinstance(work, bytes) else str(work)
         if not work:
             raise errors.InvalidArgumentError(None, node,
