@@ -35,8 +35,8 @@ def _split_infer(c):
     if c.shape(1).rank not in (None, 0):
         raise ValueError(f"{c.op_type}: delimiter must be a scalar, got shape "
                          f"{c.shape(1)}")
-    return [(dtypes.int64, TensorShape([None, 2])), (dtypes.string, TensorShape([None])),
-            (dtypes.int64, TensorShape([2]))]
+    return [(dtypes.int64, TensorShape([None, 2])),
+            (dtypes.string, TensorShape([None])), (dtypes.int64, TensorShape([2]))]
 
 
 register_op("StringSplit", _split_infer, attrs={"skip_empty": ("bool", True)},

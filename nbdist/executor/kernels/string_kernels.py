@@ -134,31 +134,28 @@ def as_string_kernel(node):
 @register_kernel("StringToNumber")
 def string_to_number_kernel(node):
     out = node.attrs["out_type"]
+    info = np.iinfo(out.as_numpy_dtype) if out.is_integer else None
 
     def parse(s):
         text = s.decode().strip() if isinstance(s, bytes) else str(s)
-        return int(text) if out.is_integer else float(text)
+        if info is None:
+            return float(text)
+        v = int(text)
+        if not info.min <= v <= info.max:
+            raise ValueError("out of range")
+        return v
 
     def compute(step, value):
         value = np.asarray(value, dtype=object)
         try:
-            result = np.asarray(_map(parse, value) if value.size else
-                                np.zeros(value.shape), dtype=np.float64 if not out.is_integer
-                                else np.int64)
+            numbers = _map(parse, value) if value.size else np.zeros(value.shape)
         except (ValueError, OverflowError):
             ok = _map(_parses(parse), value).astype(bool)
             bad = value.reshape(-1)[int(np.flatnonzero(~ok.reshape(-1))[0])]
             raise errors.InvalidArgumentError(
                 None, node.name, f"StringToNumberOp could not correctly convert "
                 f"string: {_text(bad)}") from None
-        if out.is_integer:
-            info = np.iinfo(out.as_numpy_dtype)
-            bad = (result < info.min) | (result > info.max)
-            if bad.any():
-                raise errors.InvalidArgumentError(
-                    None, node.name, f"StringToNumberOp could not correctly convert "
-                    f"string: {_text(value.reshape(-1)[np.flatnonzero(bad)[0]])}")
-        return result.astype(out.as_numpy_dtype)
+        return np.asarray(numbers).astype(out.as_numpy_dtype)
 
     return compute
 
