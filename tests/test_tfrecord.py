@@ -125,3 +125,30 @@ def test_event_file_framing_still_importable():
 
     assert masked_crc32c(b"abc") == _masked(b"abc")
     assert tfrecord(b"abc") == _frame(b"abc")
+
+
+@pytest.mark.parametrize("options", [None, "ZLIB", "GZIP"])
+def test_records_are_read_in_chunks(tmp_path, monkeypatch, options):
+    from nbdist.executor import tf_record
+
+    monkeypatch.setattr(tf_record, "_CHUNK", 7)     # records straddle chunks
+    path = str(tmp_path / "c.tfrecord")
+    records = [bytes([i]) * (i * 3) for i in range(12)]
+    with nd.python_io.TFRecordWriter(path, options) as w:
+        for r in records:
+            w.write(r)
+    assert list(nd.python_io.tf_record_iterator(path, options)) == records
+    lines_path = tmp_path / "t.txt"
+    lines_path.write_bytes(b"first line\r\n\nthird is longer than a chunk\nlast")
+    assert list(tf_record.read_lines(str(lines_path))) == [
+        b"first line", b"", b"third is longer than a chunk", b"last"]
+
+
+def test_cut_compressed_file_is_data_loss(tmp_path):
+    path = tmp_path / "z.tfrecord"
+    with nd.python_io.TFRecordWriter(str(path), "ZLIB") as w:
+        w.write(b"x" * 1000)
+        w.write(b"y" * 1000)
+    path.write_bytes(path.read_bytes()[:-8])
+    with pytest.raises(nd.errors.DataLossError):
+        list(nd.python_io.tf_record_iterator(str(path), "ZLIB"))

@@ -105,52 +105,136 @@ def decompress(raw: bytes, compression: str, where: str) -> bytes:
     return raw
 
 
-def iter_records(data: bytes, where: str = "", offsets: bool = False):
-    """The records of an uncompressed TFRecord stream (with ``offsets``:
-    ``(offset, record)`` pairs); a bad checksum or a cut record raises
-    ``DataLossError``, as TF's reader does."""
-    view = memoryview(data)
-    pos, n = 0, len(data)
-    while pos < n:
-        if n - pos < 12:
-            raise errors.DataLossError(None, None, f"truncated record at {pos}' "
-                                       f"failed with Read less bytes than requested"
-                                       f"{' in ' + where if where else ''}")
-        header = bytes(view[pos:pos + 8])
-        (length,) = struct.unpack("<Q", header)
-        (crc,) = struct.unpack("<I", view[pos + 8:pos + 12])
-        if crc != masked_crc32c(header):
-            raise errors.DataLossError(None, None, f"corrupted record at {pos}"
-                                       f"{' in ' + where if where else ''}")
-        end = pos + 12 + length + 4
-        if end > n:
-            raise errors.DataLossError(None, None, f"truncated record at {pos}' "
-                                       f"failed with Read less bytes than requested"
-                                       f"{' in ' + where if where else ''}")
-        record = bytes(view[pos + 12:pos + 12 + length])
-        (crc,) = struct.unpack("<I", view[end - 4:end])
-        if crc != masked_crc32c(record):
-            raise errors.DataLossError(None, None, f"corrupted record at {pos}"
-                                       f"{' in ' + where if where else ''}")
-        yield (pos, record) if offsets else record
-        pos = end
+class _ZlibReader:
+    """Reads a zlib stream as its uncompressed bytes, a chunk at a time."""
+
+    def __init__(self, raw):
+        self._raw = raw
+        self._z = zlib.decompressobj()
+        self._buf = b""
+
+    def read(self, n: int) -> bytes:
+        while len(self._buf) < n and not self._z.eof:
+            chunk = self._raw.read(_CHUNK)
+            if not chunk:
+                if not self._z.eof:
+                    raise EOFError("the compressed stream ends early")
+                break
+            self._buf += self._z.decompress(chunk)
+        out, self._buf = self._buf[:n], self._buf[n:]
+        return out
+
+    def close(self):
+        self._raw.close()
+
+
+class _GzipReader:
+    """A gzip stream's uncompressed bytes; closing it closes the file."""
+
+    def __init__(self, raw):
+        self._raw = raw
+        self._gz = gzip.GzipFile(fileobj=raw, mode="rb")
+
+    def read(self, n: int) -> bytes:
+        return self._gz.read(n)
+
+    def close(self):
+        self._gz.close()
+        self._raw.close()
+
+
+_CHUNK = 1 << 20
+
+
+def open_uncompressed(path: str, compression: str = ""):
+    """``path`` opened for reading its uncompressed bytes (``read(n)``,
+    ``close()``); ``NotFoundError`` when it does not exist."""
+    try:
+        raw = open(path, "rb")
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        raise errors.NotFoundError(None, None, f"{path}; No such file or "
+                                   "directory") from None
+    if compression == "GZIP":
+        return _GzipReader(raw)
+    if compression == "ZLIB":
+        return _ZlibReader(raw)
+    return raw
+
+
+def _read(f, n: int, where: str, compression: str) -> bytes:
+    try:
+        return f.read(n)
+    except (OSError, EOFError, zlib.error) as e:
+        raise errors.DataLossError(None, None, f"{where}: bad {compression} "
+                                   f"data: {e}") from None
+
+
+def read_records(path: str, compression: str = "", offsets: bool = False):
+    """The records of the TFRecord file ``path``, read as they are needed (with
+    ``offsets``: ``(offset in the uncompressed stream, record)`` pairs). A bad
+    checksum or a record cut short is a ``DataLossError``, as in TF's
+    reader; a file ending inside a record's 12-byte header ends the records,
+    also as in TF."""
+    f = open_uncompressed(path, compression)
+    try:
+        pos = 0
+        while True:
+            head = _read(f, 12, path, compression)
+            if len(head) < 12:
+                return
+            header = head[:8]
+            (length,) = struct.unpack("<Q", header)
+            (crc,) = struct.unpack("<I", head[8:])
+            if crc != masked_crc32c(header):
+                raise errors.DataLossError(None, None, f"corrupted record at {pos} "
+                                           f"in {path}")
+            body = _read(f, length + 4, path, compression)
+            if len(body) < length + 4:
+                raise errors.DataLossError(None, None, f"truncated record at {pos}' "
+                                           f"failed with Read less bytes than "
+                                           f"requested in {path}")
+            record = body[:length]
+            (crc,) = struct.unpack("<I", body[length:])
+            if crc != masked_crc32c(record):
+                raise errors.DataLossError(None, None, f"corrupted record at {pos} "
+                                           f"in {path}")
+            yield (pos, record) if offsets else record
+            pos += 16 + length
+    finally:
+        f.close()
+
+
+def read_lines(path: str, compression: str = ""):
+    """The lines of the text file ``path`` without ``\\n`` (or ``\\r\\n``), read
+    as they are needed; a last line without a newline counts."""
+    f = open_uncompressed(path, compression)
+    try:
+        rest = b""
+        while True:
+            chunk = _read(f, _CHUNK, path, compression)
+            if not chunk:
+                break
+            lines = (rest + chunk).split(b"\n")
+            rest = lines.pop()
+            for line in lines:
+                yield line[:-1] if line.endswith(b"\r") else line
+        if rest:
+            yield rest[:-1] if rest.endswith(b"\r") else rest
+    finally:
+        f.close()
 
 
 def read_file(path) -> bytes:
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except FileNotFoundError:
-        raise errors.NotFoundError(None, None, f"{path}; No such file or "
-                                   "directory") from None
+    with open_uncompressed(path) as f:
+        return f.read()
 
 
 def tf_record_iterator(path, options=None):
-    """The records of the TFRecord file ``path`` (a generator of bytes)."""
+    """The records of the TFRecord file ``path`` (a generator of bytes, reading
+    the file as it goes)."""
     compression = compression_type_string(options)
     path = path.decode() if isinstance(path, bytes) else str(path)
-    data = decompress(read_file(path), compression, path)
-    yield from iter_records(data, path)
+    yield from read_records(path, compression)
 
 
 class TFRecordWriter:

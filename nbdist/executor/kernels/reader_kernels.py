@@ -21,19 +21,15 @@ from nbdist.executor.kernels.dataset_kernels import DatasetValue
 
 # -- the records of one file, per reader kind -------------------------------------
 def tfrecord_records(path, compression):
-    data = tf_record.decompress(tf_record.read_file(path), compression, path)
-    for offset, record in tf_record.iter_records(data, path, offsets=True):
+    for offset, record in tf_record.read_records(path, compression, offsets=True):
         yield f"{path}:{offset}".encode(), record
 
 
 def text_lines(path, skip):
     """The lines of ``path`` without ``\\n`` (or ``\\r\\n``), numbered from 1."""
-    data = tf_record.read_file(path)
-    lines = data.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
-    for number, line in enumerate(lines[skip:], skip + 1):
-        yield f"{path}:{number}".encode(), line[:-1] if line.endswith(b"\r") else line
+    for number, line in enumerate(tf_record.read_lines(path), 1):
+        if number > skip:
+            yield f"{path}:{number}".encode(), line
 
 
 def _whole_file(path):
@@ -253,12 +249,8 @@ def text_line_dataset_kernel(node):
         comp = tf_record.compression_type_string(comp)
 
         def lines(path):
-            data = tf_record.decompress(tf_record.read_file(path), comp, path)
-            parts = data.split(b"\n")
-            if parts and parts[-1] == b"":
-                parts.pop()
-            for line in parts:
-                yield None, line[:-1] if line.endswith(b"\r") else line
+            for line in tf_record.read_lines(path, comp):
+                yield None, line
 
         return _FileRecords(_filenames(filenames), lines)
 
