@@ -131,6 +131,8 @@ def __getattr__(name):
         "unsorted_segment_sum": ("nbdist.graph.nn_ops", "unsorted_segment_sum"),
         "parse_example": ("nbdist.graph.parsing_ops", "parse_example"),
         "parse_single_example": ("nbdist.graph.parsing_ops", "parse_single_example"),
+        "parse_single_sequence_example": ("nbdist.graph.parsing_ops",
+                                          "parse_single_sequence_example"),
         "FixedLenFeature": ("nbdist.graph.parsing_ops", "FixedLenFeature"),
         "VarLenFeature": ("nbdist.graph.parsing_ops", "VarLenFeature"),
         "FixedLenSequenceFeature": ("nbdist.graph.parsing_ops", "FixedLenSequenceFeature"),

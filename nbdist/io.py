@@ -26,10 +26,12 @@ from nbdist.graph.parsing_ops import (
     decode_raw,
     parse_example,
     parse_single_example,
+    parse_single_sequence_example,
 )
 from nbdist.graph.reader_ops import read_file, write_file
 
 __all__ = ["FixedLenFeature", "FixedLenSequenceFeature", "TFRecordCompressionType",
            "TFRecordOptions", "TFRecordWriter", "VarLenFeature", "decode_csv",
-           "decode_raw", "parse_example", "parse_single_example", "read_file",
+           "decode_raw", "parse_example", "parse_single_example",
+           "parse_single_sequence_example", "read_file",
            "tf_record_iterator", "write_file"]

@@ -177,3 +177,33 @@ def test_decode_csv_errors_name_field_and_record():
     with pytest.raises(nd.errors.InvalidArgumentError,
                        match="Field 1 is required but missing in record 0"):
         run(nd.decode_csv([","], [[0], []]))
+
+
+def test_parse_single_sequence_example():
+    ex = nd.train.SequenceExample()
+    ex.context.feature["len"].int64_list.value.append(3)
+    for i in range(3):
+        steps = ex.feature_lists.feature_list
+        steps["tok"].feature.add().int64_list.value.extend(range(i))
+        steps["emb"].feature.add().float_list.value.extend([i, -i])
+    context, seq = nd.io.parse_single_sequence_example(
+        ex.SerializeToString(),
+        context_features={"len": nd.FixedLenFeature([], nd.int64),
+                          "d": nd.FixedLenFeature([], nd.float32, default_value=2.0)},
+        sequence_features={
+            "tok": nd.VarLenFeature(nd.int64),
+            "emb": nd.FixedLenSequenceFeature([2], nd.float32),
+            "gone": nd.FixedLenSequenceFeature([], nd.float32, allow_missing=True)})
+    assert seq["emb"].shape.as_list() == [None, 2]
+    got_context, got = run((context, seq))
+    assert (int(got_context["len"]), float(got_context["d"])) == (3, 2.0)
+    # Step i holds tokens range(i) and the embedding [i, -i].
+    assert got["tok"].indices.tolist() == [[1, 0], [2, 0], [2, 1]]
+    assert got["tok"].values.tolist() == [0, 0, 1]
+    assert got["tok"].dense_shape.tolist() == [3, 2]
+    np.testing.assert_array_equal(got["emb"], [[0, 0], [1, -1], [2, -2]])
+    assert got["gone"].shape == (0,)
+    with pytest.raises(nd.errors.InvalidArgumentError,
+                       match="Feature list 'zz' is required but could not be found"):
+        run(nd.parse_single_sequence_example(ex.SerializeToString(), sequence_features={
+            "zz": nd.FixedLenSequenceFeature([], nd.float32)}))

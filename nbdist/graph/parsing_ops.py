@@ -118,17 +118,20 @@ def _dense_default(key, feature, dtype, shape, variable):
     return value.reshape(-1)
 
 
-def _parse(serialized, features, name, single):
-    if not features:
-        raise ValueError("Missing: features was empty.")
+def _split_features(features, sequence=False):
+    """``features`` as (sparse: [(key, dtype)], dense: [(key, dtype, shape,
+    variable, feature)]), sorted by key as TF orders them."""
     sparse, dense = [], []
-    for key in sorted(features):
+    for key in sorted(features or {}):
         f = features[key]
         if isinstance(f, VarLenFeature):
             sparse.append((key, _check_dtype(key, f.dtype)))
         elif isinstance(f, (FixedLenFeature, FixedLenSequenceFeature)):
             variable = isinstance(f, FixedLenSequenceFeature)
-            if variable and not f.allow_missing:
+            if sequence and not variable:
+                raise ValueError(f"Feature {key!r}: a sequence feature is a "
+                                 "FixedLenSequenceFeature or a VarLenFeature")
+            if variable and not f.allow_missing and not sequence:
                 raise ValueError(f"Feature {key!r}: FixedLenSequenceFeature "
                                  "requires allow_missing to be True.")
             shape = as_shape(f.shape)
@@ -139,6 +142,13 @@ def _parse(serialized, features, name, single):
         else:
             raise ValueError(f"Unsupported feature {key!r}: {f!r} (FixedLenFeature, "
                              "FixedLenSequenceFeature or VarLenFeature)")
+    return sparse, dense
+
+
+def _parse(serialized, features, name, single):
+    if not features:
+        raise ValueError("Missing: features was empty.")
+    sparse, dense = _split_features(features)
     g = _graph_of([serialized])
     op_type = "ParseSingleExample" if single else "ParseExample"
     with g.as_default(), g.name_scope(name or op_type):
@@ -176,6 +186,77 @@ def parse_single_example(serialized, features, name=None, example_names=None):
     """``parse_example`` for one serialized ``Example`` (a scalar): no batch
     dimension in the results."""
     return _parse(serialized, features, name, single=True)
+
+
+# -- SequenceExample ------------------------------------------------------------
+_SEQ_ATTRS = dict(_PARSE_ATTRS, fl_sparse_keys=("list(string)", []),
+                  fl_sparse_types=("list(type)", []),
+                  fl_dense_keys=("list(string)", []),
+                  fl_dense_types=("list(type)", []),
+                  fl_dense_shapes=("list(shape)", []),
+                  fl_dense_allow_missing=("list(int)", []))
+
+
+def _parse_sequence_infer(c):
+    out = _parse_infer(True)(c)
+    ns = len(c.attr("fl_sparse_keys"))
+    out += [(dtypes.int64, TensorShape([None, 2]))] * ns
+    out += [(t, TensorShape([None])) for t in c.attr("fl_sparse_types")]
+    out += [(dtypes.int64, TensorShape([2]))] * ns
+    out += [(t, TensorShape([None] + s.as_list()))
+            for t, s in zip(c.attr("fl_dense_types"), c.attr("fl_dense_shapes"))]
+    return out
+
+
+register_op("ParseSingleSequenceExample", _parse_sequence_infer, attrs=_SEQ_ATTRS,
+            min_inputs=1)
+
+
+def parse_single_sequence_example(serialized, context_features=None,
+                                  sequence_features=None, example_name=None,
+                                  name=None):
+    """Parses one serialized ``SequenceExample``: ``(context, sequences)``
+    dicts. ``context_features`` parse as in ``parse_single_example``; a
+    ``FixedLenSequenceFeature`` of ``sequence_features`` is a dense ``[steps] +
+    shape`` tensor (a missing feature list is an error unless
+    ``allow_missing``), a ``VarLenFeature`` a ``[steps, max_len]``
+    ``nd.SparseTensor``."""
+    if not context_features and not sequence_features:
+        raise ValueError("Missing features: give context_features or "
+                         "sequence_features")
+    sparse, dense = _split_features(context_features)
+    fl_sparse, fl_dense = _split_features(sequence_features, sequence=True)
+    g = _graph_of([serialized])
+    op_type = "ParseSingleSequenceExample"
+    with g.as_default(), g.name_scope(name or op_type):
+        serialized = convert_to_tensor(serialized, dtype=dtypes.string,
+                                       name="serialized")
+        defaults = [convert_to_tensor(_dense_default(k, f, t, s, v))
+                    for k, t, s, v, f in dense]
+        attrs = {"sparse_keys": [k for k, _ in sparse],
+                 "dense_keys": [d[0] for d in dense],
+                 "sparse_types": [t for _, t in sparse],
+                 "Tdense": [d[1] for d in dense],
+                 "dense_shapes": [d[2] for d in dense],
+                 "dense_variable": [int(d[3]) for d in dense],
+                 "fl_sparse_keys": [k for k, _ in fl_sparse],
+                 "fl_sparse_types": [t for _, t in fl_sparse],
+                 "fl_dense_keys": [d[0] for d in fl_dense],
+                 "fl_dense_types": [d[1] for d in fl_dense],
+                 "fl_dense_shapes": [d[2] for d in fl_dense],
+                 "fl_dense_allow_missing": [int(bool(d[4].allow_missing))
+                                            for d in fl_dense]}
+        op = g.create_op(op_type, [serialized] + defaults, attrs, name=op_type)
+    outs = list(op.outputs)
+    context, sequences = {}, {}
+    for result, sp, de in ((context, sparse, dense), (sequences, fl_sparse, fl_dense)):
+        ns = len(sp)
+        for i, (key, _) in enumerate(sp):
+            result[key] = SparseTensor(outs[i], outs[ns + i], outs[2 * ns + i])
+        for j, d in enumerate(de):
+            result[d[0]] = outs[3 * ns + j]
+        outs = outs[3 * ns + len(de):]
+    return context, sequences
 
 
 # -- decode_raw, decode_csv ------------------------------------------------------
@@ -286,4 +367,5 @@ def decode_csv(records, record_defaults, field_delim=",", use_quote_delim=True,
 
 
 __all__ = ["FixedLenFeature", "FixedLenSequenceFeature", "VarLenFeature",
-           "decode_csv", "decode_raw", "parse_example", "parse_single_example"]
+           "decode_csv", "decode_raw", "parse_example", "parse_single_example",
+           "parse_single_sequence_example"]

@@ -146,6 +146,51 @@ def parse_example_kernel(node):
     return compute
 
 
+@register_kernel("ParseSingleSequenceExample")
+def parse_sequence_example_kernel(node):
+    a = node.attrs
+    sparse = list(zip(a["sparse_keys"], a["sparse_types"]))
+    dense = list(zip(a["dense_keys"], a["Tdense"],
+                     [s.as_list() for s in a["dense_shapes"]], a["dense_variable"]))
+    fl_sparse = list(zip(a["fl_sparse_keys"], a["fl_sparse_types"]))
+    fl_dense = list(zip(a["fl_dense_keys"], a["fl_dense_types"],
+                        [s.as_list() for s in a["fl_dense_shapes"]],
+                        a["fl_dense_allow_missing"]))
+
+    def compute(step, serialized, *defaults):
+        s = np.asarray(serialized, dtype=object).reshape(-1)[0]
+        try:
+            ex = example_pb2.SequenceExample.FromString(bytes(s))
+        except DecodeError:
+            raise errors.InvalidArgumentError(
+                None, node.name, f"Could not parse example input, value: "
+                f"'{s[:60]!r}'") from None
+        maps = [ex.context.feature]
+        parts = [_sparse(node.name, k, t, maps, True) for k, t in sparse]
+        outs = [p[0] for p in parts] + [p[1] for p in parts] + [p[2] for p in parts]
+        for (key, dtype, shape, variable), default in zip(dense, defaults):
+            default = np.asarray(default, dtype=dtype.as_numpy_dtype)
+            make = _dense_variable if variable else _dense
+            outs.append(make(node.name, key, dtype, shape, default, maps, True)[0])
+        lists = ex.feature_lists.feature_list
+        steps = {k: [{k: f} for f in lists[k].feature] if k in lists else []
+                 for k in a["fl_sparse_keys"] + a["fl_dense_keys"]}
+        parts = [_sparse(node.name, k, t, steps[k], False) for k, t in fl_sparse]
+        outs += [p[0] for p in parts] + [p[1] for p in parts] + [p[2] for p in parts]
+        for key, dtype, shape, allow_missing in fl_dense:
+            if key not in lists and not allow_missing:
+                raise errors.InvalidArgumentError(
+                    None, node.name, f"Name: <unknown>, Feature list '{key}' is "
+                    "required but could not be found.  Did you mean to include it "
+                    "in feature_list_dense_missing_assumed_empty or "
+                    "feature_list_dense_defaults?")
+            outs.append(_dense(node.name, key, dtype, shape, np.zeros([0]),
+                               steps[key], False))
+        return tuple(outs) if len(outs) != 1 else outs[0]
+
+    return compute
+
+
 @register_kernel("DecodeRaw")
 def decode_raw_kernel(node):
     out_type = node.attrs["out_type"]
