@@ -154,6 +154,8 @@ def __getattr__(name):
         "reduce_join": ("nbdist.graph.string_ops", "reduce_join"),
         "regex_replace": ("nbdist.graph.string_ops", "regex_replace"),
         "string_length": ("nbdist.graph.string_ops", "string_length"),
+        "encode_base64": ("nbdist.graph.string_ops", "encode_base64"),
+        "decode_base64": ("nbdist.graph.string_ops", "decode_base64"),
     }
     if name in lazy:
         target = lazy[name]

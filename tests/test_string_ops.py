@@ -122,3 +122,25 @@ def test_string_ops_reject_numbers():
         nd.string_to_number(nd.constant([1.0]))
     with pytest.raises(TypeError, match="numbers or bools"):
         nd.as_string(nd.constant(["a"]))
+
+
+def test_base64_is_web_safe_and_round_trips():
+    import base64
+
+    data = [b"\xff\xfe ab?", b"", b"hello world"]
+    encoded = run(nd.encode_base64(data)).tolist()
+    assert encoded == [base64.urlsafe_b64encode(d).rstrip(b"=") for d in data]
+    padded = run(nd.encode_base64(data, pad=True)).tolist()
+    assert padded == [base64.urlsafe_b64encode(d) for d in data]
+    assert run(nd.decode_base64(encoded)).tolist() == data
+    assert run(nd.decode_base64(padded)).tolist() == data
+    with pytest.raises(nd.errors.InvalidArgumentError, match="base64"):
+        run(nd.decode_base64(["a"]))
+
+
+def test_strip_lower_upper():
+    assert run(nd.strings.strip(["  a b \n", "x"])).tolist() == [b"a b", b"x"]
+    # ASCII letters only, unless the encoding is utf-8 (as TF).
+    assert run(nd.strings.lower(["ABc É"])).tolist() == ["abc É".encode()]
+    assert run(nd.strings.upper(["abc é"], encoding="utf-8")).tolist() == [
+        "ABC É".encode()]

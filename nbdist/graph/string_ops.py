@@ -120,6 +120,16 @@ register_op("ReduceJoin", _reduce_join_infer,
             num_inputs=2)
 
 
+for _op_type in ("StringStrip", "StringLower", "StringUpper", "DecodeBase64"):
+    register_op(_op_type, lambda c: (_strings_in(c, 0), [(dtypes.string,
+                                                          c.shape(0))])[1],
+                attrs={"encoding": ("string", "")} if "Lower" in _op_type
+                or "Upper" in _op_type else {}, num_inputs=1)
+register_op("EncodeBase64",
+            lambda c: (_strings_in(c, 0), [(dtypes.string, c.shape(0))])[1],
+            attrs={"pad": ("bool", False)}, num_inputs=1)
+
+
 # -- Python API ------------------------------------------------------------------
 def _strings(value, name="input"):
     return convert_to_tensor(value, dtype=dtypes.string, name=name)
@@ -258,5 +268,37 @@ def regex_replace(input, pattern, rewrite, replace_global=True,  # noqa: A002
                            name=name or "RegexReplace").outputs[0]
 
 
-__all__ = ["as_string", "reduce_join", "regex_replace", "string_join",
-           "string_length", "string_split", "string_to_number", "substr"]
+def _unary(op_type, input, name, attrs=None):  # noqa: A002 - TF's name
+    return _op(op_type, [_strings(input)], attrs or {}, name).outputs[0]
+
+
+def strip(input, name=None):  # noqa: A002 - TF's name
+    """Each string without its leading and trailing whitespace."""
+    return _unary("StringStrip", input, name)
+
+
+def lower(input, encoding="", name=None):  # noqa: A002 - TF's name
+    """Each string in lower case (ASCII letters; all of Unicode with
+    ``encoding="utf-8"``)."""
+    return _unary("StringLower", input, name, {"encoding": encoding})
+
+
+def upper(input, encoding="", name=None):  # noqa: A002 - TF's name
+    """Each string in upper case (see ``lower``)."""
+    return _unary("StringUpper", input, name, {"encoding": encoding})
+
+
+def encode_base64(input, pad=False, name=None):  # noqa: A002 - TF's name
+    """Each string in web-safe base64 (``-`` and ``_``), ``=``-padded only when
+    ``pad``."""
+    return _unary("EncodeBase64", input, name, {"pad": bool(pad)})
+
+
+def decode_base64(input, name=None):  # noqa: A002 - TF's name
+    """The bytes of each web-safe base64 string (padded or not)."""
+    return _unary("DecodeBase64", input, name)
+
+
+__all__ = ["as_string", "decode_base64", "encode_base64", "reduce_join",
+           "regex_replace", "string_join", "string_length", "string_split",
+           "string_to_number", "substr"]

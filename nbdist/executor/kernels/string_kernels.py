@@ -4,6 +4,8 @@ kernels work on whole arrays with ``np.char`` (fixed-width ``S`` arrays) and
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 
 import numpy as np
@@ -245,5 +247,56 @@ def regex_replace_kernel(node):
             raise errors.InvalidArgumentError(
                 None, node.name, f"Invalid pattern: {e}") from None
         return _objects(out)
+
+    return compute
+
+
+@register_kernel("StringStrip")
+def string_strip_kernel(node):
+    return lambda step, value: _map(bytes.strip, np.asarray(value, dtype=object))
+
+
+def _case_kernel(node, ascii_fn, text_fn):
+    utf8 = node.attrs["encoding"].lower().replace("-", "") == "utf8"
+
+    def convert(s):
+        return text_fn(s.decode()).encode() if utf8 else ascii_fn(s)
+
+    return lambda step, value: _map(convert, np.asarray(value, dtype=object))
+
+
+@register_kernel("StringLower")
+def string_lower_kernel(node):
+    return _case_kernel(node, bytes.lower, str.lower)
+
+
+@register_kernel("StringUpper")
+def string_upper_kernel(node):
+    return _case_kernel(node, bytes.upper, str.upper)
+
+
+@register_kernel("EncodeBase64")
+def encode_base64_kernel(node):
+    pad = node.attrs["pad"]
+
+    def encode(s):
+        out = base64.urlsafe_b64encode(s)
+        return out if pad else out.rstrip(b"=")
+
+    return lambda step, value: _map(encode, np.asarray(value, dtype=object))
+
+
+@register_kernel("DecodeBase64")
+def decode_base64_kernel(node):
+    def decode(s):
+        s = s.rstrip(b"=")
+        return base64.urlsafe_b64decode(s + b"=" * (-len(s) % 4))
+
+    def compute(step, value):
+        try:
+            return _map(decode, np.asarray(value, dtype=object))
+        except (binascii.Error, ValueError) as e:
+            raise errors.InvalidArgumentError(
+                None, node.name, f"Invalid character found in base64: {e}") from None
 
     return compute
