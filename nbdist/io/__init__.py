@@ -1,5 +1,8 @@
 """``nd.io``: TFRecord files and Example parsing (TF's ``tf.io`` names).
 
+(main's ``nd.io.gfile`` lives in this package too: when merging, keep both
+sets of names.)
+
 >>> import nbdist as nd
 >>> ex = nd.train.Example(features=nd.train.Features(feature={
 ...     "x": nd.train.Feature(float_list=nd.train.FloatList(value=[1.5]))}))
