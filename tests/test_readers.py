@@ -189,3 +189,16 @@ def test_text_line_dataset_gzip(tmp_path):
         .make_one_shot_iterator().get_next()
     with nd.Session() as s:
         assert [s.run(nxt) for _ in range(3)] == [b"a", b"b", b"c"]
+
+
+def test_file_dataset_filenames_from_a_placeholder(tmp_path):
+    a = write_records(tmp_path / "a.tfrecord", [b"a0"])
+    b = write_records(tmp_path / "b.tfrecord", [b"b0", b"b1"])
+    files = nd.placeholder(nd.string, [None])
+    it = nd.data.TFRecordDataset(files).make_initializable_iterator()
+    nxt = it.get_next()
+    with nd.Session() as s:
+        s.run(it.initializer, {files: [b, a]})
+        assert [s.run(nxt) for _ in range(3)] == [b"b0", b"b1", b"a0"]
+    with pytest.raises(TypeError, match="Dataset of filenames"):
+        nd.data.TFRecordDataset(nd.data.Dataset.from_tensor_slices([a]))

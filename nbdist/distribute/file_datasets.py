@@ -32,6 +32,10 @@ class _FileDataset(Dataset):
 
     def __init__(self, filenames, compression_type=None, buffer_size=None,
                  num_parallel_reads=None, name=None):
+        if isinstance(filenames, Dataset):
+            raise TypeError(f"{type(self).__name__}: filenames must be a string "
+                            "tensor or list; a Dataset of filenames is not "
+                            "supported (interleave is not in nd.data)")
         g = _graph()
         with g.as_default():
             files = convert_to_tensor(filenames, dtype=dtypes.string,
