@@ -144,3 +144,12 @@ def test_strip_lower_upper():
     assert run(nd.strings.lower(["ABc É"])).tolist() == ["abc É".encode()]
     assert run(nd.strings.upper(["abc é"], encoding="utf-8")).tolist() == [
         "ABC É".encode()]
+
+
+def test_reduce_join_empty_axis_list_joins_nothing():
+    grid = [["a", "b"], ["c", "d"]]
+    assert run(nd.reduce_join(grid, axis=[])).tolist() == [[b"a", b"b"], [b"c", b"d"]]
+    unknown = nd.placeholder(nd.string)
+    with nd.Session() as s:
+        assert s.run(nd.reduce_join(unknown, separator=","), {unknown: grid}) == \
+            b"a,b,c,d"

@@ -14,6 +14,8 @@
 from __future__ import annotations
 
 from nbdist.graph import dtypes
+from nbdist.graph.array_ops_creation import range as _range
+from nbdist.graph.array_ops_shape import rank as _rank
 from nbdist.graph.op_def import REQUIRED, register_op
 from nbdist.graph.ops import _graph_of, convert_to_tensor
 from nbdist.graph.shapes import TensorShape, broadcast_shapes
@@ -102,8 +104,6 @@ def _reduce_join_infer(c):
         return [(dtypes.string, TensorShape(None))]
     axes = [int(a) for a in (axes.reshape(-1) if hasattr(axes, "reshape") else [axes])]
     rank = s.rank
-    if not axes:
-        axes = list(range(rank))
     for a in axes:
         if not -rank <= a < max(rank, 1):
             raise ValueError(f"ReduceJoin: axis {a} out of range for rank {rank}")
@@ -247,8 +247,12 @@ def reduce_join(inputs, axis=None, keep_dims=False, separator="", name=None,
         keep_dims = keepdims
     x = _strings(inputs)
     with x.graph.as_default():
-        axes = convert_to_tensor([] if axis is None else axis, dtype=dtypes.int32,
-                                 name="reduction_indices")
+        if axis is None:  # every axis (an empty list joins along none, as TF)
+            if x.shape.rank is not None:
+                axis = list(range(x.shape.rank))
+            else:
+                axis = _range(_rank(x))
+        axes = convert_to_tensor(axis, dtype=dtypes.int32, name="reduction_indices")
     return x.graph.create_op("ReduceJoin", [x, axes],
                              {"keep_dims": bool(keep_dims), "separator": separator},
                              name=name or "ReduceJoin").outputs[0]

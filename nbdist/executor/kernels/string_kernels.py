@@ -212,8 +212,7 @@ def reduce_join_kernel(node):
 
     def compute(step, value, axes):
         value = np.asarray(value, dtype=object)
-        axes = [int(a) for a in np.asarray(axes).reshape(-1)] or list(
-            range(value.ndim))
+        axes = [int(a) for a in np.asarray(axes).reshape(-1)]
         for a in axes:
             if not -value.ndim <= a < max(value.ndim, 1):
                 raise errors.InvalidArgumentError(
