@@ -20,7 +20,9 @@ from nbdist.distribute.data_ops import (
                                         make_initializable_iterator,
                                         make_one_shot_iterator,
 )
+from nbdist.distribute.file_datasets import TFRecordDataset, TextLineDataset
 from nbdist.distribute.function import TensorSpec
 
 __all__ = ["AUTOTUNE", "Dataset", "Iterator", "TensorSpec",
-           "make_initializable_iterator", "make_one_shot_iterator"]
+           "make_initializable_iterator", "make_one_shot_iterator",
+           "TFRecordDataset", "TextLineDataset"]

@@ -41,6 +41,7 @@ KERNEL_MODULES = (
     "collective_kernels",
     "linalg_kernels", "complex_kernels",
     "sparse_kernels", "sparse_training_kernels",
+    "parsing_kernels", "reader_kernels", "string_kernels",
 )
 
 _loaded = False

@@ -12,6 +12,7 @@ OP_MODULES = (
     "collective_ops",
     "linalg_ops", "complex_ops",
     "sparse_ops", "sparse_training_ops",
+    "parsing_ops", "reader_ops", "string_ops",
 )
 
 

@@ -82,6 +82,10 @@ class FetchMapper:
                     factory, {k: s(vals) for k, s in items})
             return lambda vals: kind({k: s(vals) for k, s in items}) if kind is not \
                 dict else {k: s(vals) for k, s in items}
+        if hasattr(f, "_session_fetch_components"):
+            # A composite (SparseTensor, IndexedSlices): its parts, then its value.
+            subs = [self._parse(x) for x in f._session_fetch_components()]
+            return lambda vals: f._session_fetch_value([s(vals) for s in subs])
         if is_attrs_instance(f):
             # As TF: the fields' fetched values, passed positionally.
             subs = [self._parse(getattr(f, a.name)) for a in type(f).__attrs_attrs__]

@@ -102,6 +102,9 @@ from nbdist.train.profiler_hook import ProfilerHook
 from nbdist.train.summary_iterator import summary_iterator
 from nbdist.train.supervisor import Supervisor
 from nbdist.train.sync_replicas_optimizer import SyncReplicasOptimizer
+from nbdist.proto.example_pb2 import Example, SequenceExample
+from nbdist.proto.feature_pb2 import (BytesList, Feature, FeatureList, FeatureLists,
+                                     Features, FloatList, Int64List)
 
 _LAZY = {
     # The runtime layer's entry points, loaded on first use (grpc is heavy).
@@ -156,4 +159,6 @@ __all__ = [
     "NewCheckpointReader", "SaverDef", "init_from_checkpoint", "list_variables",
     "load_checkpoint", "load_variable", "write_graph",
     "ProfilerHook", "summary_iterator",
+    "BytesList", "Example", "Feature", "FeatureList", "FeatureLists", "Features",
+    "FloatList", "Int64List", "SequenceExample",
 ]

@@ -15,34 +15,13 @@ from __future__ import annotations
 import collections
 import os
 import socket
-import struct
 import threading
 import time
 
-import google_crc32c
-
+from nbdist.executor.tf_record import masked_crc32c, tfrecord  # noqa: F401
 from nbdist.proto import summary_pb2
 
 FILE_VERSION = "brain.Event:2"
-
-
-def masked_crc32c(data: bytes) -> int:
-    """TFRecord's checksum: CRC32C rotated right by 15 bits plus a constant."""
-    crc = google_crc32c.value(data)
-    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
-
-
-def tfrecord(data: bytes) -> bytes:
-    """``data`` framed as one TFRecord."""
-    header = struct.pack("<Q", len(data))
-    return b"".join(
-        (
-            header,
-            struct.pack("<I", masked_crc32c(header)),
-            data,
-            struct.pack("<I", masked_crc32c(data)),
-        )
-    )
 
 
 class _QueueClosed(Exception):

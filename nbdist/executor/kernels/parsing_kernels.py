@@ -1,0 +1,322 @@
+"""Kernels for ``ParseExample`` / ``ParseSingleExample`` (serialized
+``Example`` protos to arrays), ``DecodeRaw`` and ``DecodeCSV``.
+
+Error messages follow TF's ``example_proto_fast_parsing.cc`` and
+``decode_csv_op.cc`` so that a TF user recognises them.
+"""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+from google.protobuf.message import DecodeError
+
+from nbdist import errors
+from nbdist.executor.kernel import register_kernel
+from nbdist.proto import example_pb2
+
+_KIND = {"float": "float_list", "int64": "int64_list", "string": "bytes_list"}
+_TF_TYPE_NAME = {"float_list": "float", "int64_list": "int64", "bytes_list": "string"}
+
+
+def _type_name(dtype) -> str:
+    return "float" if dtype.name == "float32" else dtype.name
+
+
+def _feature_values(node, key, feature, dtype, where):
+    """The values of ``feature`` as an array of ``dtype`` (checked)."""
+    kind = feature.WhichOneof("kind")
+    want = _KIND[_type_name(dtype)]
+    if kind is None:
+        return np.zeros([0], dtype=dtype.as_numpy_dtype)
+    if kind != want:
+        raise errors.InvalidArgumentError(
+            None, node, f"{where}Key: {key}.  Data types don't match. Data type: "
+            f"{_TF_TYPE_NAME[kind]} but expected type: {_type_name(dtype)}")
+    values = getattr(feature, kind).value
+    if kind == "bytes_list":
+        out = np.empty(len(values), dtype=object)
+        out[:] = list(values)
+        return out
+    return np.array(values, dtype=dtype.as_numpy_dtype)
+
+
+def _examples(node, serialized):
+    out = []
+    for i, s in enumerate(serialized):
+        try:
+            out.append(example_pb2.Example.FromString(bytes(s)).features.feature)
+        except DecodeError:
+            raise errors.InvalidArgumentError(
+                None, node, f"Could not parse example input, value: '{s[:60]!r}' "
+                f"(element {i})") from None
+    return out
+
+
+def _dense(node, key, dtype, shape, default, maps, single):
+    """``[batch] + shape`` from a fixed-length feature."""
+    size = int(np.prod(shape, dtype=np.int64))
+    rows = []
+    for b, fmap in enumerate(maps):
+        where = "" if single else "Name: <unknown>, "
+        if key not in fmap:
+            if default.size == 0:
+                raise errors.InvalidArgumentError(
+                    None, node, f"{where}Feature: {key} (data type: "
+                    f"{_type_name(dtype)}) is required but could not be found.")
+            rows.append(default)
+            continue
+        v = _feature_values(node, key, fmap[key], dtype, where)
+        if v.size != size:
+            raise errors.InvalidArgumentError(
+                None, node, f"{where}Key: {key}, Index: {b}.  Number of "
+                f"{_type_name(dtype)} values != expected.  Values size: {v.size} "
+                f"but output shape: {list(shape)}")
+        rows.append(v)
+    out = (np.stack(rows) if rows else np.zeros([0, size], dtype.as_numpy_dtype))
+    return out.reshape([len(maps)] + list(shape))
+
+
+def _dense_variable(node, key, dtype, shape, default, maps, single):
+    """``[batch, max_len] + shape`` from a sequence feature, padded."""
+    size = int(np.prod(shape, dtype=np.int64))
+    where = "" if single else "Name: <unknown>, "
+    values = []
+    for b, fmap in enumerate(maps):
+        v = (_feature_values(node, key, fmap[key], dtype, where) if key in fmap
+             else np.zeros([0], dtype.as_numpy_dtype))
+        if size and v.size % size:
+            raise errors.InvalidArgumentError(
+                None, node, f"{where}Key: {key}, Index: {b}.  Number of "
+                f"{_type_name(dtype)} values is not a multiple of stride length. "
+                f"Saw {v.size} values but output shape is: {list(shape)}")
+        values.append(v)
+    lengths = np.array([v.size // size if size else 0 for v in values], np.int64)
+    max_len = int(lengths.max(initial=0))
+    out = np.empty([len(maps), max_len * size], dtype=dtype.as_numpy_dtype)
+    out[...] = default.reshape(-1)[0]
+    flat = np.concatenate(values) if values else out.reshape(-1)[:0]
+    if flat.size:
+        rows = np.repeat(np.arange(len(maps)), lengths * size)
+        starts = np.repeat(np.cumsum(lengths * size) - lengths * size, lengths * size)
+        out[rows, np.arange(flat.size) - starts] = flat
+    return out.reshape([len(maps), max_len] + list(shape))
+
+
+def _sparse(node, key, dtype, maps, single):
+    where = "" if single else "Name: <unknown>, "
+    values = [_feature_values(node, key, fmap[key], dtype, where) if key in fmap
+              else np.zeros([0], dtype.as_numpy_dtype) for fmap in maps]
+    lengths = np.array([v.size for v in values], np.int64)
+    total = int(lengths.sum())
+    batch = np.repeat(np.arange(len(maps), dtype=np.int64), lengths)
+    within = np.arange(total, dtype=np.int64) - np.repeat(
+        np.cumsum(lengths) - lengths, lengths)
+    flat = (np.concatenate(values) if values else np.zeros([0], dtype.as_numpy_dtype))
+    if dtype.name != "string":
+        flat = flat.astype(dtype.as_numpy_dtype)
+    max_len = int(lengths.max(initial=0))
+    if single:
+        return within.reshape(-1, 1), flat, np.array([max_len], np.int64)
+    return (np.stack([batch, within], axis=1), flat,
+            np.array([len(maps), max_len], np.int64))
+
+
+@register_kernel("ParseExample", "ParseSingleExample")
+def parse_example_kernel(node):
+    a = node.attrs
+    single = node.op == "ParseSingleExample"
+    sparse = list(zip(a["sparse_keys"], a["sparse_types"]))
+    dense = list(zip(a["dense_keys"], a["Tdense"],
+                     [s.as_list() for s in a["dense_shapes"]], a["dense_variable"]))
+
+    def compute(step, serialized, *defaults):
+        serialized = np.asarray(serialized, dtype=object)
+        maps = _examples(node.name, serialized.reshape(-1))
+        parts = [_sparse(node.name, k, t, maps, single) for k, t in sparse]
+        outs = [p[0] for p in parts] + [p[1] for p in parts] + [p[2] for p in parts]
+        for (key, dtype, shape, variable), default in zip(dense, defaults):
+            default = np.asarray(default, dtype=dtype.as_numpy_dtype)
+            make = _dense_variable if variable else _dense
+            d = make(node.name, key, dtype, shape, default, maps, single)
+            outs.append(d[0] if single else d)
+        return tuple(outs) if len(outs) != 1 else outs[0]
+
+    return compute
+
+
+@register_kernel("ParseSingleSequenceExample")
+def parse_sequence_example_kernel(node):
+    a = node.attrs
+    sparse = list(zip(a["sparse_keys"], a["sparse_types"]))
+    dense = list(zip(a["dense_keys"], a["Tdense"],
+                     [s.as_list() for s in a["dense_shapes"]], a["dense_variable"]))
+    fl_sparse = list(zip(a["fl_sparse_keys"], a["fl_sparse_types"]))
+    fl_dense = list(zip(a["fl_dense_keys"], a["fl_dense_types"],
+                        [s.as_list() for s in a["fl_dense_shapes"]],
+                        a["fl_dense_allow_missing"]))
+
+    def compute(step, serialized, *defaults):
+        s = np.asarray(serialized, dtype=object).reshape(-1)[0]
+        try:
+            ex = example_pb2.SequenceExample.FromString(bytes(s))
+        except DecodeError:
+            raise errors.InvalidArgumentError(
+                None, node.name, f"Could not parse example input, value: "
+                f"'{s[:60]!r}'") from None
+        maps = [ex.context.feature]
+        parts = [_sparse(node.name, k, t, maps, True) for k, t in sparse]
+        outs = [p[0] for p in parts] + [p[1] for p in parts] + [p[2] for p in parts]
+        for (key, dtype, shape, variable), default in zip(dense, defaults):
+            default = np.asarray(default, dtype=dtype.as_numpy_dtype)
+            make = _dense_variable if variable else _dense
+            outs.append(make(node.name, key, dtype, shape, default, maps, True)[0])
+        lists = ex.feature_lists.feature_list
+        steps = {k: [{k: f} for f in lists[k].feature] if k in lists else []
+                 for k in a["fl_sparse_keys"] + a["fl_dense_keys"]}
+        parts = [_sparse(node.name, k, t, steps[k], False) for k, t in fl_sparse]
+        outs += [p[0] for p in parts] + [p[1] for p in parts] + [p[2] for p in parts]
+        for key, dtype, shape, allow_missing in fl_dense:
+            if key not in lists and not allow_missing:
+                raise errors.InvalidArgumentError(
+                    None, node.name, f"Name: <unknown>, Feature list '{key}' is "
+                    "required but could not be found.  Did you mean to include it "
+                    "in feature_list_dense_missing_assumed_empty or "
+                    "feature_list_dense_defaults?")
+            outs.append(_dense(node.name, key, dtype, shape, np.zeros([0]),
+                               steps[key], False))
+        return tuple(outs) if len(outs) != 1 else outs[0]
+
+    return compute
+
+
+@register_kernel("DecodeRaw")
+def decode_raw_kernel(node):
+    out_type = node.attrs["out_type"]
+    dt = np.dtype(out_type.as_numpy_dtype).newbyteorder(
+        "<" if node.attrs["little_endian"] else ">")
+
+    def compute(step, value):
+        value = np.asarray(value, dtype=object)
+        flat = value.reshape(-1)
+        if flat.size == 0:
+            return np.zeros(value.shape + (0,), dtype=out_type.as_numpy_dtype)
+        lengths = np.frompyfunc(len, 1, 1)(flat).astype(np.int64)
+        bad = np.flatnonzero(lengths != lengths[0])
+        if bad.size:
+            raise errors.InvalidArgumentError(
+                None, node.name, f"DecodeRaw requires input strings to all be the "
+                f"same size, but element {bad[0]} has size {lengths[bad[0]]} != "
+                f"{lengths[0]}")
+        if lengths[0] % dt.itemsize:
+            raise errors.InvalidArgumentError(
+                None, node.name, f"Input to DecodeRaw has length {lengths[0]} that "
+                f"is not a multiple of {dt.itemsize}, the size of {out_type.name}")
+        data = np.frombuffer(b"".join(flat), dtype=dt)
+        return data.astype(out_type.as_numpy_dtype).reshape(
+            value.shape + (int(lengths[0]) // dt.itemsize,))
+
+    return compute
+
+
+def _csv_rows(node, records, delim, quote):
+    """Each record split into its fields (TF's quoting: ``"`` around a field,
+    ``""`` for a quote inside one)."""
+    texts = [r.decode() if isinstance(r, bytes) else str(r) for r in records]
+    try:
+        reader = csv.reader(texts, delimiter=delim, strict=True,
+                            quoting=csv.QUOTE_MINIMAL if quote else csv.QUOTE_NONE,
+                            quotechar='"' if quote else None)
+        rows = list(reader)
+    except csv.Error as e:
+        raise errors.InvalidArgumentError(
+            None, node, f"Quoted field has to end with quote followed by delim or "
+            f"end ({e})") from None
+    if len(rows) != len(texts):
+        raise errors.InvalidArgumentError(
+            None, node, "Unquoted fields cannot have quotes/CRLFs inside")
+    return [r if r else [""] for r in rows]
+
+
+@register_kernel("DecodeCSV")
+def decode_csv_kernel(node):
+    a = node.attrs
+    types = a["OUT_TYPE"]
+    select = a["select_cols"]
+    na = a["na_value"]
+
+    def compute(step, records, *defaults):
+        records = np.asarray(records, dtype=object)
+        rows = _csv_rows(node.name, records.reshape(-1), a["field_delim"],
+                         a["use_quote_delim"])
+        n_cols = len(types)
+        outs = []
+        for i, r in enumerate(rows):
+            if select:
+                if len(r) <= select[-1]:
+                    raise errors.InvalidArgumentError(
+                        None, node.name, f"Expect {select[-1] + 1} fields but have "
+                        f"{len(r)} in record {i}")
+                rows[i] = [r[c] for c in select]
+            elif len(r) != n_cols:
+                raise errors.InvalidArgumentError(
+                    None, node.name, f"Expect {n_cols} fields but have {len(r)} in "
+                    f"record {i}")
+        fields = np.array(rows, dtype=object).reshape(len(rows), n_cols)
+        for c, (dtype, default) in enumerate(zip(types, defaults)):
+            default = np.asarray(default, dtype=object if dtype.name == "string"
+                                 else dtype.as_numpy_dtype).reshape(-1)
+            col = fields[:, c]
+            missing = (col == "") | (col == na) if na else (col == "")
+            if missing.any() and default.size == 0:
+                i = int(np.flatnonzero(missing)[0])
+                raise errors.InvalidArgumentError(
+                    None, node.name, f"Field {c} is required but missing in record "
+                    f"{i}!")
+            outs.append(_convert_column(node.name, col, missing, dtype, default, c)
+                        .reshape(records.shape))
+        return tuple(outs) if len(outs) > 1 else outs[0]
+
+    return compute
+
+
+def _convert_column(node, col, missing, dtype, default, c):
+    if dtype.name == "string":
+        out = np.frompyfunc(str.encode, 1, 1)(col.astype(str)).astype(object)
+        out[missing] = default[0] if default.size else b""
+        return out
+    text = np.where(missing, "0", col).astype(str)
+    try:
+        if dtype.is_integer:
+            # int(...) rejects "1.5" as TF does; the range is checked after.
+            values = np.array(text.astype(np.int64), dtype=np.int64)
+            info = np.iinfo(dtype.as_numpy_dtype)
+            if ((values < info.min) | (values > info.max)).any():
+                raise ValueError("out of range")
+        else:
+            values = text.astype(np.float64)
+    except (ValueError, OverflowError):
+        bad = int(np.flatnonzero(~_parses(text, dtype))[0])
+        raise errors.InvalidArgumentError(
+            None, node, f"Field {c} in record {bad} is not a valid "
+            f"{_type_name(dtype)}: {col[bad]}") from None
+    values = values.astype(dtype.as_numpy_dtype)
+    if default.size:
+        values[missing] = default[0]
+    return values
+
+
+def _parses(text, dtype):
+    def ok(s):
+        try:
+            if dtype.is_integer:
+                v = int(s)
+                info = np.iinfo(dtype.as_numpy_dtype)
+                return info.min <= v <= info.max
+            float(s)
+            return True
+        except ValueError:
+            return False
+
+    return np.frompyfunc(ok, 1, 1)(text).astype(bool)

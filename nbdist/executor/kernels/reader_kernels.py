@@ -1,0 +1,257 @@
+"""Kernels for the readers (a ``ReaderResource`` per reader in the task's
+``ResourceMgr``), ``ReadFile`` / ``WriteFile`` and the file datasets
+(``TFRecordDataset``, ``TextLineDataset``).
+
+A reader holds the file it is working on as a Python iterator of
+``(key, value)`` records; each file is read whole when it is started.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+
+from nbdist import errors
+from nbdist.executor import tf_record
+from nbdist.executor.kernel import register_kernel
+from nbdist.executor.kernels.dataset_kernels import DatasetValue
+
+
+# -- the records of one file, per reader kind -------------------------------------
+def tfrecord_records(path, compression):
+    for offset, record in tf_record.read_records(path, compression, offsets=True):
+        yield f"{path}:{offset}".encode(), record
+
+
+def text_lines(path, skip):
+    """The lines of ``path`` without ``\\n`` (or ``\\r\\n``), numbered from 1."""
+    for number, line in enumerate(tf_record.read_lines(path), 1):
+        if number > skip:
+            yield f"{path}:{number}".encode(), line
+
+
+def _whole_file(path):
+    yield path.encode(), tf_record.read_file(path)
+
+
+def _identity(work):
+    yield work.encode(), work.encode()
+
+
+def _fixed_length(path, a):
+    data = tf_record.decompress(tf_record.read_file(path), a["encoding"], path)
+    body = data[a["header_bytes"]:len(data) - a["footer_bytes"]]
+    size = a["record_bytes"]
+    hop = a["hop_bytes"] or size
+    starts = range(0, max(len(body) - size, -1) + 1, hop)
+    for number, start in enumerate(starts):
+        yield f"{path}:{number}".encode(), body[start:start + size]
+
+
+_SOURCES = {
+    "TFRecordReaderV2": lambda path, a: tfrecord_records(path, a["compression_type"]),
+    "TextLineReaderV2": lambda path, a: text_lines(path, a["skip_header_lines"]),
+    "WholeFileReaderV2": lambda path, a: _whole_file(path),
+    "IdentityReaderV2": lambda path, a: _identity(path),
+    "FixedLengthRecordReaderV2": _fixed_length,
+}
+
+
+class ReaderResource:
+    """A reader's state: the work (file) in progress and its counters."""
+
+    def __init__(self, name, kind, attrs):
+        self.name, self.kind = name, kind
+        self._source = _SOURCES[kind]
+        self._attrs = attrs
+        self.lock = threading.Lock()
+        self.reset()
+
+    def reset(self):
+        self.records = None        # iterator over the current work's records
+        self.num_records_produced = 0
+        self.num_work_units_completed = 0
+
+    def close_for_cleanup(self):
+        self.records = None
+
+    def _next_work(self, step, node, queue):
+        if getattr(queue, "dtypes", None) is None or queue.dtypes[0].name != "string":
+            raise errors.InvalidArgumentError(
+                None, node, f"Reader '{self.name}' needs a queue of filenames "
+                "(strings)")
+        ((work, *_),) = queue.dequeue(step, node, 1)
+        if isinstance(work, np.ndarray):
+            if work.ndim:
+                raise errors.InvalidArgumentError(
+                    None, node, f"Reader '{self.name}' needs scalar filenames, got "
+                    f"shape {list(work.shape)}")
+            work = work.item()
+        work = work.decode() if isinstance(work, bytes) else str(work)
+        if not work:
+            raise errors.InvalidArgumentError(None, node,
+                                              "Reader got an empty filename")
+        if self.kind != "IdentityReaderV2" and not os.path.exists(work):
+            raise errors.NotFoundError(None, node, f"{work}; No such file or "
+                                       "directory")
+        self.records = self._source(work, self._attrs)
+
+    def read(self, step, node, queue, n):
+        """Up to ``n`` records, all from one work unit (fewer at its end)."""
+        keys, values = [], []
+        with self.lock:
+            while len(keys) < n:
+                if self.records is None:
+                    if keys:
+                        break
+                    self._next_work(step, node, queue)
+                try:
+                    for key, value in self.records:
+                        keys.append(key)
+                        values.append(value)
+                        if len(keys) == n:
+                            break
+                    else:
+                        raise StopIteration
+                except StopIteration:
+                    self.records = None
+                    self.num_work_units_completed += 1
+                except errors.OpError as e:
+                    self.records = None
+                    raise type(e)(None, node, e.message) from None
+            self.num_records_produced += len(keys)
+        return keys, values
+
+
+def _strings(items):
+    out = np.empty(len(items), dtype=object)
+    out[:] = items
+    return out
+
+
+def _reader_kernel(node):
+    a = node.attrs
+    name = a["shared_name"] or node.name
+
+    def compute(step):
+        return node.resources.lookup_or_create(
+            a["container"], "reader", name, lambda: ReaderResource(name, node.op, a))
+
+    return compute
+
+
+for _kind in _SOURCES:
+    register_kernel(_kind)(_reader_kernel)
+
+
+@register_kernel("ReaderReadV2")
+def reader_read_kernel(node):
+    def compute(step, reader, queue):
+        keys, values = reader.read(step, node.name, queue, 1)
+        return np.array(keys[0], dtype=object), np.array(values[0], dtype=object)
+
+    return compute
+
+
+@register_kernel("ReaderReadUpToV2")
+def reader_read_up_to_kernel(node):
+    def compute(step, reader, queue, n):
+        n = int(n)
+        if n <= 0:
+            raise errors.InvalidArgumentError(
+                None, node.name, f"num_records must be > 0, got {n}")
+        keys, values = reader.read(step, node.name, queue, n)
+        return _strings(keys), _strings(values)
+
+    return compute
+
+
+@register_kernel("ReaderNumRecordsProducedV2")
+def num_records_produced_kernel(node):
+    return lambda step, reader: np.int64(reader.num_records_produced)
+
+
+@register_kernel("ReaderNumWorkUnitsCompletedV2")
+def num_work_units_completed_kernel(node):
+    return lambda step, reader: np.int64(reader.num_work_units_completed)
+
+
+@register_kernel("ReaderResetV2")
+def reader_reset_kernel(node):
+    def compute(step, reader):
+        with reader.lock:
+            reader.reset()
+
+    return compute
+
+
+@register_kernel("ReadFile")
+def read_file_kernel(node):
+    def compute(step, filename):
+        path = filename.item() if isinstance(filename, np.ndarray) else filename
+        path = path.decode() if isinstance(path, bytes) else str(path)
+        try:
+            return np.array(tf_record.read_file(path), dtype=object)
+        except errors.OpError as e:
+            raise type(e)(None, node.name, e.message) from None
+
+    return compute
+
+
+@register_kernel("WriteFile")
+def write_file_kernel(node):
+    def compute(step, filename, contents):
+        path = filename.item() if isinstance(filename, np.ndarray) else filename
+        path = path.decode() if isinstance(path, bytes) else str(path)
+        data = contents.item() if isinstance(contents, np.ndarray) else contents
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(data.encode() if isinstance(data, str) else bytes(data))
+
+    return compute
+
+
+# -- file datasets ------------------------------------------------------------------
+def _filenames(value):
+    return [f.decode() if isinstance(f, bytes) else str(f)
+            for f in np.asarray(value, dtype=object).reshape(-1)]
+
+
+class _FileRecords(DatasetValue):
+    def __init__(self, files, records):
+        self.files, self.records = files, records
+
+    def iterate(self, ctx):
+        for path in self.files:
+            for _key, value in self.records(path):
+                yield (np.array(value, dtype=object),)
+
+
+@register_kernel("TFRecordDataset")
+def tfrecord_dataset_kernel(node):
+    def compute(step, filenames, compression, buffer_size):
+        comp = compression.item() if isinstance(compression, np.ndarray) \
+            else compression
+        comp = tf_record.compression_type_string(comp)
+        return _FileRecords(_filenames(filenames),
+                            lambda path: tfrecord_records(path, comp))
+
+    return compute
+
+
+@register_kernel("TextLineDataset")
+def text_line_dataset_kernel(node):
+    def compute(step, filenames, compression, buffer_size):
+        comp = compression.item() if isinstance(compression, np.ndarray) \
+            else compression
+        comp = tf_record.compression_type_string(comp)
+
+        def lines(path):
+            for line in tf_record.read_lines(path, comp):
+                yield None, line
+
+        return _FileRecords(_filenames(filenames), lines)
+
+    return compute

@@ -1,0 +1,20 @@
+"""``nd.strings``: the string ops under TF's ``tf.strings`` names.
+
+>>> import nbdist as nd
+>>> with nd.Session() as s:
+...     s.run(nd.strings.join(["a", "b"], separator="-"))
+b'a-b'
+"""
+
+from __future__ import annotations
+
+from nbdist.graph.string_ops import (as_string, lower, reduce_join, regex_replace,
+                                     strip, upper)
+from nbdist.graph.string_ops import string_join as join
+from nbdist.graph.string_ops import string_length as length
+from nbdist.graph.string_ops import string_to_number as to_number
+from nbdist.graph.string_ops import strings_split as split
+from nbdist.graph.string_ops import substr
+
+__all__ = ["as_string", "join", "length", "lower", "reduce_join", "regex_replace",
+           "split", "strip", "substr", "to_number", "upper"]
