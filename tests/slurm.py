@@ -312,8 +312,8 @@ class SlurmNodes(Slurm):
             *(f"NodeName={node} NodeAddr={host.address} CPUs={self.cpus} "
               "RealMemory=2000 State=UNKNOWN"
               for node, host in zip(self.nodes, self.hosts)),
-            f"PartitionName=debug Nodes={nodes} Default=YES MaxTime=INFINITE "
-            "State=UP"]
+            (f"PartitionName=debug Nodes={nodes} Default=YES MaxTime=INFINITE "
+             "State=UP")]
 
     def _idle(self) -> bool:
         r = subprocess.run(["sinfo", "-h", "-N", "-o", "%N %t"], capture_output=True,

@@ -45,6 +45,7 @@ sys.path.insert(0, str(TESTS))
 
 import netns
 import slurm as slurm_fixture
+from test_magics_connect import ip  # noqa: F401 - IPython's test shell
 
 import nbdist as nd
 from nbdist.cluster.resolvers import expand_hostlist
@@ -55,8 +56,6 @@ START_TIMEOUT_S = 90.0
 STEPS = 20  # global steps of the trainer, worker k % 4 runs step k
 NODES = ("n1", "n2", "n3")
 NODE_FAIL_TIMEOUT_S = 60.0  # SlurmdTimeout is 6 s; slurmctld pings every ~2 s
-
-from test_magics_connect import ip  # noqa: E402,F401 - IPython's test shell
 
 
 def _unavailable() -> str | None:
@@ -111,6 +110,18 @@ def wait_until(fn, timeout: float, what: str):
             raise AssertionError(f"no {what} within {timeout} s")
         time.sleep(0.1)  # SLURM and processes say nothing when they change: poll
     return value
+
+
+def screenshot(view, name: str, where: Path | None = None):
+    """With ``NBDIST_UPDATE_SCREENSHOTS=1`` (as tests/test_browser.py), the
+    view's static face as Chromium draws it, in docs/screenshots/ (or
+    ``where``); nothing in a plain test run."""
+    if os.environ.get("NBDIST_UPDATE_SCREENSHOTS") != "1":
+        return
+    from slurm_screenshot import screenshot_cluster_view
+
+    screenshot_cluster_view(view.snapshot(),
+                            (where or ROOT / "docs" / "screenshots") / name)
 
 
 # A step of the cluster's own job (--overlap: its CPUs are taken) prints, per
@@ -247,6 +258,7 @@ def test_a_node_whose_slurmd_dies_shows_failed_with_slurms_reason(
             for view in (owned, attached):
                 assert view.wait_for(
                     lambda s: s.summary() == "5 tasks: 5 running", 30), repr(view)
+            screenshot(attached, "slurm-3-nodes.png")
             os.kill(slurm.slurmd("n3").pid, signal.SIGKILL)  # n3 dies to SLURM
             killed_at = time.monotonic()
             for view in (owned, attached):
@@ -268,11 +280,7 @@ def test_a_node_whose_slurmd_dies_shows_failed_with_slurms_reason(
                 assert "failed" in view._html() and "Not responding" in view._html()
             print(f"slurmd of n3 killed: worker:3 shown failed after {seen_s:.1f} s "
                   f"({owned.state.rows['worker:3'].reason})")
-            if os.environ.get("NBDIST_UPDATE_SCREENSHOTS") == "1":
-                from slurm_screenshot import screenshot_cluster_view
-
-                screenshot_cluster_view(owned, ROOT / "docs" / "screenshots"
-                                        / "slurm-3-nodes.png")
+            screenshot(attached, "slurm-node-failed.png", tmp_path)
         finally:
             ip.run_line_magic("cluster", "disconnect")
             owned.close()

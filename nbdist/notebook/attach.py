@@ -168,8 +168,17 @@ class AttachedCluster:
             address = self._spec.task_address(job, int(index))
             host, port = address.rsplit(":", 1)
             self._ended.append(
-                SlurmTaskInfo(job, int(index), address, pids.get(name), state, host,
-                              int(port), "", reason=reason)
+                SlurmTaskInfo(
+                    job,
+                    int(index),
+                    address,
+                    pids.get(name),
+                    state,
+                    host,
+                    int(port),
+                    "",
+                    reason=reason,
+                )
             )
         return True
 

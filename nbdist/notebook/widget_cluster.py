@@ -25,8 +25,12 @@ __all__ = ["ClusterView"]
 _JOB_ORDER = {"chief": 0, "worker": 1, "ps": 2, "evaluator": 3}
 _HISTORY_SHOWN = 8  # entries per task in the text and html forms
 # What a task's state becoming X is called in its history.
-_PROCESS_NOTES = {"killed": "killed", "exited": "exited", "stopped": "stopped",
-                  "failed": "failed"}
+_PROCESS_NOTES = {
+    "killed": "killed",
+    "exited": "exited",
+    "stopped": "stopped",
+    "failed": "failed",
+}
 _SERVICE_NOTES = {"DISCONNECTED": "failed by heartbeat", "ERROR": "error"}
 
 
@@ -398,7 +402,8 @@ class ClusterView(LiveView):
         rows = "".join(
             f"<tr class='nbdist-task' data-task='{esc(r.name)}'>"
             f"<td><b>{esc(r.name)}</b></td><td><code>{esc(r.address or '-')}</code></td>"
-            f"<td class='pid'>{esc(r.pid or '-')}</td><td>{_state_html(r.state, r.reason)}</td>"
+            f"<td class='pid'>{esc(r.pid or '-')}</td>"
+            f"<td>{_state_html(r.state, r.reason)}</td>"
             f"<td class='steps'>{r.steps}</td><td class='muted'>{_restarts(r)}</td></tr>"
             for r in self._state.sorted_rows()
         )
