@@ -74,7 +74,10 @@ class SlurmCluster(ClusterTargets):
     become ``#SBATCH`` lines, as does every line of ``job_extra``
     (``"--account=x"`` or ``"#SBATCH --account=x"``). Tasks listen on
     ``bind`` (default 127.0.0.1, one node only; give ``"0.0.0.0"`` and a
-    ``config`` with ``auth_token`` for tasks on several nodes). The
+    ``config`` with ``auth_token`` for tasks on several nodes: each task is
+    then reached at its node's ``NodeAddr``, and ``log_dir`` must be a
+    directory every node shares). When the job ends because a node failed,
+    ``tasks`` says so: that node's tasks "failed", with SLURM's reason. The
     constructor returns when every task answers (a progress bar meanwhile),
     or raises with the job's state and the tail of its logs when the job ends
     first, or when ``start_timeout`` seconds pass (the job is cancelled then).
