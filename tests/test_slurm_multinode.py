@@ -17,6 +17,9 @@ root namespace, behind the hosts' bridge.
   shows the 5 tasks running at their nodes' addresses.
 * ``shutdown()`` (``scancel``): the job leaves ``squeue`` and no process but
   ``slurmd`` is left on any node.
+* TLS: ``NBDIST_TLS_*`` where the job is submitted, a certificate for the
+  three node addresses: a session across nodes verifies it, plaintext clients
+  get nowhere.
 * A node whose ``slurmd`` is SIGKILLed mid-job: SLURM marks it DOWN ("Not
   responding") and ends the job NODE_FAIL; the ClusterViews of the owning
   ``SlurmCluster`` and of ``%cluster connect --slurm`` show the node's task
@@ -242,6 +245,75 @@ def test_slurm_cluster_spans_three_nodes_trains_as_one_host_and_scancel_cleans(
         slurmd = slurm.slurmd(node).pid
         wait_until(lambda n=node, d=slurmd: slurm.pids(n) == [d], 30,
                    f"only slurmd left on {node}")
+
+
+def _pki(addresses: list[str]) -> dict[str, bytes]:
+    """A CA and one server certificate for every node address (its SANs)."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+
+    def cert(subject, key, issuer, issuer_key, extension):
+        return (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer)
+                .public_key(key.public_key()).serial_number(x509.random_serial_number())
+                .not_valid_before(now - datetime.timedelta(minutes=5))
+                .not_valid_after(now + datetime.timedelta(days=1))
+                .add_extension(extension, critical=False)
+                .sign(issuer_key, hashes.SHA256()))
+
+    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(
+        ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "nbdist test CA")])
+    ca = cert(ca_name, ca_key, ca_name, ca_key,
+              x509.BasicConstraints(ca=True, path_length=0))
+    server = cert(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "nodes")]), key,
+                  ca_name, ca_key, x509.SubjectAlternativeName(
+                      [x509.IPAddress(ipaddress.ip_address(a)) for a in addresses]))
+    pem = serialization.Encoding.PEM
+    return {"ca": ca.public_bytes(pem), "cert": server.public_bytes(pem),
+            "key": key.private_bytes(pem, serialization.PrivateFormat.PKCS8,
+                                     serialization.NoEncryption())}
+
+
+@pytest.mark.timeout(240)
+def test_tls_across_nodes(cluster3, token, tmp_path, monkeypatch):
+    """NBDIST_TLS_* set where the job is submitted (sbatch passes the
+    environment on): every task serves TLS, sessions across nodes verify it,
+    a plaintext client gets nowhere."""
+    from nbdist.runtime import transports
+
+    slurm = cluster3
+    for name, pem in _pki([slurm.host(n).address for n in NODES]).items():
+        (tmp_path / f"{name}.pem").write_bytes(pem)  # a directory every node sees
+        monkeypatch.setenv(f"NBDIST_TLS_{name.upper()}", str(tmp_path / f"{name}.pem"))
+    cluster = start(slurm, token, tmp_path, "nbdist-tls")
+    try:
+        assert {t.node for t in cluster.tasks} == set(NODES)
+        with nd.Graph().as_default():
+            with nd.device("/job:ps/task:0"):  # on n1
+                v = nd.Variable(np.arange(4, dtype=np.float32), name="v")
+            with nd.device("/job:worker/task:3"):  # on n3
+                doubled = v * 2.0
+            with nd.Session(cluster.target("worker", 3)) as sess:
+                sess.run(v.initializer)
+                np.testing.assert_array_equal(sess.run(doubled), [0, 2, 4, 6])
+        for t in cluster.tasks:
+            plain = transports.connect_worker(t.name, t.address, token=token,
+                                              tls=False)
+            try:
+                with pytest.raises((nd.errors.UnavailableError,
+                                    nd.errors.DeadlineExceededError)):
+                    plain.get_status(timeout_s=2.0)
+            finally:
+                plain.close()
+    finally:
+        cluster.shutdown()
 
 
 @pytest.mark.timeout(240)
