@@ -17,6 +17,10 @@ Everything is undone at exit, also when starting fails: the daemons are
 stopped by PID (SIGTERM, then SIGKILL) and the temp dir removed.
 ``unavailable()`` is why this cannot run here (not Linux, not root, the
 packages missing), or None; CI installs the packages (``.ci/run``).
+
+``SlurmNodes(hosts)`` is the same on several nodes: one ``slurmd`` per
+network-namespace host of ``tests/netns.py``, the node's ``NodeAddr`` its
+host's address, ``slurmctld`` and ``munged`` in the root namespace.
 """
 
 from __future__ import annotations
