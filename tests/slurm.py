@@ -310,9 +310,9 @@ class SlurmNodes(Slurm):
         nodes = ",".join(self.nodes)
         return [
             # A killed slurmd: its node DOWN ("Not responding") within about
-            # this, its job NODE_FAIL, not requeued.
+            # this. JobRequeue is SLURM's default (1): a batch job is
+            # requeued after a node failure unless it says --no-requeue.
             f"SlurmdTimeout={self._slurmd_timeout_s}",
-            "JobRequeue=0",
             *(f"NodeName={node} NodeAddr={host.address} CPUs={self.cpus} "
               "RealMemory=2000 State=UNKNOWN"
               for node, host in zip(self.nodes, self.hosts)),

@@ -221,7 +221,10 @@ class SlurmCluster(ClusterTargets):
     def _script(self, job_name, partition, time, cpus_per_task, mem, job_extra):
         n = sum(k for _, k in self._jobs)
         lines = ["#!/bin/sh", f"#SBATCH --job-name={job_name}", f"#SBATCH --ntasks={n}",
-                 f"#SBATCH --output={os.path.join(self._dir, 'job.log')}"]
+                 f"#SBATCH --output={os.path.join(self._dir, 'job.log')}",
+                 # Not run again after a node failure: the tasks' addresses
+                 # in log_dir would be stale, and the notebook waits no more.
+                 "#SBATCH --no-requeue"]
         for flag, value in (("partition", partition), ("time", time),
                             ("cpus-per-task", cpus_per_task), ("mem", mem)):
             if value is not None:
