@@ -17,6 +17,10 @@ Everything is undone at exit, also when starting fails: the daemons are
 stopped by PID (SIGTERM, then SIGKILL) and the temp dir removed.
 ``unavailable()`` is why this cannot run here (not Linux, not root, the
 packages missing), or None; CI installs the packages (``.ci/run``).
+
+``SlurmNodes(hosts)`` is the same on several nodes: one ``slurmd`` per
+network-namespace host of ``tests/netns.py``, the node's ``NodeAddr`` its
+host's address, ``slurmctld`` and ``munged`` in the root namespace.
 """
 
 from __future__ import annotations
@@ -122,6 +126,17 @@ class Slurm:
 
     # -- starting ---------------------------------------------------------------------
     def _start(self):
+        socket_path = self._start_munged()
+        ctld_port, d_port = _free_ports(2)
+        with open(self.conf, "w") as f:
+            f.write(self._conf(socket_path, ctld_port, d_port))
+        self._spawn("slurmctld", [_which("slurmctld"), "-D", "-f", self.conf])
+        self._spawn("slurmd", [_which("slurmd"), "-D", "-f", self.conf,
+                               "-N", self.node])
+        self._wait(self._idle, f"node {self.node} idle in sinfo")
+
+    def _start_munged(self) -> str:
+        """Starts munged on a socket in the temp dir; its path."""
         for sub in ("state", "spool", "munge"):
             os.mkdir(self.path(sub), 0o700)
         key = self.path("munge", "munge.key")
@@ -134,19 +149,13 @@ class Slurm:
             f"--seed-file={self.path('munge', 'munged.seed')}",
             f"--log-file={self.path('munged.log')}"])
         self._wait(lambda: os.path.exists(socket_path), "munged's socket")
-        ctld_port, d_port = _free_ports(2)
-        with open(self.conf, "w") as f:
-            f.write(self._conf(socket_path, ctld_port, d_port))
-        self._spawn("slurmctld", [_which("slurmctld"), "-D", "-f", self.conf])
-        self._spawn("slurmd", [_which("slurmd"), "-D", "-f", self.conf,
-                               "-N", self.node])
-        self._wait(self._idle, f"node {self.node} idle in sinfo")
+        return socket_path
 
     def _conf(self, munge_socket: str, ctld_port: int, d_port: int) -> str:
         p = self.path
         return "\n".join([
             "ClusterName=nbdist-test",
-            "SlurmctldHost=localhost(127.0.0.1)",
+            f"SlurmctldHost=localhost({self._ctld_address})",
             f"SlurmctldPort={ctld_port}",
             f"SlurmdPort={d_port}",
             "SlurmUser=root",
@@ -155,11 +164,11 @@ class Slurm:
             "CredType=cred/munge",
             f"AuthInfo=socket={munge_socket}",
             f"StateSaveLocation={p('state')}",
-            f"SlurmdSpoolDir={p('spool')}",
+            f"SlurmdSpoolDir={p('spool' + self._per_node)}",
             f"SlurmctldPidFile={p('slurmctld.pid')}",
-            f"SlurmdPidFile={p('slurmd.pid')}",
+            f"SlurmdPidFile={p('slurmd' + self._per_node + '.pid')}",
             f"SlurmctldLogFile={p('slurmctld.log')}",
-            f"SlurmdLogFile={p('slurmd.log')}",
+            f"SlurmdLogFile={p('slurmd' + self._per_node + '.log')}",
             "SlurmctldDebug=info",
             "SlurmdDebug=info",
             "ProctrackType=proctrack/linuxproc",
@@ -179,12 +188,20 @@ class Slurm:
             "KillWait=5",
             "InactiveLimit=0",
             "SchedulerParameters=sched_interval=1",
-            (f"NodeName={self.node} NodeAddr=127.0.0.1 CPUs={self.cpus} "
-             "RealMemory=2000 State=UNKNOWN"),
-            (f"PartitionName=debug Nodes={self.node} Default=YES "
-             "MaxTime=INFINITE State=UP"),
+            *self._node_lines(),
             "",
         ])
+
+    # What differs on several nodes (``SlurmNodes``): the controller's address,
+    # per-node daemon files (%n: the node's name), the node lines.
+    _ctld_address = "127.0.0.1"
+    _per_node = ""
+
+    def _node_lines(self) -> list[str]:
+        return [(f"NodeName={self.node} NodeAddr=127.0.0.1 CPUs={self.cpus} "
+                 "RealMemory=2000 State=UNKNOWN"),
+                (f"PartitionName=debug Nodes={self.node} Default=YES "
+                 "MaxTime=INFINITE State=UP")]
 
     def _spawn(self, name: str, args: list[str]):
         with open(self.path(f"{name}.out"), "ab") as log:
@@ -224,7 +241,8 @@ class Slurm:
 
     def _stop_all(self):
         # Jobs first, so that their steps end while slurmd can still end them.
-        if all(p.poll() is None for _, p in self._procs) and len(self._procs) == 3:
+        ctld = dict(self._procs).get("slurmctld")
+        if ctld is not None and ctld.poll() is None:
             self.run(["scancel", "--partition=debug"], check=False)
             deadline = time.monotonic() + _STOP_WAIT_S
             while time.monotonic() < deadline and self.run(
@@ -241,6 +259,94 @@ class Slurm:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(p.pid, signal.SIGKILL)
                 p.wait(_STOP_WAIT_S)
+
+
+class SlurmNodes(Slurm):
+    """A running SLURM of one node per namespace host (``tests/netns.py``):
+    ``slurmctld`` and ``munged`` in the root namespace (the controller at the
+    hosts' bridge address), one ``slurmd -N n<i>`` in each host (``ip netns
+    exec``), the node's ``NodeAddr`` its host's address, ``cpus`` CPUs each;
+    partition ``debug`` of them all. ``nodes`` are the node names, in host
+    order; ``host(node)`` a node's host. Returns when ``sinfo`` shows every
+    node idle.
+
+        with netns.Hosts(3) as hosts, SlurmNodes(hosts) as slurm:
+            slurm.run(["srun", "-N3", "hostname"])
+
+    Closing cancels the jobs, stops the daemons by PID, then kills by PID
+    whatever still runs in the hosts (a job step whose ``slurmd`` was
+    killed keeps running: nothing else would end it).
+    """
+
+    _per_node = "-%n"
+
+    def __init__(self, hosts, cpus: int = 2, slurmd_timeout_s: int = 6):
+        self.hosts = list(hosts)
+        self.nodes = [f"n{h.index + 1}" for h in self.hosts]
+        self._ctld_address = f"{self.hosts[0].address.rsplit('.', 1)[0]}.1"
+        self._slurmd_timeout_s = slurmd_timeout_s
+        super().__init__(cpus)
+
+    def host(self, node: str):
+        return self.hosts[self.nodes.index(node)]
+
+    def _start(self):
+        socket_path = self._start_munged()
+        for node in self.nodes:
+            os.mkdir(self.path(f"spool-{node}"), 0o700)
+        ctld_port, d_port = _free_ports(2)
+        with open(self.conf, "w") as f:
+            f.write(self._conf(socket_path, ctld_port, d_port))
+        self._spawn("slurmctld", [_which("slurmctld"), "-D", "-f", self.conf])
+        for node, host in zip(self.nodes, self.hosts):
+            # nsenter, not ip netns exec: that remounts /sys, and slurmd needs
+            # the cgroup file system under it. Both exec: the PID is slurmd's.
+            self._spawn(f"slurmd-{node}", [
+                _which("nsenter"), f"--net=/run/netns/{host.name}",
+                _which("slurmd"), "-D", "-f", self.conf, "-N", node])
+        self._wait(self._idle, f"nodes {', '.join(self.nodes)} idle in sinfo")
+
+    def _node_lines(self) -> list[str]:
+        nodes = ",".join(self.nodes)
+        return [
+            # A killed slurmd: its node DOWN ("Not responding") within about
+            # this. JobRequeue is SLURM's default (1): a batch job is
+            # requeued after a node failure unless it says --no-requeue.
+            f"SlurmdTimeout={self._slurmd_timeout_s}",
+            *(f"NodeName={node} NodeAddr={host.address} CPUs={self.cpus} "
+              "RealMemory=2000 State=UNKNOWN"
+              for node, host in zip(self.nodes, self.hosts)),
+            (f"PartitionName=debug Nodes={nodes} Default=YES MaxTime=INFINITE "
+             "State=UP")]
+
+    def _idle(self) -> bool:
+        r = subprocess.run(["sinfo", "-h", "-N", "-o", "%N %t"], capture_output=True,
+                           text=True, env=self.env, timeout=_CMD_TIMEOUT_S,
+                           check=False)
+        states = dict(line.split() for line in r.stdout.splitlines() if line.strip())
+        return r.returncode == 0 and all(states.get(n) == "idle" for n in self.nodes)
+
+    def slurmd(self, node: str) -> subprocess.Popen:
+        """The ``slurmd`` process of ``node``."""
+        return dict(self._procs)[f"slurmd-{node}"]
+
+    def pids(self, node: str) -> list[int]:
+        """The PIDs of every process in ``node``'s host (``ip netns pids``)."""
+        r = subprocess.run(["ip", "netns", "pids", self.host(node).name],
+                           capture_output=True, text=True, timeout=_CMD_TIMEOUT_S,
+                           check=False)
+        return [int(p) for p in r.stdout.split()]
+
+    def _stop_all(self):
+        super()._stop_all()
+        self.kill_leftovers()
+
+    def kill_leftovers(self):
+        """SIGKILLs, by PID, every process still in the hosts."""
+        for node in self.nodes:
+            for pid in self.pids(node):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
 
 
 @contextlib.contextmanager

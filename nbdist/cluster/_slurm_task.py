@@ -7,7 +7,9 @@ Run by path, not with ``-m``, so it starts without importing nbdist::
 
 Task number ``SLURM_PROCID`` takes the place SlurmClusterResolver gives it
 (jobs sorted by name take consecutive tasks), picks a free port on ``BIND``,
-publishes ``host:port pid`` as ``RENDEZVOUS_DIR/<procid>`` and waits (at most
+publishes ``host:port pid node`` as ``RENDEZVOUS_DIR/<procid>`` (host: with
+``BIND`` 0.0.0.0, its node's ``NodeAddr``, which every node and the
+submitting machine reach it at) and waits (at most
 ``TIMEOUT_S``) for every task's line; then it execs the server (same PID, so
 SLURM's signals reach it) with the whole cluster spec.
 """
@@ -15,7 +17,9 @@ SLURM's signals reach it) with the whole cluster spec.
 from __future__ import annotations
 
 import os
+import re
 import socket
+import subprocess
 import sys
 import time
 
@@ -38,11 +42,24 @@ def _free_port(bind: str) -> int:
         return s.getsockname()[1]
 
 
-def _host(bind: str) -> str:
+def _node_address(node: str) -> str:
+    """The node's ``NodeAddr`` (what slurmctld reaches it at; SLURM makes it
+    the node's name unless slurm.conf says otherwise), else its name."""
+    try:
+        out = subprocess.run(["scontrol", "show", "node", "-o", node],
+                             capture_output=True, text=True, timeout=30,
+                             check=False).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return node
+    m = re.search(r"\bNodeAddr=(\S+)", out)
+    return m.group(1) if m else node
+
+
+def _host(bind: str, node: str) -> str:
     if bind in _LOOPBACK:
         return "localhost"
     if bind == "0.0.0.0":
-        return os.environ.get("SLURMD_NODENAME") or socket.gethostname()
+        return _node_address(node)
     return bind
 
 
@@ -54,7 +71,8 @@ def main(argv: list[str]) -> int:
     job, index = _place(jobs, rank)
     mine = os.path.join(rdv, str(rank))
     with open(mine + ".tmp", "w") as f:
-        f.write(f"{_host(bind)}:{_free_port(bind)} {os.getpid()}\n")
+        node = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
+        f.write(f"{_host(bind, node)}:{_free_port(bind)} {os.getpid()} {node}\n")
     os.replace(mine + ".tmp", mine)  # a reader sees the whole line or nothing
     deadline = time.monotonic() + timeout
     while True:

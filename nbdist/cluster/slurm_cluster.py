@@ -15,10 +15,12 @@ exits.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shlex
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -31,13 +33,12 @@ from nbdist import errors
 from nbdist.cluster.local_cluster import (
     ClusterTargets,
     TaskInfo,
-    _accepts_connections,
     _progress_bar,
 )
 from nbdist.runtime import transports
 from nbdist.runtime.cluster_spec import ClusterSpec
 
-__all__ = ["SlurmCluster", "SlurmTaskInfo"]
+__all__ = ["SlurmCluster", "SlurmTaskInfo", "job_task_states"]
 
 _CMD_TIMEOUT_S = 30.0  # one sbatch/scontrol/scancel call, at most
 _POLL_S = 0.1  # the job's directory and the tasks' ports
@@ -54,11 +55,16 @@ _TASK_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)),
 class SlurmTaskInfo(TaskInfo):
     """One task of a ``SlurmCluster``: as ``LocalCluster``'s ``TaskInfo``
     (``job``, ``index``, ``address``, ``pid`` on its node, ``state``) plus
-    ``host`` and ``port`` (of ``address``) and ``log`` (its output file)."""
+    ``host`` and ``port`` (of ``address``), ``log`` (its output file),
+    ``node`` (its SLURM node's name) and ``reason``: once the job has ended,
+    why, as SLURM says it ("node n3 DOWN+NOT_RESPONDING: Not responding" for
+    a task whose node failed, its ``state`` then "failed")."""
 
     host: str
     port: int
     log: str
+    node: str = ""
+    reason: str = ""
 
 
 class SlurmCluster(ClusterTargets):
@@ -68,7 +74,10 @@ class SlurmCluster(ClusterTargets):
     become ``#SBATCH`` lines, as does every line of ``job_extra``
     (``"--account=x"`` or ``"#SBATCH --account=x"``). Tasks listen on
     ``bind`` (default 127.0.0.1, one node only; give ``"0.0.0.0"`` and a
-    ``config`` with ``auth_token`` for tasks on several nodes). The
+    ``config`` with ``auth_token`` for tasks on several nodes: each task is
+    then reached at its node's ``NodeAddr``, and ``log_dir`` must be a
+    directory every node shares). When the job ends because a node failed,
+    ``tasks`` says so: that node's tasks "failed", with SLURM's reason. The
     constructor returns when every task answers (a progress bar meanwhile),
     or raises with the job's state and the tail of its logs when the job ends
     first, or when ``start_timeout`` seconds pass (the job is cancelled then).
@@ -106,6 +115,7 @@ class SlurmCluster(ClusterTargets):
         self._spec: ClusterSpec | None = None
         self._tasks: dict[tuple[str, int], SlurmTaskInfo] = {}
         self._state, self._state_at = "PENDING", None
+        self._ended_at = None  # _state_at when the tasks' end was last read
         self.job_id: str | None = None
         started = monotonic()
         self.script = self._script(job_name, partition, time, cpus_per_task, mem,
@@ -124,14 +134,22 @@ class SlurmCluster(ClusterTargets):
     @property
     def tasks(self) -> list[SlurmTaskInfo]:
         """The tasks, their state following the job's: "running" while it
-        runs, "stopped" after ``shutdown``, else "exited"."""
+        runs, "stopped" after ``shutdown``; once it has ended, "failed" for
+        the tasks of a node SLURM reports failed, else "exited", each with
+        SLURM's ``reason``."""
         with self._lock:
-            state = "stopped" if self._closed else (
-                "running" if self.state() == "RUNNING" else "exited")
-            for t in self._tasks.values():
-                t.state = state
-            return [SlurmTaskInfo(t.job, t.index, t.address, t.pid, t.state, t.host,
-                                  t.port, t.log) for t in self._tasks.values()]
+            state = "stopped" if self._closed else self.state()
+            if state in ("stopped", "RUNNING"):
+                for t in self._tasks.values():
+                    t.state, t.reason = state.lower(), ""
+            elif self._spec is not None and self._ended_at != self._state_at:
+                self._ended_at = self._state_at
+                ended = job_task_states(self.job_id, self._spec, {
+                    f"{t.job}:{t.index}": t.node for t in self._tasks.values()})
+                for t in self._tasks.values():
+                    t.state, t.reason = ended.get(f"{t.job}:{t.index}",
+                                                  ("exited", f"job {state}"))
+            return [dataclasses.replace(t) for t in self._tasks.values()]
 
     @property
     def log_dir(self) -> str:
@@ -203,7 +221,10 @@ class SlurmCluster(ClusterTargets):
     def _script(self, job_name, partition, time, cpus_per_task, mem, job_extra):
         n = sum(k for _, k in self._jobs)
         lines = ["#!/bin/sh", f"#SBATCH --job-name={job_name}", f"#SBATCH --ntasks={n}",
-                 f"#SBATCH --output={os.path.join(self._dir, 'job.log')}"]
+                 f"#SBATCH --output={os.path.join(self._dir, 'job.log')}",
+                 # Not run again after a node failure: the tasks' addresses
+                 # in log_dir would be stale, and the notebook waits no more.
+                 "#SBATCH --no-requeue"]
         for flag, value in (("partition", partition), ("time", time),
                             ("cpus-per-task", cpus_per_task), ("mem", mem)):
             if value is not None:
@@ -239,10 +260,7 @@ class SlurmCluster(ClusterTargets):
         return r.stdout.strip().split(";")[0]
 
     def _job_fields(self) -> dict[str, str]:
-        r = _slurm(["scontrol", "show", "job", "-o", self.job_id])
-        if r.returncode:
-            return {"JobState": "UNKNOWN", "Reason": (r.stderr or r.stdout).strip()}
-        return dict(re.findall(r"(\w+)=(\S*)", r.stdout))
+        return _job_fields(self.job_id)
 
     def _queued(self) -> bool:
         r = _slurm(["squeue", "-h", "-j", self.job_id, "-o", "%i"])
@@ -283,12 +301,12 @@ class SlurmCluster(ClusterTargets):
         for job, n in self._jobs:
             spec[job] = []
             for i in range(n):
-                address, pid = lines[rank]
+                address, pid, *node = lines[rank]
                 host, port = address.rsplit(":", 1)
                 spec[job].append(address)
                 self._tasks[(job, i)] = SlurmTaskInfo(
                     job, i, address, int(pid), "starting", host, int(port),
-                    os.path.join(self._dir, f"task-{rank}.log"))
+                    os.path.join(self._dir, f"task-{rank}.log"), "".join(node))
                 rank += 1
         self._spec = ClusterSpec(spec)
         r = _slurm(["scontrol", "update", f"JobId={self.job_id}",
@@ -345,11 +363,76 @@ class SlurmCluster(ClusterTargets):
             f": {waiting} within {self._start_timeout:g} s")
 
 
+def _job_fields(job_id: str) -> dict[str, str]:
+    r = _slurm(["scontrol", "show", "job", "-o", job_id])
+    if r.returncode:
+        return {"JobState": "UNKNOWN", "Reason": (r.stderr or r.stdout).strip()}
+    return dict(re.findall(r"(\w+)=(\S*)", r.stdout))
+
+
+# Node state flags (scontrol's State=DOWN+NOT_RESPONDING) of a node that failed.
+_NODE_FAILED = {"DOWN", "FAIL", "FAILING", "NOT_RESPONDING", "POWERED_DOWN",
+                "POWERING_DOWN"}
+
+
+def _node_fields(nodelist: str) -> dict[str, dict[str, str]]:
+    """node name -> its ``scontrol show node`` fields (``Reason`` whole: it
+    has spaces), for the nodes of a SLURM host list ("n[1-3]")."""
+    if not nodelist or nodelist == "(null)":
+        return {}
+    r = _slurm(["scontrol", "show", "node", nodelist])
+    nodes = {}
+    for block in re.split(r"\n\s*\n", r.stdout if r.returncode == 0 else ""):
+        fields = dict(re.findall(r"(\w+)=(\S*)", block))
+        if "NodeName" in fields:
+            reason = re.search(r"^\s*Reason=(.*)$", block, re.MULTILINE)
+            fields["Reason"] = reason.group(1).strip() if reason else ""
+            nodes[fields["NodeName"]] = fields
+    return nodes
+
+
+def job_task_states(job_id: str, spec: ClusterSpec,
+                    nodes: dict[str, str] | None = None) -> dict[str, tuple[str, str]]:
+    """How SLURM says the tasks of ended job ``job_id`` ended: "job:index" ->
+    ("failed", "node n3 DOWN+NOT_RESPONDING: Not responding") for a task on a
+    node SLURM reports failed, else ("exited", "job NODE_FAIL (NodeDown)");
+    {} while the job is alive. A task's node is ``nodes[task]``, else the
+    job's node whose name, ``NodeAddr`` or ``NodeHostName`` is the task's host.
+    """
+    fields = _job_fields(job_id)
+    state = fields.get("JobState", "UNKNOWN")
+    if state in _ALIVE:
+        return {}
+    why = fields.get("Reason", "")
+    ended = f"job {state}" + (f" ({why})" if why not in ("", "None") else "")
+    node_fields = _node_fields(fields.get("NodeList", ""))
+    by_host = {}
+    for name, f in node_fields.items():
+        for host in (f.get("NodeHostName"), f.get("NodeAddr"), name):
+            if host:
+                by_host[host] = name
+    out = {}
+    for job in spec.jobs:
+        for i in spec.task_indices(job):
+            task = f"{job}:{i}"
+            host = spec.task_address(job, i).rsplit(":", 1)[0]
+            node = (nodes or {}).get(task) or by_host.get(host, "")
+            f = node_fields.get(node, {})
+            flags = set(f.get("State", "").rstrip("*").split("+"))
+            if flags & _NODE_FAILED:
+                reason = f"node {node} {f['State']}"
+                out[task] = ("failed", reason + (f": {f['Reason']}" if f["Reason"]
+                                                 else ""))
+            else:
+                out[task] = ("exited", ended)
+    return out
+
+
 def _answers(task: SlurmTaskInfo, clients: dict, token: str | None) -> bool:
     """Whether ``task`` answers ``GetStatus``; its port is tried with a plain
     connect first (cheap, and free of gRPC's reconnect backoff)."""
     if task.name not in clients:
-        if not _accepts_connections(task.address):
+        if not _accepts_connections(task.host, task.port):
             return False
         clients[task.name] = transports.connect_worker(task.name, task.address,
                                                        token=token or None)
@@ -360,6 +443,16 @@ def _answers(task: SlurmTaskInfo, clients: dict, token: str | None) -> bool:
     except errors.OpError:
         return False
     return True
+
+
+def _accepts_connections(host: str, port: int) -> bool:
+    """Whether something listens at ``host:port`` (the task's node: not
+    necessarily this machine)."""
+    try:
+        with socket.create_connection((host, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
 
 
 def _slurm(args: list[str], env=None) -> subprocess.CompletedProcess:

@@ -74,9 +74,16 @@ class AttachedCluster:
     owned = False
     not_owned_reason = NOT_OWNED
 
-    def __init__(self, spec: ClusterSpec, source: str = "a cluster spec"):
+    def __init__(
+        self,
+        spec: ClusterSpec,
+        source: str = "a cluster spec",
+        slurm_job: str | None = None,
+    ):
         self._spec = spec
         self.source = source
+        self.slurm_job = slurm_job  # its tasks' end is read from SLURM
+        self._ended: list[TaskInfo] | None = None
         self._closed = False  # read by events.cluster_gone: the views stop
         self._lock = threading.Lock()
         self._client = None
@@ -124,13 +131,19 @@ class AttachedCluster:
         """Each task as the coordination service's table has it now: address,
         pid, "running" while it heartbeats (else "unknown"); [] once
         disconnected. The table, not the event log: a task that registered
-        long ago (its events rolled out of the bounded log) shows too."""
+        long ago (its events rolled out of the bounded log) shows too. Of a
+        SLURM job that has ended: each task "failed" (its node failed) or
+        "exited", with SLURM's reason."""
         with self._lock:
             if self._closed:
                 return []
+            if self._ended is not None:
+                return list(self._ended)
             now = time.monotonic()
             if self._tasks_at is None or now - self._tasks_at >= _TASKS_EVERY_S:
                 self._tasks_at = now
+                if self.slurm_job and self._slurm_ended():
+                    return list(self._ended)
                 if self._client is None:
                     self._client = transports.connect_coordination(
                         self.coordination_target
@@ -141,6 +154,33 @@ class AttachedCluster:
                 ]
                 self._tasks = [t for t in self._tasks if t is not None]
             return list(self._tasks)
+
+    def _slurm_ended(self) -> bool:
+        from nbdist.cluster.slurm_cluster import SlurmTaskInfo, job_task_states
+
+        ended = job_task_states(self.slurm_job, self._spec)
+        if not ended:
+            return False
+        pids = {f"{t.job}:{t.index}": t.pid for t in self._tasks}
+        self._ended = []
+        for name, (state, reason) in ended.items():
+            job, index = name.rsplit(":", 1)
+            address = self._spec.task_address(job, int(index))
+            host, port = address.rsplit(":", 1)
+            self._ended.append(
+                SlurmTaskInfo(
+                    job,
+                    int(index),
+                    address,
+                    pids.get(name),
+                    state,
+                    host,
+                    int(port),
+                    "",
+                    reason=reason,
+                )
+            )
+        return True
 
     def disconnect(self):
         """Forgets the cluster; its tasks keep running. Idempotent."""
@@ -418,6 +458,12 @@ def connect_from_args(args, namespace: dict) -> tuple[AttachedCluster, list[str]
     if args.slurm:
         jobs = {j: n for j, n in (("ps", args.ps), ("worker", args.workers)) if n}
         spec, source = spec_from_slurm_job(args.slurm, jobs)
+        timeout = CONNECT_TIMEOUT_S if args.timeout is None else args.timeout
+        if timeout <= 0:
+            raise ConnectError("--timeout must be a positive number of seconds")
+        cluster, silent = connect(spec, source, timeout)
+        cluster.slurm_job = str(args.slurm)
+        return cluster, silent
     elif args.tf_config:
         text = None if args.tf_config is True else args.tf_config
         spec, source = spec_from_tf_config(text)

@@ -25,7 +25,12 @@ __all__ = ["ClusterView"]
 _JOB_ORDER = {"chief": 0, "worker": 1, "ps": 2, "evaluator": 3}
 _HISTORY_SHOWN = 8  # entries per task in the text and html forms
 # What a task's state becoming X is called in its history.
-_PROCESS_NOTES = {"killed": "killed", "exited": "exited", "stopped": "stopped"}
+_PROCESS_NOTES = {
+    "killed": "killed",
+    "exited": "exited",
+    "stopped": "stopped",
+    "failed": "failed",
+}
 _SERVICE_NOTES = {"DISCONNECTED": "failed by heartbeat", "ERROR": "error"}
 
 
@@ -39,6 +44,7 @@ class TaskRow:
     service: str = ""  # from the coordination service: CONNECTED, DISCONNECTED, ...
     steps: int = 0
     restarts: int = 0
+    reason: str = ""  # why it ended, as its cluster says (SLURM: the node's Reason)
     history: list = field(default_factory=list)  # (wall time, what happened)
 
     @property
@@ -51,7 +57,7 @@ class TaskRow:
 
     @property
     def state(self) -> str:
-        if self.process in ("killed", "exited", "stopped", "starting"):
+        if self.process in ("killed", "exited", "stopped", "failed", "starting"):
             return self.process
         if self.service == "DISCONNECTED":
             return "unresponsive"
@@ -132,6 +138,7 @@ class ClusterState:
         for t in tasks:
             row = self.row(f"{t.job}:{t.index}")
             new = (t.address, t.pid, t.state)
+            reason = getattr(t, "reason", "")  # a SlurmCluster's task says why
             if (row.address, row.pid, row.process) != new:
                 if row.pid is not None and t.pid != row.pid:
                     row.service = ""  # a new process: the service has not seen it yet
@@ -141,8 +148,12 @@ class ClusterState:
                 elif t.state == "running" and not row.history:
                     row.note("started")
                 elif t.state in _PROCESS_NOTES:
-                    row.note(_PROCESS_NOTES[t.state])
+                    what = _PROCESS_NOTES[t.state]
+                    row.note(f"{what}: {reason}" if reason else what)
                 row.address, row.pid, row.process = new
+                changed = True
+            if row.reason != reason:
+                row.reason = reason
                 changed = True
         return changed
 
@@ -173,9 +184,10 @@ class ClusterState:
         return out
 
 
-def _state_html(state: str) -> str:
-    color = STATE_COLORS.get(state, "#6e7781")
-    return f'<span class="dot" style="background:{color}"></span>{esc(state)}'
+def _state_html(state: str, reason: str = "") -> str:
+    color = STATE_COLORS.get(state) or ("#cf222e" if state == "failed" else "#6e7781")
+    why = f" <span class='muted reason'>{esc(reason)}</span>" if reason else ""
+    return f'<span class="dot" style="background:{color}"></span>{esc(state)}{why}'
 
 
 class ClusterView(LiveView):
@@ -355,7 +367,7 @@ class ClusterView(LiveView):
                 r.name,
                 r.address or "-",
                 str(r.pid) if r.pid else "-",
-                r.state,
+                f"{r.state} ({r.reason})" if r.reason else r.state,
                 f"{r.steps} {_restarts(r)}".rstrip(),
             )
             for r in rows
@@ -390,7 +402,8 @@ class ClusterView(LiveView):
         rows = "".join(
             f"<tr class='nbdist-task' data-task='{esc(r.name)}'>"
             f"<td><b>{esc(r.name)}</b></td><td><code>{esc(r.address or '-')}</code></td>"
-            f"<td class='pid'>{esc(r.pid or '-')}</td><td>{_state_html(r.state)}</td>"
+            f"<td class='pid'>{esc(r.pid or '-')}</td>"
+            f"<td>{_state_html(r.state, r.reason)}</td>"
             f"<td class='steps'>{r.steps}</td><td class='muted'>{_restarts(r)}</td></tr>"
             for r in self._state.sorted_rows()
         )
@@ -459,7 +472,7 @@ class ClusterView(LiveView):
                 f"<b>{esc(r.name)}</b>",
                 f"<code>{esc(r.address or '-')}</code>",
                 esc(r.pid or "-"),
-                _state_html(r.state),
+                _state_html(r.state, r.reason),
                 f"{r.steps} <span class='muted'>{_restarts(r)}</span>",
             )
             for cell, v in zip(cells, values):
