@@ -10,6 +10,20 @@
 from __future__ import annotations
 
 from nbdist.graph.embedding_ops import embedding_lookup
+from nbdist.graph.nn_conv_ops import (
+    conv1d,
+    conv2d,
+    conv2d_backprop_filter,
+    conv2d_backprop_input,
+    conv2d_transpose,
+    convolution,
+    depthwise_conv2d,
+    depthwise_conv2d_native,
+    depthwise_conv2d_native_backprop_filter,
+    depthwise_conv2d_native_backprop_input,
+    separable_conv2d,
+)
+from nbdist.graph.nn_pool_ops import avg_pool, max_pool, max_pool_with_argmax
 from nbdist.graph.nn_ops import (
     bias_add,
     dropout,
@@ -68,4 +82,18 @@ __all__ = [
     "sparse_softmax_cross_entropy_with_logits",
     "tanh",
     "xw_plus_b",
+    "conv1d",
+    "conv2d",
+    "conv2d_backprop_filter",
+    "conv2d_backprop_input",
+    "conv2d_transpose",
+    "convolution",
+    "depthwise_conv2d",
+    "depthwise_conv2d_native",
+    "depthwise_conv2d_native_backprop_filter",
+    "depthwise_conv2d_native_backprop_input",
+    "separable_conv2d",
+    "avg_pool",
+    "max_pool",
+    "max_pool_with_argmax",
 ]
