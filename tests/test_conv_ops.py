@@ -357,3 +357,50 @@ def test_run_time_channel_mismatch_is_invalid_argument():
     y = nd.nn.conv2d(x, np.zeros((2, 2, 4, 1), np.float32), 1, "SAME")
     with pytest.raises(nd.errors.InvalidArgumentError, match="depth"):
         run(y, {x: np.zeros((1, 3, 3, 3), np.float32)})
+
+
+@pytest.mark.parametrize("s,padding,d", [((1, 1), "SAME", (1, 1)),
+                                         ((2, 2), "SAME", (1, 1)),
+                                         ((2, 1), "VALID", (1, 2))])
+def test_conv2d_wide_channels(s, padding, d):
+    # 16+ channels take the one-GEMM-per-filter-tap path. The gradients are
+    # checked by the adjoint identity of a bilinear map:
+    # <d/dx sum(u * conv(x, f)), v> == sum(u * conv(v, f)), likewise for f.
+    x = RNG.standard_normal((2, 7, 6, 16))
+    f = RNG.standard_normal((3, 2, 16, 17))
+    px, pf = nd.placeholder(nd.float64, x.shape), nd.placeholder(nd.float64, f.shape)
+    y = nd.nn.conv2d(px, pf, [1, *s, 1], padding, dilations=[1, *d, 1])
+    want = ref_conv2d(x, f, s, padding, d)
+    u = RNG.standard_normal(want.shape)
+    gx, gf = nd.gradients(nd.reduce_sum(y * u), [px, pf])
+    got_y, got_gx, got_gf = run([y, gx, gf], {px: x, pf: f})
+    np.testing.assert_allclose(got_y, want, atol=1e-10)
+    for _ in range(3):
+        v, w = RNG.standard_normal(x.shape), RNG.standard_normal(f.shape)
+        np.testing.assert_allclose(np.sum(got_gx * v),
+                                   np.sum(u * ref_conv2d(v, f, s, padding, d)))
+        np.testing.assert_allclose(np.sum(got_gf * w),
+                                   np.sum(u * ref_conv2d(x, w, s, padding, d)))
+
+
+@pytest.mark.parametrize("k,s", [((2, 2), (2, 2)), ((3, 3), (2, 2)), ((2, 2), (3, 3))])
+def test_max_pool_gradient_with_ties_and_gaps(k, s):
+    # Integer-valued input: many ties, each window's gradient goes to its first
+    # maximum (row-major), and windows that skip pixels leave them at 0.
+    x = RNG.integers(0, 3, (2, 7, 7, 2)).astype(np.float64)
+    px = nd.placeholder(nd.float64, x.shape)
+    y = nd.nn.max_pool(px, [1, *k, 1], [1, *s, 1], "SAME")
+    u = RNG.standard_normal(y.shape.as_list())
+    (gx,) = nd.gradients(nd.reduce_sum(y * u), [px])
+    ho, wo, wins = ref_windows(x, k[0], k[1], s, "SAME", fill=-np.inf)
+    _, t, _ = pads(7, k[0], s[0], 1, "SAME")
+    _, l, _ = pads(7, k[1], s[1], 1, "SAME")
+    want = np.zeros(x.shape)
+    for i, j, win in wins:
+        flat = win.transpose(0, 3, 1, 2).reshape(2, 2, -1)
+        first = flat.argmax(-1)          # argmax returns the first maximum
+        for n in range(2):
+            for c in range(2):
+                a, b = divmod(first[n, c], k[1])
+                want[n, i * s[0] + a - t, j * s[1] + b - l, c] += u[n, i, j, c]
+    np.testing.assert_allclose(run(gx, {px: x}), want)

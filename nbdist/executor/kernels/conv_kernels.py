@@ -136,6 +136,15 @@ def _check_depth(node, c, f):
 
 
 # -- Conv2D ------------------------------------------------------------------------
+# Below this many channels a filter tap's GEMM is too thin for BLAS to run
+# well, and one im2col GEMM over all taps is faster.
+_TAP_GEMM_MIN_CHANNELS = 16
+
+
+def _per_tap(*channels):
+    return min(channels) >= _TAP_GEMM_MIN_CHANNELS
+
+
 @register_kernel("Conv2D")
 def conv2d_kernel(node):
     def compute(step, x, f):
@@ -144,8 +153,15 @@ def conv2d_kernel(node):
         g = Geometry(node, x.shape, f.shape[0], f.shape[1])
         _check_depth(node, g.c, f)
         kh, kw, c, o = f.shape
-        cols = g.windows(g.pad(_to_nhwc(node, x))).reshape(-1, kh * kw * c)
-        y = np.dot(cols, f.reshape(-1, o))
+        xp = g.pad(_to_nhwc(node, x))
+        if _per_tap(c):
+            # One GEMM per filter tap, accumulated: no [N*Ho*Wo, kh*kw*C] matrix.
+            y = np.zeros((g.n * g.ho * g.wo, o), np.result_type(x, f))
+            for i in range(kh):
+                for j in range(kw):
+                    y += np.dot(xp[g.tap(i, j)].reshape(-1, c), f[i, j])
+        else:
+            y = np.dot(g.windows(xp).reshape(-1, kh * kw * c), f.reshape(-1, o))
         return _from_nhwc(node, y.reshape(g.n, g.ho, g.wo, o))
 
     return compute
@@ -165,8 +181,18 @@ def conv2d_backprop_input_kernel(node):
         if dy.shape[3] != o:
             raise _invalid(node, f"out_backprop depth ({dy.shape[3]}) must match the "
                            f"filter's output depth ({o})")
-        cols = np.dot(dy.reshape(-1, o), f.reshape(-1, o).T)
-        dx = g.col2im(cols.reshape(g.n, g.ho, g.wo, kh, kw, c), c, dy.dtype)
+        dy2 = dy.reshape(-1, o)
+        if _per_tap(c, o):
+            # Each tap's GEMM adds straight into its slice of the input gradient.
+            dxp = g.padded_zeros(c, np.result_type(dy, f))
+            for i in range(kh):
+                for j in range(kw):
+                    dxp[g.tap(i, j)] += np.dot(dy2, f[i, j].T).reshape(
+                        g.n, g.ho, g.wo, c)
+            dx = g.crop(dxp)
+        else:
+            cols = np.dot(dy2, f.reshape(-1, o).T)
+            dx = g.col2im(cols.reshape(g.n, g.ho, g.wo, kh, kw, c), c, cols.dtype)
         return _from_nhwc(node, np.ascontiguousarray(dx))
 
     return compute
@@ -184,8 +210,17 @@ def conv2d_backprop_filter_kernel(node):
                            f"input depth ({c})")
         dy = _to_nhwc(node, dy)
         _check_out(node, g, dy)
-        cols = g.windows(g.pad(_to_nhwc(node, x))).reshape(-1, kh * kw * c)
-        return np.dot(cols.T, dy.reshape(-1, o)).reshape(kh, kw, c, o)
+        xp = g.pad(_to_nhwc(node, x))
+        dy2 = dy.reshape(-1, o)
+        if not _per_tap(c):
+            cols = g.windows(xp).reshape(-1, kh * kw * c)
+            return np.dot(cols.T, dy2).reshape(kh, kw, c, o)
+        # One GEMM per filter row over that row's [kw * C] windows.
+        rows = g.windows(xp)
+        df = np.empty((kh, kw * c, o), np.result_type(x, dy))
+        for i in range(kh):
+            df[i] = np.dot(rows[:, :, :, i].reshape(-1, kw * c).T, dy2)
+        return df.reshape(kh, kw, c, o)
 
     return compute
 
@@ -257,11 +292,12 @@ def _first_max_taps(g, xp):
     """(max of each window, index i*kw+j of its first maximum)."""
     best = xp[g.tap(0, 0)].copy()
     arg = np.zeros(best.shape, np.int32)
+    better = np.empty(best.shape, bool)
     for t in range(1, g.kh * g.kw):
         v = xp[g.tap(*divmod(t, g.kw))]
-        better = v > best
+        np.greater(v, best, out=better)
         np.copyto(best, v, where=better)
-        arg[better] = t
+        np.copyto(arg, t, where=better)
     return best, arg
 
 
@@ -288,13 +324,26 @@ def max_pool_grad_kernel(node):
     def compute(step, x, y, dy):
         _rank4(node, x, "orig_input")
         g = _pool_geometry(node, x.shape)
-        _, arg = _first_max_taps(g, _neg_pad(g, _to_nhwc(node, x)))
-        dy = _to_nhwc(node, dy)
+        xp = _neg_pad(g, _to_nhwc(node, x))
+        y, dy = _to_nhwc(node, y), _to_nhwc(node, dy)
         _check_out(node, g, dy)
+        if y.shape != dy.shape:
+            raise _invalid(node, f"orig_output {list(y.shape)} and grad "
+                           f"{list(dy.shape)} must have the same shape")
         dxp = g.padded_zeros(g.c, dy.dtype)
-        zero = dy.dtype.type(0)
+        # Windows that do not overlap are written once each: assign, don't add.
+        disjoint = g.sh >= g.kh and g.sw >= g.kw
+        taken = np.zeros(y.shape, bool)
+        hit = np.empty(y.shape, bool)
         for t in range(g.kh * g.kw):
-            dxp[g.tap(*divmod(t, g.kw))] += np.where(arg == t, dy, zero)
+            tap = g.tap(*divmod(t, g.kw))
+            np.equal(xp[tap], y, out=hit)
+            hit &= ~taken      # the first maximum in the window takes it all
+            taken |= hit
+            if disjoint:
+                np.multiply(dy, hit, out=dxp[tap])
+            else:
+                dxp[tap] += dy * hit
         return _from_nhwc(node, np.ascontiguousarray(g.crop(dxp)))
 
     return compute
