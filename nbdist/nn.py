@@ -23,6 +23,15 @@ from nbdist.graph.nn_conv_ops import (
     depthwise_conv2d_native_backprop_input,
     separable_conv2d,
 )
+from nbdist.graph.nn_norm_ops import (
+    batch_normalization,
+    fused_batch_norm,
+    local_response_normalization,
+    lrn,
+    top_k,
+    weighted_cross_entropy_with_logits,
+    zero_fraction,
+)
 from nbdist.graph.nn_pool_ops import avg_pool, max_pool, max_pool_with_argmax
 from nbdist.graph.nn_ops import (
     bias_add,
@@ -96,4 +105,11 @@ __all__ = [
     "avg_pool",
     "max_pool",
     "max_pool_with_argmax",
+    "batch_normalization",
+    "fused_batch_norm",
+    "local_response_normalization",
+    "lrn",
+    "top_k",
+    "weighted_cross_entropy_with_logits",
+    "zero_fraction",
 ]

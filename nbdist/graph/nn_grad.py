@@ -181,4 +181,4 @@ for _t in ("BroadcastGradientArgs", "ReducedShape", "ConcatOffset", "InTopKV2",
     NotDifferentiable(_t)
 
 # The convolution / pooling / normalisation gradients live in their own modules.
-from nbdist.graph import nn_conv_grad  # noqa: E402,F401
+from nbdist.graph import nn_conv_grad, nn_norm_grad  # noqa: E402,F401
