@@ -32,7 +32,6 @@ from nbdist.graph.nn_norm_ops import (
     weighted_cross_entropy_with_logits,
     zero_fraction,
 )
-from nbdist.graph.nn_pool_ops import avg_pool, max_pool, max_pool_with_argmax
 from nbdist.graph.nn_ops import (
     bias_add,
     dropout,
@@ -53,6 +52,7 @@ from nbdist.graph.nn_ops import (
     sparse_softmax_cross_entropy_with_logits,
     xw_plus_b,
 )
+from nbdist.graph.nn_pool_ops import avg_pool, max_pool, max_pool_with_argmax
 
 
 def sigmoid(x, name=None):

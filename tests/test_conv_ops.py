@@ -35,10 +35,10 @@ def pads(size, k, s, d, padding):
 
 def ref_windows(x, kh, kw, s, padding, d=(1, 1), fill=0.0):
     """[(i, j, window [N, kh, kw, C])] for every output pixel."""
-    n, h, w, c = x.shape
+    h, w = x.shape[1:3]
     ho, t, b = pads(h, kh, s[0], d[0], padding)
-    wo, l, r = pads(w, kw, s[1], d[1], padding)
-    xp = np.pad(x, ((0, 0), (t, b), (l, r), (0, 0)), constant_values=fill)
+    wo, left, r = pads(w, kw, s[1], d[1], padding)
+    xp = np.pad(x, ((0, 0), (t, b), (left, r), (0, 0)), constant_values=fill)
     out = []
     for i in range(ho):
         for j in range(wo):
@@ -392,9 +392,9 @@ def test_max_pool_gradient_with_ties_and_gaps(k, s):
     y = nd.nn.max_pool(px, [1, *k, 1], [1, *s, 1], "SAME")
     u = RNG.standard_normal(y.shape.as_list())
     (gx,) = nd.gradients(nd.reduce_sum(y * u), [px])
-    ho, wo, wins = ref_windows(x, k[0], k[1], s, "SAME", fill=-np.inf)
+    _, _, wins = ref_windows(x, k[0], k[1], s, "SAME", fill=-np.inf)
     _, t, _ = pads(7, k[0], s[0], 1, "SAME")
-    _, l, _ = pads(7, k[1], s[1], 1, "SAME")
+    _, left, _ = pads(7, k[1], s[1], 1, "SAME")
     want = np.zeros(x.shape)
     for i, j, win in wins:
         flat = win.transpose(0, 3, 1, 2).reshape(2, 2, -1)
@@ -402,5 +402,5 @@ def test_max_pool_gradient_with_ties_and_gaps(k, s):
         for n in range(2):
             for c in range(2):
                 a, b = divmod(first[n, c], k[1])
-                want[n, i * s[0] + a - t, j * s[1] + b - l, c] += u[n, i, j, c]
+                want[n, i * s[0] + a - t, j * s[1] + b - left, c] += u[n, i, j, c]
     np.testing.assert_allclose(run(gx, {px: x}), want)

@@ -264,7 +264,7 @@ def _sizes(v):
     return convert_to_tensor(np.asarray(v, dtype=np.int32))
 
 
-def conv2d(input, filter=None, strides=None, padding=None,  # noqa: A002  TF's names
+def conv2d(input, filter=None, strides=None, padding=None,
            use_cudnn_on_gpu=True, data_format="NHWC", dilations=(1, 1, 1, 1),
            name=None, filters=None):
     """2-D convolution (cross-correlation) of ``input`` [N, H, W, C] with
@@ -279,7 +279,7 @@ def conv2d(input, filter=None, strides=None, padding=None,  # noqa: A002  TF's n
                     use_cudnn_on_gpu=bool(use_cudnn_on_gpu))
 
 
-def conv2d_backprop_input(input_sizes, filter=None, out_backprop=None,  # noqa: A002
+def conv2d_backprop_input(input_sizes, filter=None, out_backprop=None,
                           strides=None, padding=None, use_cudnn_on_gpu=True,
                           data_format="NHWC", dilations=(1, 1, 1, 1), name=None,
                           filters=None):
@@ -291,7 +291,7 @@ def conv2d_backprop_input(input_sizes, filter=None, out_backprop=None,  # noqa: 
                     use_cudnn_on_gpu=bool(use_cudnn_on_gpu))
 
 
-def conv2d_backprop_filter(input, filter_sizes, out_backprop, strides,  # noqa: A002
+def conv2d_backprop_filter(input, filter_sizes, out_backprop, strides,
                            padding, use_cudnn_on_gpu=True, data_format="NHWC",
                            dilations=(1, 1, 1, 1), name=None):
     """The gradient of ``conv2d`` with respect to its filter (of ``filter_sizes``)."""
@@ -301,9 +301,9 @@ def conv2d_backprop_filter(input, filter_sizes, out_backprop, strides,  # noqa: 
                     use_cudnn_on_gpu=bool(use_cudnn_on_gpu))
 
 
-def conv2d_transpose(value=None, filter=None, output_shape=None,  # noqa: A002
+def conv2d_transpose(value=None, filter=None, output_shape=None,
                      strides=None, padding="SAME", data_format="NHWC", name=None,
-                     input=None, filters=None, dilations=None):  # noqa: A002
+                     input=None, filters=None, dilations=None):
     """The transpose (gradient) of ``conv2d``: ``filter`` is [kh, kw, out, in] and
     ``output_shape`` the 4-D shape of the result."""
     value = input if value is None else value
@@ -329,7 +329,7 @@ def conv2d_transpose(value=None, filter=None, output_shape=None,  # noqa: A002
                         padding, data_format, dilations, scope)
 
 
-def depthwise_conv2d_native(input, filter, strides, padding,  # noqa: A002
+def depthwise_conv2d_native(input, filter, strides, padding,
                             data_format="NHWC", dilations=(1, 1, 1, 1), name=None):
     """Each input channel convolved with its own ``channel_multiplier`` filters:
     ``filter`` [kh, kw, C, M] gives C * M output channels."""
@@ -338,7 +338,7 @@ def depthwise_conv2d_native(input, filter, strides, padding,  # noqa: A002
                     dilations, name)
 
 
-def depthwise_conv2d_native_backprop_input(input_sizes, filter, out_backprop,  # noqa
+def depthwise_conv2d_native_backprop_input(input_sizes, filter, out_backprop,
                                            strides, padding, data_format="NHWC",
                                            dilations=(1, 1, 1, 1), name=None):
     w, dy = _float_pair(filter, out_backprop, "filter", "out_backprop")
@@ -346,7 +346,7 @@ def depthwise_conv2d_native_backprop_input(input_sizes, filter, out_backprop,  #
                     strides, padding, data_format, dilations, name)
 
 
-def depthwise_conv2d_native_backprop_filter(input, filter_sizes, out_backprop,  # noqa
+def depthwise_conv2d_native_backprop_filter(input, filter_sizes, out_backprop,
                                             strides, padding, data_format="NHWC",
                                             dilations=(1, 1, 1, 1), name=None):
     x, dy = _float_pair(input, out_backprop, "input", "out_backprop")
@@ -355,7 +355,7 @@ def depthwise_conv2d_native_backprop_filter(input, filter_sizes, out_backprop,  
                     dilations, name)
 
 
-def depthwise_conv2d(input, filter, strides, padding, rate=None,  # noqa: A002
+def depthwise_conv2d(input, filter, strides, padding, rate=None,
                      name=None, data_format=None, dilations=None):
     """``depthwise_conv2d_native`` with TF1's ``rate`` (dilation) argument."""
     rate = dilations if rate is None else rate
@@ -365,7 +365,7 @@ def depthwise_conv2d(input, filter, strides, padding, rate=None,  # noqa: A002
                                        four(rate, "rate", fmt), name=scope)
 
 
-def separable_conv2d(input, depthwise_filter, pointwise_filter, strides,  # noqa
+def separable_conv2d(input, depthwise_filter, pointwise_filter, strides,
                      padding, rate=None, name=None, data_format=None, dilations=None):
     """A depthwise convolution, then a 1x1 ``pointwise_filter`` convolution."""
     fmt = data_format or "NHWC"
@@ -378,7 +378,7 @@ def separable_conv2d(input, depthwise_filter, pointwise_filter, strides,  # noqa
 
 
 def conv1d(value=None, filters=None, stride=None, padding=None,
-           use_cudnn_on_gpu=None, data_format=None, name=None, input=None,  # noqa
+           use_cudnn_on_gpu=None, data_format=None, name=None, input=None,
            dilations=None):
     """1-D convolution of ``value`` [N, W, C] (or NCW) with ``filters`` [k, C, out],
     as TF: a ``conv2d`` over a height-1 image."""
@@ -406,7 +406,7 @@ def conv1d(value=None, filters=None, stride=None, padding=None,
         return A.squeeze(y, [1 if channels_last else 2], name=scope)
 
 
-def convolution(input, filter=None, padding=None, strides=None,  # noqa: A002
+def convolution(input, filter=None, padding=None, strides=None,
                 dilation_rate=None, name=None, data_format=None, filters=None,
                 dilations=None):
     """N-D convolution for N = 1 or 2 (``conv1d`` / ``conv2d``)."""
@@ -427,8 +427,15 @@ def convolution(input, filter=None, padding=None, strides=None,  # noqa: A002
 
 
 __all__ = [
-    "conv2d", "conv2d_backprop_input", "conv2d_backprop_filter", "conv2d_transpose",
-    "depthwise_conv2d", "depthwise_conv2d_native", "separable_conv2d", "conv1d",
-    "convolution", "depthwise_conv2d_native_backprop_input",
+    "conv1d",
+    "conv2d",
+    "conv2d_backprop_filter",
+    "conv2d_backprop_input",
+    "conv2d_transpose",
+    "convolution",
+    "depthwise_conv2d",
+    "depthwise_conv2d_native",
     "depthwise_conv2d_native_backprop_filter",
+    "depthwise_conv2d_native_backprop_input",
+    "separable_conv2d",
 ]

@@ -1,10 +1,14 @@
-"""Gradients of the normalisation and ranking ops (``FusedBatchNormV3``, ``LRN``,
-``TopKV2``)."""
+"""Gradients of the normalisation, ranking and resizing ops (``FusedBatchNormV3``,
+``LRN``, ``TopKV2``, ``ResizeBilinear``, ``ResizeNearestNeighbor``)."""
 
 from __future__ import annotations
 
+import numpy as np
+
+from nbdist.graph import image_ops  # noqa: F401  (the Resize* op definitions)
 from nbdist.graph import nn_norm_ops as N
 from nbdist.graph.gradient_registry import register_gradient
+from nbdist.graph.ops import convert_to_tensor
 
 
 @register_gradient("FusedBatchNormV3")
@@ -49,3 +53,28 @@ def _top_k_grad(op, grad, unused_indices_grad):
     dx = unsorted_segment_sum(A.reshape(grad, [-1]), flat, total)
     return [A.reshape(dx, shape), None]
 
+
+
+@register_gradient("ResizeBilinear")
+def _resize_bilinear_grad(op, grad):
+    x = op.inputs[0]
+    attrs = {k: op.get_attr(k) for k in ("align_corners", "half_pixel_centers")}
+    if not x.dtype.is_floating:
+        return [None, None]
+    return [op.graph.create_op("ResizeBilinearGrad", [grad, x],
+                               dict(attrs, T=x.dtype.base_dtype),
+                               name="ResizeBilinearGrad").outputs[0], None]
+
+
+@register_gradient("ResizeNearestNeighbor")
+def _resize_nearest_grad(op, grad):
+    from nbdist.graph import array_ops_more as A
+
+    x = op.inputs[0]
+    attrs = {k: op.get_attr(k) for k in ("align_corners", "half_pixel_centers")}
+    shape = A.shape(x)
+    size = A.slice(shape, [1], [2]) if not x.shape[1:3].is_fully_defined() else \
+        convert_to_tensor(np.asarray(x.shape[1:3].as_list(), np.int32))
+    return [op.graph.create_op("ResizeNearestNeighborGrad", [grad, size],
+                               dict(attrs, T=grad.dtype.base_dtype),
+                               name="ResizeNearestNeighborGrad").outputs[0], None]

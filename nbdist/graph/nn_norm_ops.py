@@ -147,7 +147,7 @@ register_op("LRN", _lrn_infer, attrs=_LRN_ATTRS, num_inputs=1)
 register_op("LRNGrad", _lrn_grad_infer, attrs=_LRN_ATTRS, num_inputs=3)
 
 
-def local_response_normalization(input, depth_radius=5, bias=1.0,  # noqa: A002
+def local_response_normalization(input, depth_radius=5, bias=1.0,
                                  alpha=1.0, beta=0.5, name=None):
     """input / (bias + alpha * sqr_sum) ** beta, where sqr_sum sums the squares
     of the ``depth_radius`` channels either side (last axis of a 4-D input)."""
@@ -190,7 +190,7 @@ register_op("TopKV2", _top_k_infer,
                    "index_type": ("type", dtypes.int32)}, num_inputs=2)
 
 
-def top_k(input, k=1, sorted=True, name=None,  # noqa: A002  TF's names
+def top_k(input, k=1, sorted=True, name=None,
           index_type=dtypes.int32):
     """(values, indices) of the ``k`` largest entries of each last-axis row,
     largest first; equal values keep their order (the lower index first)."""
@@ -243,6 +243,11 @@ def weighted_cross_entropy_with_logits(labels=None, logits=None, pos_weight=None
 
 
 __all__ = [
-    "fused_batch_norm", "batch_normalization", "local_response_normalization",
-    "lrn", "top_k", "zero_fraction", "weighted_cross_entropy_with_logits",
+    "batch_normalization",
+    "fused_batch_norm",
+    "local_response_normalization",
+    "lrn",
+    "top_k",
+    "weighted_cross_entropy_with_logits",
+    "zero_fraction",
 ]

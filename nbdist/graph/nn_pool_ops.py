@@ -9,9 +9,19 @@ window, as TF's CPU kernels do.
 from __future__ import annotations
 
 from nbdist.graph import dtypes
-from nbdist.graph.nn_conv_ops import (_s, check_float, check_padding, four,
-                                      make_shape, op_error, output_size, rank4,
-                                      spatial_axes, window_attr, _sizes)
+from nbdist.graph.nn_conv_ops import (
+    _s,
+    _sizes,
+    check_float,
+    check_padding,
+    four,
+    make_shape,
+    op_error,
+    output_size,
+    rank4,
+    spatial_axes,
+    window_attr,
+)
 from nbdist.graph.op_def import REQUIRED, register_op
 from nbdist.graph.ops import convert_to_tensor, get_default_graph
 
@@ -98,7 +108,7 @@ def _pool(op_type, value, ksize, strides, padding, data_format, name, default):
 
 
 def max_pool(value, ksize, strides, padding, data_format="NHWC", name=None,
-             input=None):  # noqa: A002  TF's name
+             input=None):
     """The maximum of each ``ksize`` window: ``nd.nn.max_pool(x, [1, 2, 2, 1],
     [1, 2, 2, 1], "SAME")``."""
     return _pool("MaxPool", input if value is None else value, ksize, strides,
@@ -106,14 +116,14 @@ def max_pool(value, ksize, strides, padding, data_format="NHWC", name=None,
 
 
 def avg_pool(value, ksize, strides, padding, data_format="NHWC", name=None,
-             input=None):  # noqa: A002
+             input=None):
     """The mean of each ``ksize`` window (padding excluded from the count)."""
     return _pool("AvgPool", input if value is None else value, ksize, strides,
                  padding, data_format, name, "AvgPool")
 
 
-def max_pool_with_argmax(input, ksize, strides, padding,  # noqa: A002
-                         data_format="NHWC", Targmax=None, name=None,  # noqa: N803
+def max_pool_with_argmax(input, ksize, strides, padding,
+                         data_format="NHWC", Targmax=None, name=None,
                          output_dtype=None, include_batch_in_index=False):
     """(max_pool output, argmax): each argmax is the flat index
     ``(y * width + x) * channels + c`` of its maximum (plus ``b * height * width *
@@ -159,4 +169,4 @@ def avg_pool_grad(orig_input_shape, grad, ksize, strides, padding,
         name=name or "AvgPoolGrad").outputs[0]
 
 
-__all__ = ["max_pool", "avg_pool", "max_pool_with_argmax"]
+__all__ = ["avg_pool", "max_pool", "max_pool_with_argmax"]
