@@ -52,7 +52,13 @@ from nbdist.graph.nn_ops import (
     sparse_softmax_cross_entropy_with_logits,
     xw_plus_b,
 )
-from nbdist.graph.nn_pool_ops import avg_pool, max_pool, max_pool_with_argmax
+from nbdist.graph.nn_pool_ops import (
+    avg_pool,
+    avg_pool2d,
+    max_pool,
+    max_pool2d,
+    max_pool_with_argmax,
+)
 
 
 def sigmoid(x, name=None):
@@ -105,6 +111,8 @@ __all__ = [
     "avg_pool",
     "max_pool",
     "max_pool_with_argmax",
+    "avg_pool2d",
+    "max_pool2d",
     "batch_normalization",
     "fused_batch_norm",
     "local_response_normalization",

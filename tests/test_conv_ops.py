@@ -276,6 +276,9 @@ def test_same_avg_pool_divides_by_real_elements():
     x = np.ones((1, 3, 3, 1), np.float32)
     y = run(nd.nn.avg_pool(x, [1, 2, 2, 1], [1, 2, 2, 1], "SAME"))
     np.testing.assert_array_equal(y, np.ones((1, 2, 2, 1)))
+    x[0, 2, 2, 0] = 5.0
+    a, m = run([nd.nn.avg_pool2d(x, 2, 2, "SAME"), nd.nn.max_pool2d(x, 2, 2, "SAME")])
+    assert a[0, 1, 1, 0] == 5.0 and m[0, 1, 1, 0] == 5.0   # a 1-pixel window
 
 
 def test_max_pool_grad_goes_to_the_first_maximum():
@@ -404,3 +407,23 @@ def test_max_pool_gradient_with_ties_and_gaps(k, s):
                 a, b = divmod(first[n, c], k[1])
                 want[n, i * s[0] + a - t, j * s[1] + b - left, c] += u[n, i, j, c]
     np.testing.assert_allclose(run(gx, {px: x}), want)
+
+
+def test_conv_and_pool_run_through_a_server():
+    # The ops' attrs (lists, strings, explicit paddings) survive the GraphDef
+    # that a server session registers.
+    with nd.Server.create_local_server() as server:
+        x = RNG.standard_normal((1, 6, 6, 2))
+        f = RNG.standard_normal((3, 3, 2, 2))
+        px = nd.placeholder(nd.float64, x.shape)
+        y = nd.nn.max_pool(nd.nn.conv2d(px, f, 1, [[0, 0], [1, 1], [1, 1], [0, 0]]),
+                           [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
+        (g,) = nd.gradients(nd.reduce_sum(y), [px])
+        with nd.Session(server.target) as s:
+            got_y, got_g = s.run([y, g], {px: x})
+        with nd.Session() as s:
+            want_y, want_g = s.run([y, g], {px: x})
+        np.testing.assert_allclose(got_y, want_y)
+        np.testing.assert_allclose(got_g, want_g)
+        np.testing.assert_allclose(got_y, ref_pool(ref_conv2d(x, f), (2, 2), (2, 2),
+                                                   "VALID", "max"))
