@@ -339,11 +339,15 @@ def max_pool_grad_kernel(node):
         disjoint = g.sh >= g.kh and g.sw >= g.kw
         taken = np.zeros(y.shape, bool)
         hit = np.empty(y.shape, bool)
-        for t in range(g.kh * g.kw):
+        last = g.kh * g.kw - 1
+        for t in range(last + 1):
             tap = g.tap(*divmod(t, g.kw))
             np.equal(xp[tap], y, out=hit)
-            hit &= ~taken      # the first maximum in the window takes it all
-            taken |= hit
+            if t:
+                # hit & ~taken in one pass: the window's first maximum takes it all.
+                np.greater(hit, taken, out=hit)
+            if t < last:
+                taken |= hit
             if disjoint:
                 np.multiply(dy, hit, out=dxp[tap])
             else:
