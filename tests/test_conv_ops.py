@@ -427,3 +427,34 @@ def test_conv_and_pool_run_through_a_server():
         np.testing.assert_allclose(got_g, want_g)
         np.testing.assert_allclose(got_y, ref_pool(ref_conv2d(x, f), (2, 2), (2, 2),
                                                    "VALID", "max"))
+
+
+def test_tf1_conv_net_program_trains():
+    # The classic TF1 program shape: conv -> bias -> relu -> pool -> batch norm
+    # -> dense, sparse softmax loss, SGD. One step's update equals -lr * the
+    # gradient the same session reports, and the net fits a fixed batch.
+    images = np.random.default_rng(0).random((16, 8, 8, 1)).astype(np.float32)
+    labels = (images.mean(axis=(1, 2, 3)) > images.mean()).astype(np.int64)
+    x = nd.placeholder(nd.float32, [None, 8, 8, 1])
+    y = nd.placeholder(nd.int64, [None])
+    w = nd.Variable(nd.truncated_normal([3, 3, 1, 4], stddev=0.3, seed=1))
+    b = nd.Variable(nd.zeros([4]))
+    h = nd.nn.max_pool(nd.nn.relu(nd.nn.bias_add(nd.nn.conv2d(x, w, 1, "SAME"), b)),
+                       [1, 2, 2, 1], [1, 2, 2, 1], "SAME")
+    h, _, _ = nd.nn.fused_batch_norm(h, nd.ones([4]), nd.zeros([4]))
+    dense = nd.Variable(nd.truncated_normal([64, 2], stddev=0.1, seed=2))
+    logits = nd.matmul(nd.reshape(h, [-1, 64]), dense)
+    loss = nd.reduce_mean(nd.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=y, logits=logits))
+    (gw,) = nd.gradients(loss, [w])
+    train = nd.train.GradientDescentOptimizer(0.5).minimize(loss)
+    feed = {x: images, y: labels}
+    with nd.Session() as s:
+        s.run(nd.global_variables_initializer())
+        w0, g0, first = s.run([w, gw, loss], feed)
+        s.run(train, feed)
+        np.testing.assert_allclose(s.run(w), w0 - 0.5 * g0, rtol=1e-4, atol=1e-6)
+        for _ in range(40):
+            s.run(train, feed)
+        last = s.run(loss, feed)
+    assert last < 0.5 * first, (first, last)
