@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from nbdist.graph.embedding_ops import embedding_lookup
 from nbdist.graph.nn_conv_ops import (
+    atrous_conv2d,
     conv1d,
     conv2d,
     conv2d_backprop_filter,
@@ -97,6 +98,7 @@ __all__ = [
     "sparse_softmax_cross_entropy_with_logits",
     "tanh",
     "xw_plus_b",
+    "atrous_conv2d",
     "conv1d",
     "conv2d",
     "conv2d_backprop_filter",

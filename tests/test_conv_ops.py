@@ -138,6 +138,13 @@ def test_conv2d_gradients_match_finite_differences(s, padding, d):
                 lambda a, b: ref_conv2d(a, b, s, padding, d), [x, f])
 
 
+def test_atrous_conv2d_is_a_dilated_conv():
+    x = RNG.standard_normal((1, 7, 7, 2))
+    f = RNG.standard_normal((3, 3, 2, 2))
+    np.testing.assert_allclose(run(nd.nn.atrous_conv2d(x, f, 2, "SAME")),
+                               ref_conv2d(x, f, d=(2, 2)), atol=1e-12)
+
+
 def test_conv2d_nchw_gradients():
     x = RNG.standard_normal((1, 2, 5, 5))
     f = RNG.standard_normal((2, 2, 2, 3))
