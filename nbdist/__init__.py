@@ -120,6 +120,7 @@ def __getattr__(name):
         "data": "nbdist.data",
         "nn": "nbdist.nn",
         "sparse": "nbdist.sparse",
+        "image": "nbdist.image",
         "notebook": "nbdist.notebook",
         "random": "nbdist.random",
         "summary": "nbdist.summary",

@@ -14,6 +14,29 @@ from nbdist.graph.embedding_ops_sparse import (
     embedding_lookup_sparse,
     safe_embedding_lookup_sparse,
 )
+from nbdist.graph.nn_conv_ops import (
+    atrous_conv2d,
+    conv1d,
+    conv2d,
+    conv2d_backprop_filter,
+    conv2d_backprop_input,
+    conv2d_transpose,
+    convolution,
+    depthwise_conv2d,
+    depthwise_conv2d_native,
+    depthwise_conv2d_native_backprop_filter,
+    depthwise_conv2d_native_backprop_input,
+    separable_conv2d,
+)
+from nbdist.graph.nn_norm_ops import (
+    batch_normalization,
+    fused_batch_norm,
+    local_response_normalization,
+    lrn,
+    top_k,
+    weighted_cross_entropy_with_logits,
+    zero_fraction,
+)
 from nbdist.graph.nn_ops import (
     bias_add,
     dropout,
@@ -33,6 +56,13 @@ from nbdist.graph.nn_ops import (
     softplus,
     sparse_softmax_cross_entropy_with_logits,
     xw_plus_b,
+)
+from nbdist.graph.nn_pool_ops import (
+    avg_pool,
+    avg_pool2d,
+    max_pool,
+    max_pool2d,
+    max_pool_with_argmax,
 )
 
 
@@ -74,4 +104,28 @@ __all__ = [
     "sparse_softmax_cross_entropy_with_logits",
     "tanh",
     "xw_plus_b",
+    "atrous_conv2d",
+    "conv1d",
+    "conv2d",
+    "conv2d_backprop_filter",
+    "conv2d_backprop_input",
+    "conv2d_transpose",
+    "convolution",
+    "depthwise_conv2d",
+    "depthwise_conv2d_native",
+    "depthwise_conv2d_native_backprop_filter",
+    "depthwise_conv2d_native_backprop_input",
+    "separable_conv2d",
+    "avg_pool",
+    "max_pool",
+    "max_pool_with_argmax",
+    "avg_pool2d",
+    "max_pool2d",
+    "batch_normalization",
+    "fused_batch_norm",
+    "local_response_normalization",
+    "lrn",
+    "top_k",
+    "weighted_cross_entropy_with_logits",
+    "zero_fraction",
 ]

@@ -42,6 +42,7 @@ KERNEL_MODULES = (
     "linalg_kernels", "complex_kernels",
     "sparse_kernels", "sparse_training_kernels",
     "parsing_kernels", "reader_kernels", "string_kernels",
+    "conv_kernels", "norm_kernels", "image_kernels",
 )
 
 _loaded = False

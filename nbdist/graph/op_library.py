@@ -13,6 +13,7 @@ OP_MODULES = (
     "linalg_ops", "complex_ops",
     "sparse_ops", "sparse_training_ops",
     "parsing_ops", "reader_ops", "string_ops",
+    "nn_conv_ops", "nn_pool_ops", "nn_norm_ops", "image_ops",
 )
 
 
