@@ -93,6 +93,7 @@ def __getattr__(name):
         "distribute": "nbdist.distribute",
         "data": "nbdist.data",
         "nn": "nbdist.nn",
+        "image": "nbdist.image",
         "notebook": "nbdist.notebook",
         "random": "nbdist.random",
         "summary": "nbdist.summary",

@@ -10,6 +10,28 @@
 from __future__ import annotations
 
 from nbdist.graph.embedding_ops import embedding_lookup
+from nbdist.graph.nn_conv_ops import (
+    conv1d,
+    conv2d,
+    conv2d_backprop_filter,
+    conv2d_backprop_input,
+    conv2d_transpose,
+    convolution,
+    depthwise_conv2d,
+    depthwise_conv2d_native,
+    depthwise_conv2d_native_backprop_filter,
+    depthwise_conv2d_native_backprop_input,
+    separable_conv2d,
+)
+from nbdist.graph.nn_norm_ops import (
+    batch_normalization,
+    fused_batch_norm,
+    local_response_normalization,
+    lrn,
+    top_k,
+    weighted_cross_entropy_with_logits,
+    zero_fraction,
+)
 from nbdist.graph.nn_ops import (
     bias_add,
     dropout,
@@ -30,6 +52,7 @@ from nbdist.graph.nn_ops import (
     sparse_softmax_cross_entropy_with_logits,
     xw_plus_b,
 )
+from nbdist.graph.nn_pool_ops import avg_pool, max_pool, max_pool_with_argmax
 
 
 def sigmoid(x, name=None):
@@ -68,4 +91,25 @@ __all__ = [
     "sparse_softmax_cross_entropy_with_logits",
     "tanh",
     "xw_plus_b",
+    "conv1d",
+    "conv2d",
+    "conv2d_backprop_filter",
+    "conv2d_backprop_input",
+    "conv2d_transpose",
+    "convolution",
+    "depthwise_conv2d",
+    "depthwise_conv2d_native",
+    "depthwise_conv2d_native_backprop_filter",
+    "depthwise_conv2d_native_backprop_input",
+    "separable_conv2d",
+    "avg_pool",
+    "max_pool",
+    "max_pool_with_argmax",
+    "batch_normalization",
+    "fused_batch_norm",
+    "local_response_normalization",
+    "lrn",
+    "top_k",
+    "weighted_cross_entropy_with_logits",
+    "zero_fraction",
 ]

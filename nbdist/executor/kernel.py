@@ -39,6 +39,7 @@ KERNEL_MODULES = (
     "data_flow_kernels", "training_kernels", "function_kernels",
     "accumulator_kernels", "dataset_kernels", "summary_kernels",
     "collective_kernels",
+    "conv_kernels", "norm_kernels", "image_kernels",
 )
 
 _loaded = False

@@ -179,3 +179,6 @@ for _t in ("BroadcastGradientArgs", "ReducedShape", "ConcatOffset", "InTopKV2",
            "RandomStandardNormal", "RandomUniform", "RandomUniformInt",
            "TruncatedNormal", "RandomShuffle"):
     NotDifferentiable(_t)
+
+# The convolution / pooling / normalisation gradients live in their own modules.
+from nbdist.graph import nn_conv_grad, nn_norm_grad  # noqa: E402,F401

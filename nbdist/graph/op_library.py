@@ -10,6 +10,7 @@ OP_MODULES = (
     "array_ops_more", "clip_ops", "nn_ops", "random_ops", "data_flow_ops",
     "accumulator_ops", "training_ops", "gradients", "control_flow_api", "summary_ops",
     "collective_ops",
+    "nn_conv_ops", "nn_pool_ops", "nn_norm_ops", "image_ops",
 )
 
 
