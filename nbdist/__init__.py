@@ -68,6 +68,17 @@ from nbdist.graph import variables as _variables  # noqa: E402
 
 _variables._install_variable_operators()  # now that Tensor has its operators
 
+# TF1's collection keys of layers, losses, metrics, moving averages and tables.
+for _key, _value in (("REGULARIZATION_LOSSES", "regularization_losses"),
+                     ("METRIC_VARIABLES", "metric_variables"),
+                     ("MOVING_AVERAGE_VARIABLES", "moving_average_variables"),
+                     ("TABLE_INITIALIZERS", "table_initializer"),
+                     ("LOCAL_RESOURCES", "local_resources"),
+                     ("ACTIVATIONS", "activations"), ("WEIGHTS", "weights"),
+                     ("BIASES", "biases")):
+    if not hasattr(GraphKeys, _key):
+        setattr(GraphKeys, _key, _value)
+
 __version__ = "0.1.0"
 
 
@@ -119,6 +130,10 @@ def __getattr__(name):
         "NotDifferentiable": ("nbdist.graph.gradients", "NotDifferentiable"),
         "no_gradient": ("nbdist.graph.gradients", "no_gradient"),
         "unsorted_segment_sum": ("nbdist.graph.nn_ops", "unsorted_segment_sum"),
+        "tables_initializer": ("nbdist.lookup", "tables_initializer"),
+        "initialize_all_tables": ("nbdist.lookup", "tables_initializer"),
+        "string_to_hash_bucket_fast": ("nbdist.lookup", "string_to_hash_bucket_fast"),
+        "string_to_hash_bucket": ("nbdist.lookup", "string_to_hash_bucket_fast"),
     }
     if name in lazy:
         target = lazy[name]
