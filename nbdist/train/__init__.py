@@ -91,6 +91,22 @@ from nbdist.train.session_manager import SessionManager
 from nbdist.train.summary_hooks import SummarySaverHook
 from nbdist.train.supervisor import Supervisor
 from nbdist.train.sync_replicas_optimizer import SyncReplicasOptimizer
+from nbdist.train.learning_rate_decay import (
+    cosine_decay,
+    exponential_decay,
+    inverse_time_decay,
+    linear_cosine_decay,
+    natural_exp_decay,
+    piecewise_constant,
+    polynomial_decay,
+)
+from nbdist.train.moving_averages import ExponentialMovingAverage
+from nbdist.train.optimizers_more import (
+    AdadeltaOptimizer,
+    FtrlOptimizer,
+    ProximalAdagradOptimizer,
+    ProximalGradientDescentOptimizer,
+)
 
 _LAZY = {
     # The runtime layer's entry points, loaded on first use (grpc is heavy).
@@ -138,4 +154,8 @@ __all__ = [
     "shuffle_batch", "slice_input_producer", "string_input_producer",
     "batch_join", "match_filenames_once", "maybe_batch", "maybe_batch_join",
     "maybe_shuffle_batch", "maybe_shuffle_batch_join", "shuffle_batch_join",
+    "cosine_decay", "exponential_decay", "inverse_time_decay",
+    "linear_cosine_decay", "natural_exp_decay", "piecewise_constant",
+    "polynomial_decay", "ExponentialMovingAverage", "AdadeltaOptimizer",
+    "FtrlOptimizer", "ProximalAdagradOptimizer", "ProximalGradientDescentOptimizer",
 ]
