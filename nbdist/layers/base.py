@@ -234,10 +234,10 @@ class Layer:
             if self._dtype is None and inputs.dtype.is_floating:
                 self._dtype = inputs.dtype.base_dtype
         with g.name_scope(self._name_scope_str):
+            self._check_input(inputs)
             if not self.built:
                 shape = (inputs.shape if isinstance(inputs, Tensor)
                          else [i.shape for i in inputs])
-                self._check_input(inputs)
                 self.build(shape)
                 self.built = True
             outputs = self.call(inputs, *args, **kwargs)
