@@ -40,6 +40,7 @@ KERNEL_MODULES = (
     "accumulator_kernels", "dataset_kernels", "summary_kernels",
     "collective_kernels",
     "conv_kernels", "norm_kernels", "image_kernels",
+    "lookup_kernels",
 )
 
 _loaded = False

@@ -11,6 +11,7 @@ OP_MODULES = (
     "accumulator_ops", "training_ops", "gradients", "control_flow_api", "summary_ops",
     "collective_ops",
     "nn_conv_ops", "nn_pool_ops", "nn_norm_ops", "image_ops",
+    "lookup_ops",
 )
 
 
