@@ -82,7 +82,7 @@ def build(task_index, cluster, flags):
 def train_worker(master, cluster, task_index, flags) -> int:
     rng = np.random.default_rng(task_index)
     protos = templates()
-    graph, (images, labels, training, loss, accuracy, train_op) = build(
+    graph, (images, labels, training, loss, _, train_op) = build(
         task_index, cluster, flags)
     config = nd.ConfigProto(device_filters=["/job:ps",
                                             f"/job:worker/task:{task_index}"])

@@ -22,7 +22,7 @@ from pathlib import Path
 import nbdist as nd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import mnist_conv_layers as common  # noqa: E402 - the data, flags and cluster loop
+import mnist_conv_layers as common
 
 slim = nd.contrib.slim
 

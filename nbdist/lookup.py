@@ -336,7 +336,7 @@ def tables_initializer(name="init_all_tables"):
 initialize_all_tables = tables_initializer
 
 
-def string_to_hash_bucket_fast(input, num_buckets, name=None):  # noqa: A002
+def string_to_hash_bucket_fast(input, num_buckets, name=None):
     """Each string's bucket in [0, num_buckets): Farmhash Fingerprint64 modulo
     ``num_buckets``, the same buckets as TensorFlow."""
     return _ops.string_to_hash_bucket_fast(input, num_buckets, name=name)

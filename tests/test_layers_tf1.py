@@ -31,7 +31,7 @@ def test_dense_names_defaults_and_value():
     xv = np.random.RandomState(0).rand(5, 4).astype(np.float32)
     with nd.Session() as s:
         s.run(nd.global_variables_initializer())
-        k, b, k1, b1, out, out2 = s.run(nd.trainable_variables() + [y, y2], {x: xv})
+        k, b, k1, _, out, out2 = s.run(nd.trainable_variables() + [y, y2], {x: xv})
     assert np.all(b == 0) and np.abs(k).max() <= np.sqrt(6 / 7)  # glorot_uniform
     np.testing.assert_allclose(out, xv @ k, rtol=1e-5)
     np.testing.assert_allclose(out2, np.maximum(xv @ k1, 0), rtol=1e-5)

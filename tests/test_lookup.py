@@ -105,10 +105,9 @@ def test_hash_table_key_value_and_columns(tmp_path):
 def test_conflicting_entries_are_errors():
     clash = nd.lookup.HashTable(nd.lookup.KeyValueTensorInitializer(
         ["a", "a"], nd.constant([1, 2], nd.int64)), -1)
-    with nd.Session() as s:
-        with pytest.raises(nd.errors.FailedPreconditionError,
-                           match="different value for same key"):
-            s.run(clash.initializer)
+    with nd.Session() as s, pytest.raises(nd.errors.FailedPreconditionError,
+                       match="different value for same key"):
+        s.run(clash.initializer)
 
 
 def test_table_on_ps_used_from_worker_session():

@@ -124,7 +124,7 @@ def test_auc_roc_pr_and_thresholds():
 def test_auc_trapezoid_matches_numpy_formula():
     y = np.array([0, 0, 1, 1, 1, 0])
     p = np.array([0.1, 0.4, 0.35, 0.8, 0.9, 0.6], np.float32)
-    value, update = nd.metrics.auc(y, p, num_thresholds=5)
+    _, update = nd.metrics.auc(y, p, num_thresholds=5)
     thr = np.array([-1e-7, 0.25, 0.5, 0.75, 1 + 1e-7])
     pos = p[None, :] > thr[:, None]
     tp = (pos & (y == 1)).sum(1)

@@ -14,7 +14,7 @@ import pytest
 import nbdist as nd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_examples import losses, run_example  # noqa: E402
+from test_examples import losses, run_example
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -35,7 +35,7 @@ def test_layers_net_graph_variables_on_ps():
     module = _load("mnist_conv_layers")
     cluster = nd.train.ClusterSpec({"ps": ["localhost:1"],
                                     "worker": ["localhost:2", "localhost:3"]})
-    graph, (images, _, _, loss, _, _) = module.build(1, cluster, _flags(module))
+    graph, _ = module.build(1, cluster, _flags(module))
     with graph.as_default():
         variables = {v.op.name: v for v in nd.trainable_variables()}
     assert list(variables) == [

@@ -13,10 +13,18 @@
 from __future__ import annotations
 
 from nbdist import losses as _losses
-from nbdist.losses import (absolute_difference, add_loss, compute_weighted_loss,
-                           cosine_distance, get_losses, get_regularization_losses,
-                           get_total_loss, hinge_loss, log_loss,
-                           mean_pairwise_squared_error)
+from nbdist.losses import (
+    absolute_difference,
+    add_loss,
+    compute_weighted_loss,
+    cosine_distance,
+    get_losses,
+    get_regularization_losses,
+    get_total_loss,
+    hinge_loss,
+    log_loss,
+    mean_pairwise_squared_error,
+)
 
 mean_squared_error = _losses.mean_squared_error
 

@@ -139,7 +139,7 @@ def lookup_table_size(table, name=None):
     return _on_table(table, "LookupTableSizeV2", [], {}, name or "Size").outputs[0]
 
 
-def string_to_hash_bucket_fast(input, num_buckets, name=None):  # noqa: A002 - TF's
+def string_to_hash_bucket_fast(input, num_buckets, name=None):
     """Each string's Farmhash Fingerprint64 modulo ``num_buckets`` (int64), the
     same buckets as TensorFlow's ``string_to_hash_bucket_fast``."""
     g = get_default_graph()

@@ -17,28 +17,63 @@ and as functions (``dense``, ``conv2d``, ``max_pooling2d``,
 from __future__ import annotations
 
 from nbdist.layers.base import InputSpec, Layer
-from nbdist.layers.convolutional import (AveragePooling1D, AveragePooling2D, Conv1D,
-                                         Conv2D, Conv2DTranspose, MaxPooling1D,
-                                         MaxPooling2D, average_pooling1d,
-                                         average_pooling2d, conv1d, conv2d,
-                                         conv2d_transpose, max_pooling1d,
-                                         max_pooling2d)
+from nbdist.layers.convolutional import (
+                                         AveragePooling1D,
+                                         AveragePooling2D,
+                                         Conv1D,
+                                         Conv2D,
+                                         Conv2DTranspose,
+                                         MaxPooling1D,
+                                         MaxPooling2D,
+                                         average_pooling1d,
+                                         average_pooling2d,
+                                         conv1d,
+                                         conv2d,
+                                         conv2d_transpose,
+                                         max_pooling1d,
+                                         max_pooling2d,
+)
 from nbdist.layers.core import Dense, Dropout, Flatten, dense, dropout, flatten
 from nbdist.layers.normalization import BatchNormalization, batch_normalization
 
 Convolution2D = Conv2D
-Convolution2DTranspose = Conv2DTranspose = Conv2DTranspose
+Convolution2DTranspose = Conv2DTranspose
 Deconvolution2D = Deconv2D = Conv2DTranspose
 MaxPool2D = MaxPooling2D
 AveragePool2D = AvgPool2D = AveragePooling2D
 BatchNorm = BatchNormalization
 
 __all__ = [
-    "InputSpec", "Layer", "Dense", "Dropout", "Flatten", "dense", "dropout",
-    "flatten", "Conv1D", "Conv2D", "Conv2DTranspose", "MaxPooling1D",
-    "MaxPooling2D", "AveragePooling1D", "AveragePooling2D", "conv1d", "conv2d",
-    "conv2d_transpose", "max_pooling1d", "max_pooling2d", "average_pooling1d",
-    "average_pooling2d", "BatchNormalization", "batch_normalization",
-    "Convolution2D", "Convolution2DTranspose", "Deconvolution2D", "Deconv2D",
-    "MaxPool2D", "AveragePool2D", "AvgPool2D", "BatchNorm",
+                                         "AveragePool2D",
+                                         "AveragePooling1D",
+                                         "AveragePooling2D",
+                                         "AvgPool2D",
+                                         "BatchNorm",
+                                         "BatchNormalization",
+                                         "Conv1D",
+                                         "Conv2D",
+                                         "Conv2DTranspose",
+                                         "Convolution2D",
+                                         "Convolution2DTranspose",
+                                         "Deconv2D",
+                                         "Deconvolution2D",
+                                         "Dense",
+                                         "Dropout",
+                                         "Flatten",
+                                         "InputSpec",
+                                         "Layer",
+                                         "MaxPool2D",
+                                         "MaxPooling1D",
+                                         "MaxPooling2D",
+                                         "average_pooling1d",
+                                         "average_pooling2d",
+                                         "batch_normalization",
+                                         "conv1d",
+                                         "conv2d",
+                                         "conv2d_transpose",
+                                         "dense",
+                                         "dropout",
+                                         "flatten",
+                                         "max_pooling1d",
+                                         "max_pooling2d",
 ]

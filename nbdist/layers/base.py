@@ -84,7 +84,7 @@ class Layer:
         unknown = set(kwargs) - {"input_shape", "batch_input_shape", "weights",
                                  "autocast", "_keras_style"}
         if unknown:
-            raise TypeError(f"Keyword argument not understood: {sorted(unknown)[0]}")
+            raise TypeError(f"Keyword argument not understood: {min(unknown)}")
         self.trainable = trainable
         self.built = False
         self.input_spec = None

@@ -13,8 +13,13 @@ from __future__ import annotations
 import numpy as np
 
 import nbdist as nd
-from nbdist.layers.base import (InputSpec, Layer, get_activation, get_initializer,
-                                smart_cond)
+from nbdist.layers.base import (
+    InputSpec,
+    Layer,
+    get_activation,
+    get_initializer,
+    smart_cond,
+)
 
 
 class Dense(Layer):

@@ -26,11 +26,14 @@ from nbdist.graph import math_ops as M
 from nbdist.graph.array_ops import constant
 from nbdist.graph.control_flow_ops import group
 from nbdist.graph.init_ops import zeros_initializer
-from nbdist.graph.ops import (Tensor, control_dependencies, convert_to_tensor,
-                              get_default_graph)
+from nbdist.graph.ops import (
+    Tensor,
+    control_dependencies,
+    convert_to_tensor,
+    get_default_graph,
+)
 from nbdist.graph.state_ops import assign, assign_add, assign_sub
-from nbdist.graph.variables import (Variable, global_variables,
-                                    trainable_variables)
+from nbdist.graph.variables import Variable, global_variables, trainable_variables
 
 MOVING_AVERAGE_VARIABLES = "moving_average_variables"
 

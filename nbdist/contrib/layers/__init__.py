@@ -10,18 +10,33 @@ layers, initializers and regularizers).
 
 from __future__ import annotations
 
-from nbdist.contrib.layers.initializers import (variance_scaling_initializer,
-                                                xavier_initializer,
-                                                xavier_initializer_conv2d)
-from nbdist.contrib.layers.layers import (avg_pool2d, batch_norm, conv2d,
-                                          conv2d_transpose, convolution2d,
-                                          convolution2d_transpose, dropout,
-                                          flatten, fully_connected, max_pool2d,
-                                          one_hot_encoding, repeat, stack)
-from nbdist.contrib.layers.regularizers import (apply_regularization,
-                                                l1_l2_regularizer, l1_regularizer,
-                                                l2_regularizer, sum_regularizer)
-
+from nbdist.contrib.layers.initializers import (
+    variance_scaling_initializer,
+    xavier_initializer,
+    xavier_initializer_conv2d,
+)
+from nbdist.contrib.layers.layers import (
+    avg_pool2d,
+    batch_norm,
+    conv2d,
+    conv2d_transpose,
+    convolution2d,
+    convolution2d_transpose,
+    dropout,
+    flatten,
+    fully_connected,
+    max_pool2d,
+    one_hot_encoding,
+    repeat,
+    stack,
+)
+from nbdist.contrib.layers.regularizers import (
+    apply_regularization,
+    l1_l2_regularizer,
+    l1_regularizer,
+    l2_regularizer,
+    sum_regularizer,
+)
 
 
 def _linear(inputs, num_outputs, **kwargs):
@@ -32,10 +47,26 @@ def _linear(inputs, num_outputs, **kwargs):
 linear = _linear
 
 __all__ = [
-    "variance_scaling_initializer", "xavier_initializer",
-    "xavier_initializer_conv2d", "avg_pool2d", "batch_norm", "conv2d",
-    "conv2d_transpose", "convolution2d", "convolution2d_transpose", "dropout",
-    "flatten", "fully_connected", "max_pool2d", "one_hot_encoding", "repeat",
-    "stack", "apply_regularization", "l1_l2_regularizer", "l1_regularizer",
-    "l2_regularizer", "sum_regularizer", "linear",
+    "apply_regularization",
+    "avg_pool2d",
+    "batch_norm",
+    "conv2d",
+    "conv2d_transpose",
+    "convolution2d",
+    "convolution2d_transpose",
+    "dropout",
+    "flatten",
+    "fully_connected",
+    "l1_l2_regularizer",
+    "l1_regularizer",
+    "l2_regularizer",
+    "linear",
+    "max_pool2d",
+    "one_hot_encoding",
+    "repeat",
+    "stack",
+    "sum_regularizer",
+    "variance_scaling_initializer",
+    "xavier_initializer",
+    "xavier_initializer_conv2d",
 ]

@@ -15,6 +15,8 @@ from nbdist.contrib.layers.initializers import xavier_initializer
 from nbdist.graph.ops import GraphKeys
 from nbdist.layers.convolutional import _deconv_length
 
+_ZEROS = nd.zeros_initializer()  # the biases' default initializer (stateless)
+
 
 def _collect_outputs(collections, alias, outputs):
     for c in collections or ():
@@ -63,15 +65,15 @@ def _biases(num_outputs, dtype, normalizer_fn, biases_initializer,
 def fully_connected(inputs, num_outputs, activation_fn=nd.nn.relu,
                     normalizer_fn=None, normalizer_params=None,
                     weights_initializer=None, weights_regularizer=None,
-                    biases_initializer=nd.zeros_initializer(),
+                    biases_initializer=_ZEROS,
                     biases_regularizer=None, reuse=None,
                     variables_collections=None, outputs_collections=None,
                     trainable=True, scope=None):
     """``activation_fn(inputs @ weights + biases)`` over the last axis
     (``weights`` xavier-initialised; ``relu`` by default)."""
     if not isinstance(num_outputs, int):
-        raise ValueError(f"num_outputs type should be one of (int, long), got "
-                         f"{type(num_outputs)}.")
+        msg = f"num_outputs type should be one of (int, long), got {type(num_outputs)}."
+        raise ValueError(msg)  # noqa: TRY004 - TF's error class
     with nd.variable_scope(scope, "fully_connected", reuse=reuse) as sc:
         inputs = nd.convert_to_tensor(inputs)
         dims = inputs.shape.as_list()
@@ -106,7 +108,7 @@ def fully_connected(inputs, num_outputs, activation_fn=nd.nn.relu,
 def conv2d(inputs, num_outputs, kernel_size, stride=1, padding="SAME",
            data_format=None, rate=1, activation_fn=nd.nn.relu, normalizer_fn=None,
            normalizer_params=None, weights_initializer=None,
-           weights_regularizer=None, biases_initializer=nd.zeros_initializer(),
+           weights_regularizer=None, biases_initializer=_ZEROS,
            biases_regularizer=None, reuse=None, variables_collections=None,
            outputs_collections=None, trainable=True, scope=None):
     """2-D convolution, ``SAME`` padding and ``relu`` by default; ``weights``
@@ -152,7 +154,7 @@ def conv2d_transpose(inputs, num_outputs, kernel_size, stride=1, padding="SAME",
                      data_format="NHWC", activation_fn=nd.nn.relu,
                      normalizer_fn=None, normalizer_params=None,
                      weights_initializer=None, weights_regularizer=None,
-                     biases_initializer=nd.zeros_initializer(),
+                     biases_initializer=_ZEROS,
                      biases_regularizer=None, reuse=None,
                      variables_collections=None, outputs_collections=None,
                      trainable=True, scope=None):
@@ -342,7 +344,8 @@ def stack(inputs, layer, stack_args, **kwargs):
     positional arguments or one argument), in scopes ``<scope>_1`` ..."""
     scope = kwargs.pop("scope", None)
     if not isinstance(stack_args, (list, tuple)):
-        raise ValueError("stack_args need to be a list or tuple")
+        msg = "stack_args need to be a list or tuple"
+        raise ValueError(msg)  # noqa: TRY004 - TF's error class
     with nd.variable_scope(scope, "Stack"):
         outputs = nd.convert_to_tensor(inputs)
         scope = scope or _layer_name(layer) or "stack"

@@ -13,7 +13,8 @@ REGULARIZATION_LOSSES = "regularization_losses"
 
 def _check_scale(scale, what):
     if isinstance(scale, numbers.Integral):
-        raise ValueError(f"scale cannot be an integer: {scale}")
+        msg = f"scale cannot be an integer: {scale}"
+        raise ValueError(msg)  # noqa: TRY004 - TF's error class
     if isinstance(scale, numbers.Real):
         if scale < 0.0:
             raise ValueError(f"Setting a scale less than 0 on a regularizer: "
