@@ -235,3 +235,25 @@ def test_dense_gradient_matches_finite_differences():
                 k.load(kk, s)
                 num[i] += sign * s.run(y) / (2 * eps)
     np.testing.assert_allclose(gv, num, rtol=1e-5, atol=1e-7)
+
+
+def test_towers_share_layers_by_reentering_the_scope():
+    x = nd.ones([2, 4])
+    outs = []
+    for tower in range(2):
+        with nd.variable_scope("model", reuse=tower > 0):
+            outs.append(nd.layers.dense(nd.layers.dense(x, 3), 2))
+    with nd.variable_scope("shared", reuse=nd.AUTO_REUSE):
+        nd.layers.dense(x, 3, name="fc")
+        nd.layers.dense(x, 3, name="fc")
+    assert [v.op.name for v in nd.global_variables()] == [
+        "model/dense/kernel", "model/dense/bias", "model/dense_1/kernel",
+        "model/dense_1/bias", "shared/fc/kernel", "shared/fc/bias"]
+    a, b = _run(outs)
+    np.testing.assert_allclose(a, b)
+    nd.layers.dense(x, 1)
+    with nd.variable_scope("dense_1"):
+        pass
+    nd.layers.dense(x, 1)  # the first name not taken by any scope
+    assert [v.op.name for v in nd.global_variables()][-4:] == [
+        "dense/kernel", "dense/bias", "dense_2/kernel", "dense_2/bias"]

@@ -518,25 +518,33 @@ def variable_scope(name_or_scope, default_name=None, values=None, initializer=No
     g = get_default_graph()
     stack = _scope_stack(g)
     outer = stack[-1]
+    # TF's count of opened scopes per full name: a default_name scope takes the
+    # first free ``name``, ``name_1`` ...; leaving a named scope resets the
+    # counts under it (so re-entering it reuses ``scope/dense``), leaving a
+    # re-entered scope object restores them.
+    used = getattr(g, "_var_scope_counts", None)
+    if used is None:
+        used = g._var_scope_counts = {}
     if isinstance(name_or_scope, VariableScope):
         base = name_or_scope
         full = name_or_scope.name
         base_reuse = name_or_scope.reuse
+        used[full] = used.get(full, 0) + 1
+        saved_counts = dict(used)
     else:
         base = outer
         short = name_or_scope if name_or_scope is not None else default_name
         if short is None:
             raise ValueError("variable_scope needs name_or_scope or default_name")
-        if name_or_scope is None:
-            # default_name scopes are made unique, as TF does.
-            used = getattr(g, "_var_scope_counts", None)
-            if used is None:
-                used = g._var_scope_counts = {}
-            cand = (outer.name + "/" if outer.name else "") + short
-            n = used.get(cand, 0)
-            used[cand] = n + 1
-            short = short if n == 0 else f"{short}_{n}"
-        full = (outer.name + "/" if outer.name else "") + short
+        prefix = outer.name + "/" if outer.name else ""
+        if name_or_scope is None and used.get(prefix + short, 0):
+            idx = 1
+            while used.get(f"{prefix}{short}_{idx}", 0):
+                idx += 1
+            short = f"{short}_{idx}"
+        full = prefix + short
+        used[full] = used.get(full, 0) + 1
+        saved_counts = None
         base_reuse = None
     new_reuse = True if (reuse is True or outer.reuse is True) else (
         reuse if reuse is not None else (base_reuse if base_reuse is not None
@@ -563,6 +571,13 @@ def variable_scope(name_or_scope, default_name=None, values=None, initializer=No
                 yield scope
     finally:
         stack.pop()
+        if saved_counts is not None:
+            used.clear()
+            used.update(saved_counts)
+        else:
+            for key in used:
+                if key.startswith(full + "/"):
+                    used[key] = 0
 
 
 def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=None,
