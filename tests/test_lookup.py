@@ -122,3 +122,14 @@ def test_table_on_ps_used_from_worker_session():
             assert s.run(ids).tolist() == [1, 2]
     finally:
         server.stop()
+
+
+def test_lookup_values_are_constants_to_gradients():
+    table = nd.lookup.HashTable(nd.lookup.KeyValueTensorInitializer(
+        ["a", "b"], [1.0, 2.0]), 0.0)
+    w = nd.Variable(3.0)
+    y = w * table.lookup(nd.constant(["b", "a", "c"]))
+    grad = nd.gradients(nd.reduce_sum(y), [w])[0]
+    with nd.Session() as s:
+        s.run([nd.global_variables_initializer(), nd.tables_initializer()])
+        assert s.run(grad) == pytest.approx(3.0)

@@ -21,6 +21,7 @@ StringToHashBucketFast           strings -> int64 buckets (attr num_buckets)
 from __future__ import annotations
 
 from nbdist.graph import dtypes as _dtypes
+from nbdist.graph.gradient_registry import NotDifferentiable
 from nbdist.graph.op_def import REQUIRED, register_op
 from nbdist.graph.ops import convert_to_tensor, get_default_graph
 from nbdist.graph.shapes import TensorShape
@@ -92,6 +93,11 @@ register_op("LookupTableSizeV2", lambda c: (_table_only(c),
             num_inputs=1, stateful=True)
 register_op("StringToHashBucketFast", _hash_bucket_infer,
             attrs={"num_buckets": ("int", REQUIRED)}, num_inputs=1)
+
+
+for _t in ("HashTableV2", "InitializeTableV2", "InitializeTableFromTextFileV2",
+           "LookupTableFindV2", "LookupTableSizeV2", "StringToHashBucketFast"):
+    NotDifferentiable(_t)
 
 
 def hash_table(key_dtype, value_dtype, shared_name=None, name=None):
