@@ -180,3 +180,24 @@ def test_adadelta_matches_numpy():
         var = var - upd
     np.testing.assert_allclose(got, var, rtol=1e-10)
     assert slots == ["Variable/Adadelta", "Variable/Adadelta_1"]
+
+
+def test_ema_variables_to_restore_with_saver(tmp_path):
+    v = nd.Variable(0.0, name="v")
+    ema = nd.train.ExponentialMovingAverage(0.5)
+    update = ema.apply([v])
+    saver = nd.train.Saver()
+    with nd.Session() as s:
+        s.run(nd.global_variables_initializer())
+        for value in (4.0, 8.0):
+            s.run(v.assign(value))
+            s.run(update)
+        assert s.run(ema.average(v)) == pytest.approx(0.5 * (0.5 * 0 + 2.0) + 4.0)
+        path = saver.save(s, str(tmp_path / "model"))
+    with nd.Graph().as_default():
+        v2 = nd.Variable(0.0, name="v")
+        restore = nd.train.ExponentialMovingAverage(0.5).variables_to_restore()
+        assert restore == {"v/ExponentialMovingAverage": v2}
+        with nd.Session() as s:
+            nd.train.Saver(restore).restore(s, path)
+            assert s.run(v2) == pytest.approx(5.0)  # the average, not 8.0
