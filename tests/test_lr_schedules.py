@@ -48,11 +48,24 @@ def test_decays_follow_tf1_formulas():
         "linear_cosine": (T.linear_cosine_decay(0.1, step, 20),
                           lambda s: 0.1 * ((20 - min(s, 20)) / 20 * 0.5 * (
                               1 + math.cos(math.pi * min(s, 20) / 20)) + 0.001)),
+        "sgdr": (T.cosine_decay_restarts(0.1, step, 5, t_mul=2.0, m_mul=0.5),
+                 _sgdr),
+        "sgdr_flat": (T.cosine_decay_restarts(0.1, step, 5, t_mul=1.0),
+                      lambda s: 0.1 * 0.5 * (1 + math.cos(math.pi * (s % 5) / 5))),
     }
     for name, (lr, fn) in cases.items():
         assert lr.dtype == nd.float32, name
         np.testing.assert_allclose(_series(lr, step), [fn(s) for s in STEPS],
                                    rtol=1e-5, err_msg=name)
+
+
+def _sgdr(s, first=5, t_mul=2.0, m_mul=0.5):
+    # periods 5, 10, 20 ...: find the one holding step s
+    start, length, i = 0, first, 0
+    while s >= start + length:
+        start, length, i = start + length, length * t_mul, i + 1
+    frac = (s - start) / length
+    return 0.1 * m_mul ** i * 0.5 * (1 + math.cos(math.pi * frac))
 
 
 def test_piecewise_constant_boundaries_inclusive():

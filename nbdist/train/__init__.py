@@ -93,6 +93,7 @@ from nbdist.train.supervisor import Supervisor
 from nbdist.train.sync_replicas_optimizer import SyncReplicasOptimizer
 from nbdist.train.learning_rate_decay import (
     cosine_decay,
+    cosine_decay_restarts,
     exponential_decay,
     inverse_time_decay,
     linear_cosine_decay,
@@ -154,7 +155,8 @@ __all__ = [
     "shuffle_batch", "slice_input_producer", "string_input_producer",
     "batch_join", "match_filenames_once", "maybe_batch", "maybe_batch_join",
     "maybe_shuffle_batch", "maybe_shuffle_batch_join", "shuffle_batch_join",
-    "cosine_decay", "exponential_decay", "inverse_time_decay",
+    "cosine_decay", "cosine_decay_restarts", "exponential_decay",
+    "inverse_time_decay",
     "linear_cosine_decay", "natural_exp_decay", "piecewise_constant",
     "polynomial_decay", "ExponentialMovingAverage", "AdadeltaOptimizer",
     "FtrlOptimizer", "ProximalAdagradOptimizer", "ProximalGradientDescentOptimizer",

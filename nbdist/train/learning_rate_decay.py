@@ -126,6 +126,29 @@ def linear_cosine_decay(learning_rate, global_step, decay_steps, num_periods=0.5
     return M.multiply(lr, M.add(M.multiply(M.add(a, linear), cos), b))
 
 
+@_scoped("SGDRDecay")
+def cosine_decay_restarts(learning_rate, global_step, first_decay_steps, t_mul=2.0,
+                          m_mul=1.0, alpha=0.0):
+    """Cosine decay with warm restarts (SGDR): periods of ``first_decay_steps``
+    growing by ``t_mul``, each restart's rate scaled by ``m_mul``."""
+    lr, dt, step, first, tm, mm, a = _prepare(
+        "cosine_decay_restarts", learning_rate, global_step, first_decay_steps,
+        t_mul, m_mul, alpha)
+    one = constant(1.0, dt)
+    done = M.divide(step, first)
+    if float(t_mul) == 1.0:
+        restart = M.floor(done)
+        done = M.subtract(done, restart)
+    else:
+        restart = M.floor(M.divide(M.log(M.subtract(one, M.multiply(
+            done, M.subtract(one, tm)))), M.log(tm)))
+        sum_r = M.divide(M.subtract(one, M.pow(tm, restart)), M.subtract(one, tm))
+        done = M.divide(M.subtract(done, sum_r), M.pow(tm, restart))
+    cos = M.multiply(M.multiply(constant(0.5, dt), M.pow(mm, restart)), M.add(
+        one, M.cos(M.multiply(constant(math.pi, dt), done))))
+    return M.multiply(lr, M.add(M.multiply(M.subtract(one, a), cos), a))
+
+
 @_scoped("PiecewiseConstant")
 def piecewise_constant(x, boundaries, values):
     """``values[0]`` while ``x <= boundaries[0]``, ``values[i]`` while
@@ -156,6 +179,6 @@ def piecewise_constant(x, boundaries, values):
     return result
 
 
-__all__ = ["cosine_decay", "exponential_decay", "inverse_time_decay",
+__all__ = ["cosine_decay", "cosine_decay_restarts", "exponential_decay", "inverse_time_decay",
            "linear_cosine_decay", "natural_exp_decay", "piecewise_constant",
            "polynomial_decay"]
