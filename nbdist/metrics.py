@@ -211,7 +211,8 @@ def _auc_thresholds(num_thresholds):
     return [0.0 - eps] + inner + [1.0 + eps]
 
 
-def _confusion_at_thresholds(labels, predictions, thresholds, weights):
+def _confusion_at_thresholds(labels, predictions, thresholds, weights,
+                             includes=("tp", "fn", "tn", "fp")):
     """tp, fn, tn, fp per threshold (prediction > threshold is positive) and
     their update ops, in variables named as TF's."""
     labels, predictions = _squeeze_pair(labels, predictions)
@@ -228,6 +229,8 @@ def _confusion_at_thresholds(labels, predictions, thresholds, weights):
     out, updates = {}, {}
     for key, a, b in (("tp", label_pos, pred_pos), ("fn", label_pos, pred_neg),
                       ("tn", label_neg, pred_neg), ("fp", label_neg, pred_pos)):
+        if key not in includes:
+            continue
         name = {"tp": "true_positives", "fn": "false_negatives",
                 "tn": "true_negatives", "fp": "false_positives"}[key]
         var = metric_variable([len(thresholds)], nd.float32, name=name)
@@ -348,9 +351,140 @@ def mean_iou(labels, predictions, num_classes, weights=None,
         return _collect(value, update_op, metrics_collections, updates_collections)
 
 
+def _at_thresholds(default, keys, combine=None):
+    def metric(labels, predictions, thresholds, weights=None,
+               metrics_collections=None, updates_collections=None, name=None):
+        with nd.variable_scope(name, default):
+            counts, updates = _confusion_at_thresholds(
+                labels, predictions, [float(t) for t in thresholds], weights,
+                keys)
+            if combine is None:
+                value, update_op = counts[keys[0]], updates[keys[0]]
+            else:
+                value = combine(counts, "value")
+                update_op = combine(updates, "update_op")
+            return _collect(value, update_op, metrics_collections,
+                            updates_collections)
+
+    metric.__name__ = default
+    return metric
+
+
+def _ratio_at(second):
+    def combine(c, name):
+        return nd.divide(c["tp"], 1e-7 + c["tp"] + c[second], name=name)
+
+    return combine
+
+
+true_positives_at_thresholds = _at_thresholds("true_positives", ("tp",))
+false_positives_at_thresholds = _at_thresholds("false_positives", ("fp",))
+true_negatives_at_thresholds = _at_thresholds("true_negatives", ("tn",))
+false_negatives_at_thresholds = _at_thresholds("false_negatives", ("fn",))
+precision_at_thresholds = _at_thresholds("precision_at_thresholds", ("tp", "fp"),
+                                         _ratio_at("fp"))
+precision_at_thresholds.__doc__ = ("tp / (tp + fp) at each threshold (a "
+                                   "prediction above it is positive).")
+recall_at_thresholds = _at_thresholds("recall_at_thresholds", ("tp", "fn"),
+                                      _ratio_at("fn"))
+recall_at_thresholds.__doc__ = "tp / (tp + fn) at each threshold."
+
+
+def mean_per_class_accuracy(labels, predictions, num_classes, weights=None,
+                            metrics_collections=None, updates_collections=None,
+                            name=None):
+    """The mean over all ``num_classes`` classes of the accuracy on the
+    examples of that class (variables ``total`` and ``count`` per class)."""
+    with nd.variable_scope(name, "mean_accuracy"):
+        labels, predictions = _squeeze_pair(labels, predictions)
+        labels = nd.reshape(nd.cast(labels, nd.int64), [-1])
+        predictions = nd.reshape(nd.cast(predictions, nd.int64), [-1])
+        total = metric_variable([num_classes], nd.float32, name="total")
+        count = metric_variable([num_classes], nd.float32, name="count")
+        w = (nd.ones_like(labels, dtype=nd.float32) if weights is None else
+             nd.reshape(nd.cast(weights, nd.float32) * nd.ones_like(
+                 labels, dtype=nd.float32), [-1]))
+        correct = nd.cast(nd.equal(labels, predictions), nd.float32) * w
+        update_total = nd.assign_add(total, nd.unsorted_segment_sum(
+            w, labels, num_classes))
+        update_count = nd.assign_add(count, nd.unsorted_segment_sum(
+            correct, labels, num_classes))
+
+        def compute(cnt, tot, nm):
+            return nd.reduce_mean(_div_no_nan(cnt, nd.maximum(tot, 0.0)), name=nm)
+
+        value = compute(count, total, "mean_accuracy")
+        update_op = compute(update_count, update_total, "update_op")
+        return _collect(value, update_op, metrics_collections, updates_collections)
+
+
+def mean_tensor(values, weights=None, metrics_collections=None,
+                updates_collections=None, name=None):
+    """The element-wise running mean of ``values`` (of a fixed shape)."""
+    with nd.variable_scope(name, "mean"):
+        values = nd.cast(values, nd.float32)
+        if not values.shape.is_fully_defined():
+            raise ValueError(f"mean_tensor needs a fully defined shape, got "
+                             f"{values.shape}")
+        shape = values.shape.as_list()
+        total = metric_variable(shape, nd.float32, name="total_tensor")
+        count = metric_variable(shape, nd.float32, name="count_tensor")
+        w = _weights_like(weights, values)
+        weighted = nd.multiply(values, w)
+        update_total = nd.assign_add(total, weighted)
+        with nd.control_dependencies([weighted]):
+            update_count = nd.assign_add(count, w)
+        value = _div_no_nan(total, count, name="value")
+        update_op = _div_no_nan(update_total, update_count, name="update_op")
+        return _collect(value, update_op, metrics_collections, updates_collections)
+
+
+def percentage_below(values, threshold, weights=None, metrics_collections=None,
+                     updates_collections=None, name=None):
+    """The (weighted) fraction of ``values`` below ``threshold``."""
+    with nd.variable_scope(name, "percentage_below_threshold"):
+        below = nd.cast(nd.less(values, threshold), nd.float32)
+        return _mean_here(below, weights, metrics_collections, updates_collections)
+
+
+def mean_relative_error(labels, predictions, normalizer, weights=None,
+                        metrics_collections=None, updates_collections=None,
+                        name=None):
+    """The running mean of ``|predictions - labels| / normalizer`` (0 where
+    the normalizer is 0)."""
+    with nd.variable_scope(name, "mean_relative_error"):
+        labels, predictions = _squeeze_pair(labels, predictions)
+        predictions = nd.cast(predictions, nd.float32)
+        labels = nd.cast(labels, nd.float32)
+        normalizer = nd.cast(normalizer, nd.float32)
+        err = _div_no_nan(nd.abs(labels - predictions),
+                          normalizer * nd.ones_like(labels))
+        return _mean_here(err, weights, metrics_collections, updates_collections)
+
+
+def mean_cosine_distance(labels, predictions, dim, weights=None,
+                         metrics_collections=None, updates_collections=None,
+                         name=None):
+    """1 - the running mean of ``sum(labels * predictions, dim)`` (unit
+    vectors)."""
+    with nd.variable_scope(name, "mean_cosine_distance"):
+        labels, predictions = _squeeze_pair(labels, predictions)
+        dots = nd.reduce_sum(nd.multiply(nd.cast(predictions, nd.float32),
+                                         nd.cast(labels, nd.float32)),
+                             axis=[dim], keepdims=True)
+        mean_dot, update = _mean_here(dots, weights, None, None)
+        value = nd.subtract(1.0, mean_dot, name="value")
+        update_op = nd.subtract(1.0, update, name="update_op")
+        return _collect(value, update_op, metrics_collections, updates_collections)
+
+
 __all__ = [
     "accuracy", "auc", "false_negatives", "false_positives", "mean",
     "mean_absolute_error", "mean_iou", "mean_squared_error", "metric_variable",
     "precision", "recall", "root_mean_squared_error", "true_negatives",
-    "true_positives",
+    "true_positives", "false_negatives_at_thresholds",
+    "false_positives_at_thresholds", "mean_cosine_distance",
+    "mean_per_class_accuracy", "mean_relative_error", "mean_tensor",
+    "percentage_below", "precision_at_thresholds", "recall_at_thresholds",
+    "true_negatives_at_thresholds", "true_positives_at_thresholds",
 ]

@@ -154,3 +154,47 @@ def test_mean_iou():
     inter = np.diag(want_cm)
     union = want_cm.sum(0) + want_cm.sum(1) - inter
     assert value == pytest.approx(np.mean(inter[union > 0] / union[union > 0]))
+
+
+def test_threshold_metrics():
+    y = np.array([1, 0, 1, 1, 0])
+    p = np.array([0.9, 0.6, 0.4, 0.7, 0.1], np.float32)
+    thr = [0.3, 0.5, 0.8]
+    tp, tp_up = nd.metrics.true_positives_at_thresholds(y, p, thr)
+    fp, fp_up = nd.metrics.false_positives_at_thresholds(y, p, thr)
+    prec, prec_up = nd.metrics.precision_at_thresholds(y, p, thr)
+    rec, rec_up = nd.metrics.recall_at_thresholds(y, p, thr)
+    with nd.Session() as s:
+        s.run(nd.local_variables_initializer())
+        s.run([tp_up, fp_up, prec_up, rec_up])
+        got = s.run([tp, fp, prec, rec])
+    pos = p[None, :] > np.array(thr)[:, None]
+    want_tp = (pos & (y == 1)).sum(1)
+    want_fp = (pos & (y == 0)).sum(1)
+    np.testing.assert_array_equal(got[0], want_tp)
+    np.testing.assert_array_equal(got[1], want_fp)
+    np.testing.assert_allclose(got[2], want_tp / (want_tp + want_fp), rtol=1e-5)
+    np.testing.assert_allclose(got[3], want_tp / 3, rtol=1e-5)
+
+
+def test_mean_per_class_accuracy_tensor_and_friends():
+    labels = nd.constant([0, 0, 1, 2, 2, 2])
+    preds = nd.constant([0, 1, 1, 2, 0, 2])
+    mpca, mpca_up = nd.metrics.mean_per_class_accuracy(labels, preds, 4)
+    values = nd.placeholder(nd.float32, [2])
+    mt, mt_up = nd.metrics.mean_tensor(values)
+    pb, pb_up = nd.metrics.percentage_below(nd.constant([1.0, 5.0, 2.0, 7.0]), 3.0)
+    mre, mre_up = nd.metrics.mean_relative_error([2.0, 4.0], [3.0, 4.0],
+                                                 normalizer=[2.0, 0.0])
+    mcd, mcd_up = nd.metrics.mean_cosine_distance([[1.0, 0.0]], [[0.6, 0.8]], dim=1)
+    with nd.Session() as s:
+        s.run(nd.local_variables_initializer())
+        s.run([mpca_up, pb_up, mre_up, mcd_up])
+        s.run(mt_up, {values: [1.0, 2.0]})
+        s.run(mt_up, {values: [3.0, 6.0]})
+        got = s.run([mpca, mt, pb, mre, mcd])
+    assert got[0] == pytest.approx((0.5 + 1.0 + 2 / 3 + 0.0) / 4)  # unseen class: 0
+    np.testing.assert_allclose(got[1], [2.0, 4.0])
+    assert got[2] == pytest.approx(0.5)
+    assert got[3] == pytest.approx((0.5 + 0.0) / 2)
+    assert got[4] == pytest.approx(1 - 0.6)
