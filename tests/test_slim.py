@@ -189,3 +189,25 @@ def test_prefetch_queue_feeds_batches():
         s.run(queue.close(cancel_pending_enqueues=True))
         coord.join(threads, stop_grace_period_secs=30)
     assert got == sorted(got) and len(set(got)) == 5
+
+
+def test_conv2d_with_batch_norm_normalizer_and_learning_train(tmp_path):
+    x = nd.constant(np.random.RandomState(3).rand(4, 6, 6, 2).astype(np.float32))
+    net = slim.conv2d(x, 3, [3, 3], normalizer_fn=slim.batch_norm,
+                      normalizer_params={"is_training": True, "scale": True},
+                      scope="conv")
+    names = [v.op.name for v in slim.get_model_variables()]
+    assert names == ["conv/weights", "conv/BatchNorm/gamma", "conv/BatchNorm/beta",
+                     "conv/BatchNorm/moving_mean", "conv/BatchNorm/moving_variance"]
+    assert net.op.name == "conv/Relu"  # no biases with a normalizer
+    loss = nd.reduce_mean(nd.square(net - 1.0))
+    slim.losses.add_loss(loss)
+    train_op = slim.learning.create_train_op(slim.losses.get_total_loss(),
+                                             nd.train.AdamOptimizer(0.1))
+    final = slim.learning.train(train_op, str(tmp_path), number_of_steps=15,
+                                save_summaries_secs=None, save_interval_secs=None)
+    with nd.Session() as s:
+        s.run(nd.global_variables_initializer())
+        first = s.run(loss)
+    assert final < first
+    assert nd.train.latest_checkpoint(str(tmp_path)) is not None

@@ -285,7 +285,7 @@ def batch_norm(inputs, decay=0.999, center=True, scale=False, epsilon=0.001,
         g = nd.get_default_graph()
         before = list(g.get_collection(GraphKeys.UPDATE_OPS))
         outputs = layer(inputs, training=is_training)
-        for v, name in ((layer.beta, "beta"), (layer.gamma, "gamma"),
+        for v, name in ((layer.gamma, "gamma"), (layer.beta, "beta"),
                         (layer.moving_mean, "moving_mean"),
                         (layer.moving_variance, "moving_variance")):
             if v is None:

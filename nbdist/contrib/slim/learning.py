@@ -60,8 +60,8 @@ def train(train_op, logdir, number_of_steps=None, log_every_n_steps=1,
           save_summaries_secs=600, save_interval_secs=600, session_config=None,
           hooks=None, **unused):
     """Runs ``train_op`` until the global step reaches ``number_of_steps``, in a
-    ``MonitoredTrainingSession`` on ``master`` (checkpoints in ``logdir``);
-    returns the last loss."""
+    ``MonitoredTrainingSession`` on ``master`` (checkpoints in ``logdir``, a
+    last one when training ends); returns the last loss."""
     hooks = list(hooks or [])
     if number_of_steps is not None:
         hooks.append(nd.train.StopAtStepHook(last_step=number_of_steps))
@@ -69,7 +69,9 @@ def train(train_op, logdir, number_of_steps=None, log_every_n_steps=1,
     with nd.train.MonitoredTrainingSession(
             master=master, is_chief=is_chief, checkpoint_dir=logdir,
             hooks=hooks, config=session_config,
-            save_checkpoint_secs=save_interval_secs,
+            # As slim: a final checkpoint in logdir even without periodic ones.
+            save_checkpoint_secs=(save_interval_secs if save_interval_secs
+                                  else 10 ** 9) if logdir else None,
             save_summaries_secs=save_summaries_secs) as sess:
         if init_fn is not None:
             init_fn(sess)
