@@ -257,3 +257,27 @@ def test_towers_share_layers_by_reentering_the_scope():
     nd.layers.dense(x, 1)  # the first name not taken by any scope
     assert [v.op.name for v in nd.global_variables()][-4:] == [
         "dense/kernel", "dense/bias", "dense_2/kernel", "dense_2/bias"]
+
+
+def test_conv_and_batch_norm_gradients_match_finite_differences():
+    rng = np.random.RandomState(5)
+    x = nd.constant(rng.rand(3, 5, 5, 2), dtype=nd.float64)
+    h = nd.layers.conv2d(x, 2, 3, padding="same", activation=nd.nn.tanh)
+    h = nd.layers.batch_normalization(h, training=True, fused=False)
+    y = nd.reduce_sum(nd.square(h) * nd.constant(rng.rand(3, 5, 5, 2)))
+    params = nd.trainable_variables()  # kernel, bias, gamma, beta
+    grads = nd.gradients(y, params)
+    with nd.Session() as s:
+        s.run(nd.global_variables_initializer())
+        for p, g in zip(params, grads):
+            value, analytic = s.run([p, g])
+            eps, numeric = 1e-6, np.zeros_like(value)
+            for i in list(np.ndindex(value.shape))[:6]:
+                for sign in (1, -1):
+                    shifted = value.copy()
+                    shifted[i] += sign * eps
+                    p.load(shifted, s)
+                    numeric[i] += sign * s.run(y) / (2 * eps)
+                p.load(value, s)
+                np.testing.assert_allclose(analytic[i], numeric[i], rtol=1e-4,
+                                           atol=1e-6, err_msg=p.op.name)
