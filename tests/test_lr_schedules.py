@@ -214,3 +214,23 @@ def test_ema_variables_to_restore_with_saver(tmp_path):
         with nd.Session() as s:
             nd.train.Saver(restore).restore(s, path)
             assert s.run(v2) == pytest.approx(5.0)  # the average, not 8.0
+
+
+def test_ema_under_control_dependencies_and_late_initialisation():
+    steps = nd.Variable(0.0, name="steps")
+    train = steps.assign_add(1.0)
+    w = nd.Variable(nd.random_uniform([3], seed=1), name="w")
+    with nd.control_dependencies([train]):  # the usual "EMA after the step"
+        ema = nd.train.ExponentialMovingAverage(0.5)
+        update = ema.apply([w])
+    shadow = ema.average(w)
+    with nd.Session() as s:
+        s.run(nd.global_variables_initializer())
+        assert s.run(steps) == 0.0  # initialising the shadow ran no step
+        np.testing.assert_array_equal(s.run(shadow), s.run(w))  # same sample
+        s.run(update)
+        assert s.run(steps) == 1.0
+        s.run(w.assign([1.0, 2.0, 3.0]))
+        s.run(nd.variables_initializer([shadow]))  # w is not reset
+        np.testing.assert_array_equal(s.run(shadow), [1.0, 2.0, 3.0])
+        np.testing.assert_array_equal(s.run(w), [1.0, 2.0, 3.0])

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from nbdist.graph import dtypes
 from nbdist.graph import math_ops as M
-from nbdist.graph.array_ops import constant
+from nbdist.graph.array_ops import constant, identity
+from nbdist.graph.control_flow_api import cond
 from nbdist.graph.control_flow_ops import group
 from nbdist.graph.init_ops import zeros_initializer
 from nbdist.graph.ops import (
@@ -33,16 +34,27 @@ from nbdist.graph.ops import (
     get_default_graph,
 )
 from nbdist.graph.state_ops import assign, assign_add, assign_sub
-from nbdist.graph.variables import Variable, global_variables, trainable_variables
+from nbdist.graph.variables import (Variable, global_variables,
+                                    is_variable_initialized, trainable_variables)
 
 MOVING_AVERAGE_VARIABLES = "moving_average_variables"
 
 
 def _slot(primary_op, value, suffix):
+    # Outside any control dependencies (TF's init_scope): initialising the
+    # shadow must not run the ops the caller's update waits for.
     g = get_default_graph()
-    with g.name_scope(None), g.colocate_with(primary_op):
+    with g.name_scope(None), g.colocate_with(primary_op), \
+            g.control_dependencies(None):
         return Variable(value, trainable=False,
                         name=primary_op.name + "/" + suffix)
+
+
+def _initialized_value(var):
+    """TF1's ``initialized_value``: the variable's value once initialised, else
+    its initial value (without running its initializer again)."""
+    return cond(is_variable_initialized(var), var.read_value,
+                lambda: identity(var.initial_value))
 
 
 def assign_moving_average(variable, value, decay, zero_debias=True, name=None):
@@ -107,8 +119,8 @@ class ExponentialMovingAverage:
             if self._key(var) in self._averages:
                 raise ValueError(f"Moving average already computed for: {var.name}")
             if isinstance(var, Variable):
-                init = var.initialized_value()
-                avg = _slot(var.op, lambda init=init: init, self._name)
+                avg = _slot(var.op, lambda var=var: _initialized_value(var),
+                            self._name)
                 g.add_to_collection(MOVING_AVERAGE_VARIABLES, var)
             else:
                 shape = var.shape.as_list()
