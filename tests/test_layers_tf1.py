@@ -281,3 +281,17 @@ def test_conv_and_batch_norm_gradients_match_finite_differences():
                 p.load(value, s)
                 np.testing.assert_allclose(analytic[i], numeric[i], rtol=1e-4,
                                            atol=1e-6, err_msg=p.op.name)
+
+
+def test_layer_made_under_control_dependencies_initialises_alone():
+    x = nd.placeholder(nd.float32, [None, 3])
+    counter = nd.Variable(0.0, name="counter")
+    step = counter.assign_add(1.0)
+    with nd.control_dependencies([step]):
+        y = nd.layers.dense(x, 2)  # its variables' initializers wait for nothing
+    assert y.op.name == "dense/BiasAdd"
+    with nd.Session() as s:
+        s.run(nd.global_variables_initializer())
+        assert s.run(counter) == 0.0
+        s.run(y, {x: np.ones((1, 3))})
+        assert s.run(counter) == 1.0  # the layer's ops do wait for it

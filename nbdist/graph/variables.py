@@ -123,7 +123,9 @@ class Variable(metaclass=_VariableMetaclass):
         if trainable and GraphKeys.TRAINABLE_VARIABLES not in collections:
             collections.append(GraphKeys.TRAINABLE_VARIABLES)
         init_from_fn = callable(initial_value)
-        with g.name_scope(name or "Variable") as scope:
+        # TF1's init_scope: a variable made inside control_dependencies does not
+        # make its initializer (or its reads) wait for those ops.
+        with g.control_dependencies(None), g.name_scope(name or "Variable") as scope:
             true_name = scope[:-1]
             if init_from_fn:
                 with g.name_scope("Initializer"), g.colocate_with(None):
