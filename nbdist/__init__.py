@@ -133,7 +133,6 @@ def __getattr__(name):
         "tables_initializer": ("nbdist.lookup", "tables_initializer"),
         "initialize_all_tables": ("nbdist.lookup", "tables_initializer"),
         "string_to_hash_bucket_fast": ("nbdist.lookup", "string_to_hash_bucket_fast"),
-        "string_to_hash_bucket": ("nbdist.lookup", "string_to_hash_bucket_fast"),
     }
     if name in lazy:
         target = lazy[name]

@@ -299,26 +299,31 @@ def sparse_softmax_cross_entropy(labels, logits, weights=1.0, scope=None,
 
 def mean_pairwise_squared_error(labels, predictions, weights=1.0, scope=None,
                                 loss_collection=GraphKeys.LOSSES):
-    """The mean, over examples, of the squared differences of all pairs of
-    ``predictions - labels`` within an example (TF's formula)."""
-    with nd.name_scope(scope, "mean_pairwise_squared_error") as sc:
+    """For each example, the mean of ``((p_i - l_i) - (p_j - l_j)) ** 2`` over
+    the pairs of its elements, weighted by ``weights`` (per example) and
+    summed over the batch, as TF1."""
+    with nd.name_scope(scope, "mean_pairwise_squared_error"):
         labels, predictions = _prepare(labels, predictions)
         weights = nd.cast(nd.convert_to_tensor(weights), nd.float32)
         diffs = nd.subtract(predictions, labels)
+        if diffs.shape.ndims is None or diffs.shape.ndims < 2:
+            raise ValueError(f"mean_pairwise_squared_error needs a batch of "
+                             f"examples of rank >= 1, got shape {diffs.shape}")
         axes = list(range(1, diffs.shape.ndims))
+        if weights.shape.ndims == 1:  # one weight per example
+            weights = nd.reshape(weights, [-1] + [1] * len(axes))
+        present = nd.where(nd.equal(weights, 0.0), nd.zeros_like(weights),
+                           nd.ones_like(weights))
+        present = nd.reduce_sum(nd.multiply(present, nd.ones_like(diffs)),
+                                axis=axes, keepdims=True)
         sum_sq = nd.reduce_sum(nd.square(diffs), axis=axes, keepdims=True)
-        n = nd.cast(nd.size(diffs) // nd.shape(diffs)[0], nd.float32)
-        term1 = 2.0 * _safe_div(sum_sq, n - 1.0)
+        term1 = 2.0 * _safe_div(sum_sq, nd.maximum(present - 1.0, 0.0))
         sum_d = nd.reduce_sum(diffs, axis=axes, keepdims=True)
-        term2 = 2.0 * _safe_div(nd.square(sum_d), n * (n - 1.0))
-        losses = nd.multiply(term1 - term2, nd.reshape(
-            weights, [-1] + [1] * len(axes)) if weights.shape.ndims else weights)
-        mean = nd.reduce_sum(losses)
-        present = nd.reduce_sum(nd.where(
-            nd.equal(losses, 0.0) & nd.equal(nd.multiply(weights, nd.ones_like(
-                losses)), 0.0), nd.zeros_like(losses), nd.ones_like(losses)))
-        loss = _safe_div(mean, present)
-        loss = nd.identity(loss, name=sc.rstrip("/").rpartition("/")[2] or None)
+        term2 = 2.0 * _safe_div(nd.square(sum_d), nd.maximum(
+            present * (present - 1.0), 0.0))
+        loss = nd.reduce_sum(nd.multiply(term1 - term2, weights))
+        loss = nd.where(nd.greater(nd.reduce_sum(present), 0.0), loss,
+                        nd.zeros_like(loss), name="value")
         add_loss(loss, loss_collection)
         return loss
 

@@ -141,3 +141,14 @@ def test_compute_weighted_loss_gradient():
     # d/dx: huber'(x) * w / 2 nonzero weights
     want = np.array([1.0 * 1, -1.5 * 2, 0.0]) / 2
     np.testing.assert_allclose(_run(g), want, rtol=1e-6)
+
+
+def test_mean_pairwise_squared_error():
+    labels = np.array([[1.0, 9.0, 2.0], [-5.0, -2.0, 6.0]], np.float32)
+    preds = np.array([[4.0, 8.0, 12.0], [8.0, 1.0, 3.0]], np.float32)
+    w = np.array([1.5, 2.0], np.float32)
+    loss = nd.losses.mean_pairwise_squared_error(labels, preds, weights=w)
+    d = preds - labels
+    per_example = [np.mean([(r[i] - r[j]) ** 2 for i in range(3) for j in range(3)
+                            if i != j]) for r in d]
+    assert _run(loss) == pytest.approx(np.sum(np.array(per_example) * w), rel=1e-5)
