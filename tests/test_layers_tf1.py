@@ -295,3 +295,25 @@ def test_layer_made_under_control_dependencies_initialises_alone():
         assert s.run(counter) == 0.0
         s.run(y, {x: np.ones((1, 3))})
         assert s.run(counter) == 1.0  # the layer's ops do wait for it
+
+
+def test_separable_conv2d_is_depthwise_then_pointwise():
+    rng = np.random.RandomState(6)
+    xv = rng.rand(1, 4, 4, 2).astype(np.float32)
+    y = nd.layers.separable_conv2d(nd.constant(xv), 3, 3, depth_multiplier=2,
+                                   padding="same")
+    dw, pw = nd.global_variables()[:2]
+    assert [v.op.name for v in nd.global_variables()] == [
+        "separable_conv2d/depthwise_kernel", "separable_conv2d/pointwise_kernel",
+        "separable_conv2d/bias"]
+    assert dw.shape.as_list() == [3, 3, 2, 2] and pw.shape.as_list() == [1, 1, 4, 3]
+    with nd.Session() as s:
+        s.run(nd.global_variables_initializer())
+        out, dwv, pwv = s.run([y, dw, pw])
+    padded = np.pad(xv, [(0, 0), (1, 1), (1, 1), (0, 0)])
+    depth = np.zeros((1, 4, 4, 4), np.float32)
+    for i in range(4):
+        for j in range(4):
+            patch = padded[0, i:i + 3, j:j + 3, :]  # [3, 3, 2]
+            depth[0, i, j] = np.einsum("hwc,hwcm->cm", patch, dwv).reshape(-1)
+    np.testing.assert_allclose(out, depth @ pwv[0, 0], rtol=1e-4, atol=1e-6)

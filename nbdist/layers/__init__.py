@@ -25,6 +25,7 @@ from nbdist.layers.convolutional import (
                                          Conv2DTranspose,
                                          MaxPooling1D,
                                          MaxPooling2D,
+                                         SeparableConv2D,
                                          average_pooling1d,
                                          average_pooling2d,
                                          conv1d,
@@ -32,6 +33,7 @@ from nbdist.layers.convolutional import (
                                          conv2d_transpose,
                                          max_pooling1d,
                                          max_pooling2d,
+                                         separable_conv2d,
 )
 from nbdist.layers.core import Dense, Dropout, Flatten, dense, dropout, flatten
 from nbdist.layers.normalization import BatchNormalization, batch_normalization
@@ -43,7 +45,10 @@ MaxPool2D = MaxPooling2D
 AveragePool2D = AvgPool2D = AveragePooling2D
 BatchNorm = BatchNormalization
 
+SeparableConvolution2D = SeparableConv2D
+
 __all__ = [
+    "SeparableConv2D", "SeparableConvolution2D", "separable_conv2d",
                                          "AveragePool2D",
                                          "AveragePooling1D",
                                          "AveragePooling2D",

@@ -189,6 +189,101 @@ class Conv2DTranspose(_Conv):
         return outputs
 
 
+class SeparableConv2D(_Conv):
+    """A depthwise convolution (``depth_multiplier`` filters per input channel,
+    ``depthwise_kernel`` [kh, kw, in, m]) then a 1x1 convolution to ``filters``
+    (``pointwise_kernel`` [1, 1, in * m, filters])."""
+
+    rank = 2
+
+    def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid",
+                 data_format="channels_last", dilation_rate=(1, 1),
+                 depth_multiplier=1, activation=None, use_bias=True,
+                 depthwise_initializer=None, pointwise_initializer=None,
+                 bias_initializer=None, depthwise_regularizer=None,
+                 pointwise_regularizer=None, bias_regularizer=None,
+                 activity_regularizer=None, depthwise_constraint=None,
+                 pointwise_constraint=None, bias_constraint=None, trainable=True,
+                 name=None, **kwargs):
+        super().__init__(filters, kernel_size, strides=strides, padding=padding,
+                         data_format=data_format, dilation_rate=dilation_rate,
+                         activation=activation, use_bias=use_bias,
+                         bias_initializer=bias_initializer,
+                         bias_regularizer=bias_regularizer,
+                         activity_regularizer=activity_regularizer,
+                         bias_constraint=bias_constraint, trainable=trainable,
+                         name=name, **kwargs)
+        self.depth_multiplier = int(depth_multiplier)
+        self.depthwise_initializer = get_initializer(depthwise_initializer)
+        self.pointwise_initializer = get_initializer(pointwise_initializer)
+        self.depthwise_regularizer = depthwise_regularizer
+        self.pointwise_regularizer = pointwise_regularizer
+        self.depthwise_constraint = depthwise_constraint
+        self.pointwise_constraint = pointwise_constraint
+
+    def build(self, input_shape):
+        in_ch = nd.TensorShape(input_shape).as_list()[self._channel_axis]
+        if in_ch is None:
+            raise ValueError("The channel dimension of the inputs should be defined. "
+                             "Found `None`.")
+        self.input_spec = InputSpec(ndim=4, axes={self._channel_axis: in_ch})
+        m = self.depth_multiplier
+        self.depthwise_kernel = self.add_weight(
+            "depthwise_kernel", shape=list(self.kernel_size) + [in_ch, m],
+            initializer=self.depthwise_initializer,
+            regularizer=self.depthwise_regularizer,
+            constraint=self.depthwise_constraint)
+        self.pointwise_kernel = self.add_weight(
+            "pointwise_kernel", shape=[1, 1, in_ch * m, self.filters],
+            initializer=self.pointwise_initializer,
+            regularizer=self.pointwise_regularizer,
+            constraint=self.pointwise_constraint)
+        self.bias = None
+        if self.use_bias:
+            self.bias = self.add_weight(
+                "bias", shape=[self.filters], initializer=self.bias_initializer,
+                regularizer=self.bias_regularizer, constraint=self.bias_constraint)
+        self.built = True
+
+    def _conv(self, inputs):
+        fmt = "NHWC" if self.data_format == "channels_last" else "NCHW"
+        s = self.strides
+        strides = [1, s[0], s[1], 1] if fmt == "NHWC" else [1, 1, s[0], s[1]]
+        rate = self.dilation_rate if self.dilation_rate != (1, 1) else None
+        return nd.nn.separable_conv2d(inputs, self.depthwise_kernel,
+                                      self.pointwise_kernel, strides, self.padding,
+                                      rate=rate, data_format=fmt)
+
+
+def separable_conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
+                     data_format="channels_last", dilation_rate=(1, 1),
+                     depth_multiplier=1, activation=None, use_bias=True,
+                     depthwise_initializer=None, pointwise_initializer=None,
+                     bias_initializer=None, depthwise_regularizer=None,
+                     pointwise_regularizer=None, bias_regularizer=None,
+                     activity_regularizer=None, depthwise_constraint=None,
+                     pointwise_constraint=None, bias_constraint=None,
+                     trainable=True, name=None, reuse=None):
+    """The functional form of ``SeparableConv2D`` (variables
+    ``separable_conv2d/depthwise_kernel``, ``/pointwise_kernel``, ``/bias``)."""
+    layer = SeparableConv2D(
+        filters, kernel_size, strides=strides, padding=padding,
+        data_format=data_format, dilation_rate=dilation_rate,
+        depth_multiplier=depth_multiplier, activation=activation,
+        use_bias=use_bias, depthwise_initializer=depthwise_initializer,
+        pointwise_initializer=pointwise_initializer,
+        bias_initializer=bias_initializer,
+        depthwise_regularizer=depthwise_regularizer,
+        pointwise_regularizer=pointwise_regularizer,
+        bias_regularizer=bias_regularizer,
+        activity_regularizer=activity_regularizer,
+        depthwise_constraint=depthwise_constraint,
+        pointwise_constraint=pointwise_constraint,
+        bias_constraint=bias_constraint, trainable=trainable, name=name,
+        _scope=name, _reuse=reuse)
+    return layer(inputs)
+
+
 def _conv_fn(cls):
     def fn(inputs, filters, kernel_size, strides=1, padding="valid",
            data_format="channels_last", dilation_rate=1, activation=None,
