@@ -211,3 +211,18 @@ def test_conv2d_with_batch_norm_normalizer_and_learning_train(tmp_path):
         first = s.run(loss)
     assert final < first
     assert nd.train.latest_checkpoint(str(tmp_path)) is not None
+
+
+def test_layer_norm():
+    xv = np.random.RandomState(4).randn(3, 2, 5).astype(np.float32) * 4 + 1
+    y = slim.layer_norm(xv)
+    assert [v.op.name for v in slim.get_model_variables()] == [
+        "LayerNorm/beta", "LayerNorm/gamma"]
+    assert slim.get_model_variables()[0].shape.as_list() == [5]
+    with nd.Session() as s:
+        s.run(nd.global_variables_initializer())
+        out = s.run(y)
+    mu = xv.mean((1, 2), keepdims=True)
+    var = xv.var((1, 2), keepdims=True)
+    np.testing.assert_allclose(out, (xv - mu) / np.sqrt(var + 1e-12), rtol=1e-4,
+                               atol=1e-5)

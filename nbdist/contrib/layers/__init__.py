@@ -24,6 +24,7 @@ from nbdist.contrib.layers.layers import (
     convolution2d_transpose,
     dropout,
     flatten,
+    layer_norm,
     fully_connected,
     max_pool2d,
     one_hot_encoding,
@@ -47,6 +48,7 @@ def _linear(inputs, num_outputs, **kwargs):
 linear = _linear
 
 __all__ = [
+    "layer_norm",
     "apply_regularization",
     "avg_pool2d",
     "batch_norm",

@@ -310,6 +310,49 @@ def batch_norm(inputs, decay=0.999, center=True, scale=False, epsilon=0.001,
 
 
 @add_arg_scope
+def layer_norm(inputs, center=True, scale=True, activation_fn=None, reuse=None,
+               variables_collections=None, outputs_collections=None,
+               trainable=True, begin_norm_axis=1, begin_params_axis=-1,
+               scope=None):
+    """Layer normalisation (Ba et al.): each example normalised over the axes
+    from ``begin_norm_axis``, then scaled by ``gamma`` and shifted by ``beta``
+    (``LayerNorm/beta``, ``LayerNorm/gamma`` over the axes from
+    ``begin_params_axis``)."""
+    with nd.variable_scope(scope, "LayerNorm", reuse=reuse) as sc:
+        inputs = nd.convert_to_tensor(inputs)
+        rank = inputs.shape.ndims
+        if rank is None:
+            raise ValueError(f"Inputs {inputs.name} has undefined rank.")
+        begin_norm_axis %= rank
+        begin_params_axis %= rank
+        params_shape = inputs.shape.as_list()[begin_params_axis:]
+        if None in params_shape:
+            raise ValueError(f"Inputs {inputs.name} has undefined last dimensions "
+                             f"{params_shape}.")
+        dtype = inputs.dtype.base_dtype
+        beta = gamma = None
+        if center:
+            beta = model_variable("beta", shape=params_shape, dtype=dtype,
+                                  initializer=nd.zeros_initializer(),
+                                  collections=_var_collections(
+                                      variables_collections, "beta"),
+                                  trainable=trainable)
+        if scale:
+            gamma = model_variable("gamma", shape=params_shape, dtype=dtype,
+                                   initializer=nd.ones_initializer(),
+                                   collections=_var_collections(
+                                       variables_collections, "gamma"),
+                                   trainable=trainable)
+        mean, variance = nd.nn.moments(inputs, list(range(begin_norm_axis, rank)),
+                                       keep_dims=True)
+        outputs = nd.nn.batch_normalization(inputs, mean, variance, offset=beta,
+                                            scale=gamma, variance_epsilon=1e-12)
+        if activation_fn is not None:
+            outputs = activation_fn(outputs)
+        return _collect_outputs(outputs_collections, sc.name, outputs)
+
+
+@add_arg_scope
 def one_hot_encoding(labels, num_classes, on_value=1.0, off_value=0.0,
                      outputs_collections=None, scope=None):
     """``one_hot(labels, num_classes)`` as float32."""

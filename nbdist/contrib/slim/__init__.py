@@ -47,6 +47,7 @@ from nbdist.contrib.layers import (
                                       convolution2d_transpose,
                                       dropout,
                                       flatten,
+    layer_norm,
                                       fully_connected,
                                       l1_l2_regularizer,
                                       l1_regularizer,
@@ -65,6 +66,7 @@ from nbdist.contrib.slim import learning as learning
 from nbdist.contrib.slim import prefetch_queue as prefetch_queue
 
 __all__ = [
+    "layer_norm",
                                       "add_arg_scope",
                                       "apply_regularization",
                                       "arg_scope",
