@@ -69,6 +69,7 @@ def _check_training(out):
     assert re.search(r"^accuracy (\S+)$", out, re.MULTILINE), out
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("script", ["mnist_conv_layers.py", "mnist_conv_slim.py"])
 def test_mnist_conv_trains_across_two_workers(script):

@@ -22,4 +22,4 @@ def __getattr__(name):
     raise AttributeError(f"module 'nbdist.contrib' has no attribute '{name}'")
 
 
-__all__ = ["training", "framework", "layers", "losses", "slim", "lookup"]
+__all__ = ["framework", "layers", "lookup", "losses", "slim", "training"]

@@ -48,7 +48,6 @@ BatchNorm = BatchNormalization
 SeparableConvolution2D = SeparableConv2D
 
 __all__ = [
-    "SeparableConv2D", "SeparableConvolution2D", "separable_conv2d",
                                          "AveragePool2D",
                                          "AveragePooling1D",
                                          "AveragePooling2D",
@@ -70,6 +69,8 @@ __all__ = [
                                          "MaxPool2D",
                                          "MaxPooling1D",
                                          "MaxPooling2D",
+                                         "SeparableConv2D",
+                                         "SeparableConvolution2D",
                                          "average_pooling1d",
                                          "average_pooling2d",
                                          "batch_normalization",
@@ -81,4 +82,5 @@ __all__ = [
                                          "flatten",
                                          "max_pooling1d",
                                          "max_pooling2d",
+                                         "separable_conv2d",
 ]

@@ -34,8 +34,12 @@ from nbdist.graph.ops import (
     get_default_graph,
 )
 from nbdist.graph.state_ops import assign, assign_add, assign_sub
-from nbdist.graph.variables import (Variable, global_variables,
-                                    is_variable_initialized, trainable_variables)
+from nbdist.graph.variables import (
+    Variable,
+    global_variables,
+    is_variable_initialized,
+    trainable_variables,
+)
 
 MOVING_AVERAGE_VARIABLES = "moving_average_variables"
 

@@ -24,8 +24,8 @@ from nbdist.contrib.layers.layers import (
     convolution2d_transpose,
     dropout,
     flatten,
-    layer_norm,
     fully_connected,
+    layer_norm,
     max_pool2d,
     one_hot_encoding,
     repeat,
@@ -48,7 +48,6 @@ def _linear(inputs, num_outputs, **kwargs):
 linear = _linear
 
 __all__ = [
-    "layer_norm",
     "apply_regularization",
     "avg_pool2d",
     "batch_norm",
@@ -62,6 +61,7 @@ __all__ = [
     "l1_l2_regularizer",
     "l1_regularizer",
     "l2_regularizer",
+    "layer_norm",
     "linear",
     "max_pool2d",
     "one_hot_encoding",

@@ -47,11 +47,11 @@ from nbdist.contrib.layers import (
                                       convolution2d_transpose,
                                       dropout,
                                       flatten,
-    layer_norm,
                                       fully_connected,
                                       l1_l2_regularizer,
                                       l1_regularizer,
                                       l2_regularizer,
+                                      layer_norm,
                                       linear,
                                       max_pool2d,
                                       one_hot_encoding,
@@ -66,7 +66,6 @@ from nbdist.contrib.slim import learning as learning
 from nbdist.contrib.slim import prefetch_queue as prefetch_queue
 
 __all__ = [
-    "layer_norm",
                                       "add_arg_scope",
                                       "apply_regularization",
                                       "arg_scope",
@@ -97,6 +96,7 @@ __all__ = [
                                       "l1_l2_regularizer",
                                       "l1_regularizer",
                                       "l2_regularizer",
+                                      "layer_norm",
                                       "learning",
                                       "linear",
                                       "local_variable",
