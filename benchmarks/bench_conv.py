@@ -22,7 +22,8 @@ does not import there). Every child runs one thread of compute
 pools of 1) unless ``--threads`` says otherwise, so the numbers compare
 kernels rather than how many idle cores the machine has. Children alternate
 (nbdist, TF, NumPy, nbdist ...) ``--repeats`` times; the table shows the
-median milliseconds per step.
+median wall milliseconds per step and the CPU milliseconds the child process
+spent per step (all its threads), which a busy machine disturbs less.
 """
 
 from __future__ import annotations
@@ -70,8 +71,8 @@ def batches(np, batch: int):
              rng.integers(0, 10, batch).astype(np.int64)) for _ in range(8)]
 
 
-def time_framework(framework: str, batch: int, steps: int, threads: int) -> float:
-    """Seconds per training step of ``framework`` (in this process)."""
+def time_framework(framework: str, batch: int, steps: int, threads: int):
+    """(wall, CPU) seconds per training step of ``framework`` (in this process)."""
     import time
 
     import numpy as np
@@ -95,14 +96,15 @@ def time_framework(framework: str, batch: int, steps: int, threads: int) -> floa
             for i in range(3):
                 x, y = data[i % len(data)]
                 sess.run(train_op, {images: x, labels: y})
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             for i in range(steps):
                 x, y = data[i % len(data)]
                 sess.run(train_op, {images: x, labels: y})
-            return (time.perf_counter() - start) / steps
+            return ((time.perf_counter() - start) / steps,
+                    (time.process_time() - cpu) / steps)
 
 
-def time_numpy_floor(batch: int, steps: int) -> float:
+def time_numpy_floor(batch: int, steps: int):
     """Seconds per step of the network's GEMM work as bare NumPy: each
     convolution (forward, filter gradient, conv2's input gradient) as im2col +
     one matmul, and the dense layers' six matmuls; no pools, activations,
@@ -153,21 +155,22 @@ def time_numpy_floor(batch: int, steps: int) -> float:
 
     for _ in range(3):
         step()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for _ in range(steps):
         step()
-    return (time.perf_counter() - start) / steps
+    return ((time.perf_counter() - start) / steps,
+            (time.process_time() - cpu) / steps)
 
 
 def child_main(framework: str, batch: int, steps: int, threads: int) -> None:
     if framework == "numpy":
-        sec = time_numpy_floor(batch, steps)
+        wall, cpu = time_numpy_floor(batch, steps)
     else:
-        sec = time_framework(framework, batch, steps, threads)
-    print(json.dumps({"ms": sec * 1000}), flush=True)
+        wall, cpu = time_framework(framework, batch, steps, threads)
+    print(json.dumps({"ms": wall * 1000, "cpu_ms": cpu * 1000}), flush=True)
 
 
-def run_child(python: str, framework: str, args) -> float | None:
+def run_child(python: str, framework: str, args) -> dict | None:
     n = str(args.threads)
     env = dict(os.environ, OMP_NUM_THREADS=n, OPENBLAS_NUM_THREADS=n,
                MKL_NUM_THREADS=n, TF_CPP_MIN_LOG_LEVEL="3",
@@ -180,7 +183,7 @@ def run_child(python: str, framework: str, args) -> float | None:
                        timeout=1800)
     for line in reversed(r.stdout.splitlines()):
         if line.startswith("{"):
-            return json.loads(line)["ms"]
+            return json.loads(line)
     sys.stderr.write(f"{framework} failed:\n{r.stderr[-2000:]}\n")
     return None
 
@@ -210,23 +213,27 @@ def main(argv=None) -> int:
         frameworks.insert(1, ("tensorflow", args.tf_python))
     else:
         print("(tensorflow does not import with --tf_python: no TF column)")
-    times: dict[str, list[float]] = {f: [] for f, _ in frameworks}
+    times: dict[str, list[dict]] = {f: [] for f, _ in frameworks}
     for _ in range(args.repeats):
         for fw, python in frameworks:
-            ms = run_child(python, fw, args)
-            if ms is not None:
-                times[fw].append(ms)
-    med = {fw: statistics.median(v) for fw, v in times.items() if v}
+            result = run_child(python, fw, args)
+            if result is not None:
+                times[fw].append(result)
+    med = {fw: {k: statistics.median(r[k] for r in v) for k in ("ms", "cpu_ms")}
+           for fw, v in times.items() if v}
     print(f"MNIST conv net training step, batch {args.batch}, {args.threads} "
           f"thread(s), median of {args.repeats} x {args.steps} steps")
-    print(f"{'':28}{'ms/step':>10}{'vs TF':>8}")
+    print(f"{'':28}{'ms/step':>9}{'vs TF':>7}{'CPU ms/step':>13}{'vs TF':>7}")
     names = {"nbdist": "nbdist (Session)", "tensorflow": "TensorFlow (tf.compat.v1)",
              "numpy": "NumPy im2col+GEMM only"}
-    tf_ms = med.get("tensorflow")
+    tf = med.get("tensorflow")
     for fw, _ in frameworks:
-        if fw in med:
-            ratio = f"{med[fw] / tf_ms:.2f}x" if tf_ms else "-"
-            print(f"{names[fw]:28}{med[fw]:>10.1f}{ratio:>8}")
+        if fw not in med:
+            continue
+        m = med[fw]
+        wall = f"{m['ms'] / tf['ms']:.2f}x" if tf else "-"
+        cpu = f"{m['cpu_ms'] / tf['cpu_ms']:.2f}x" if tf else "-"
+        print(f"{names[fw]:28}{m['ms']:>9.1f}{wall:>7}{m['cpu_ms']:>13.1f}{cpu:>7}")
     return 0
 
 

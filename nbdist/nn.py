@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from nbdist.graph.embedding_ops import embedding_lookup
 from nbdist.graph.nn_conv_ops import (
+    atrous_conv2d,
     conv1d,
     conv2d,
     conv2d_backprop_filter,
@@ -52,7 +53,13 @@ from nbdist.graph.nn_ops import (
     sparse_softmax_cross_entropy_with_logits,
     xw_plus_b,
 )
-from nbdist.graph.nn_pool_ops import avg_pool, max_pool, max_pool_with_argmax
+from nbdist.graph.nn_pool_ops import (
+    avg_pool,
+    avg_pool2d,
+    max_pool,
+    max_pool2d,
+    max_pool_with_argmax,
+)
 
 
 def sigmoid(x, name=None):
@@ -91,6 +98,7 @@ __all__ = [
     "sparse_softmax_cross_entropy_with_logits",
     "tanh",
     "xw_plus_b",
+    "atrous_conv2d",
     "conv1d",
     "conv2d",
     "conv2d_backprop_filter",
@@ -105,6 +113,8 @@ __all__ = [
     "avg_pool",
     "max_pool",
     "max_pool_with_argmax",
+    "avg_pool2d",
+    "max_pool2d",
     "batch_normalization",
     "fused_batch_norm",
     "local_response_normalization",

@@ -138,6 +138,13 @@ def test_conv2d_gradients_match_finite_differences(s, padding, d):
                 lambda a, b: ref_conv2d(a, b, s, padding, d), [x, f])
 
 
+def test_atrous_conv2d_is_a_dilated_conv():
+    x = RNG.standard_normal((1, 7, 7, 2))
+    f = RNG.standard_normal((3, 3, 2, 2))
+    np.testing.assert_allclose(run(nd.nn.atrous_conv2d(x, f, 2, "SAME")),
+                               ref_conv2d(x, f, d=(2, 2)), atol=1e-12)
+
+
 def test_conv2d_nchw_gradients():
     x = RNG.standard_normal((1, 2, 5, 5))
     f = RNG.standard_normal((2, 2, 2, 3))
@@ -276,6 +283,9 @@ def test_same_avg_pool_divides_by_real_elements():
     x = np.ones((1, 3, 3, 1), np.float32)
     y = run(nd.nn.avg_pool(x, [1, 2, 2, 1], [1, 2, 2, 1], "SAME"))
     np.testing.assert_array_equal(y, np.ones((1, 2, 2, 1)))
+    x[0, 2, 2, 0] = 5.0
+    a, m = run([nd.nn.avg_pool2d(x, 2, 2, "SAME"), nd.nn.max_pool2d(x, 2, 2, "SAME")])
+    assert a[0, 1, 1, 0] == 5.0 and m[0, 1, 1, 0] == 5.0   # a 1-pixel window
 
 
 def test_max_pool_grad_goes_to_the_first_maximum():
@@ -404,3 +414,54 @@ def test_max_pool_gradient_with_ties_and_gaps(k, s):
                 a, b = divmod(first[n, c], k[1])
                 want[n, i * s[0] + a - t, j * s[1] + b - left, c] += u[n, i, j, c]
     np.testing.assert_allclose(run(gx, {px: x}), want)
+
+
+def test_conv_and_pool_run_through_a_server():
+    # The ops' attrs (lists, strings, explicit paddings) survive the GraphDef
+    # that a server session registers.
+    with nd.Server.create_local_server() as server:
+        x = RNG.standard_normal((1, 6, 6, 2))
+        f = RNG.standard_normal((3, 3, 2, 2))
+        px = nd.placeholder(nd.float64, x.shape)
+        y = nd.nn.max_pool(nd.nn.conv2d(px, f, 1, [[0, 0], [1, 1], [1, 1], [0, 0]]),
+                           [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
+        (g,) = nd.gradients(nd.reduce_sum(y), [px])
+        with nd.Session(server.target) as s:
+            got_y, got_g = s.run([y, g], {px: x})
+        with nd.Session() as s:
+            want_y, want_g = s.run([y, g], {px: x})
+        np.testing.assert_allclose(got_y, want_y)
+        np.testing.assert_allclose(got_g, want_g)
+        np.testing.assert_allclose(got_y, ref_pool(ref_conv2d(x, f), (2, 2), (2, 2),
+                                                   "VALID", "max"))
+
+
+def test_tf1_conv_net_program_trains():
+    # The classic TF1 program shape: conv -> bias -> relu -> pool -> batch norm
+    # -> dense, sparse softmax loss, SGD. One step's update equals -lr * the
+    # gradient the same session reports, and the net fits a fixed batch.
+    images = np.random.default_rng(0).random((16, 8, 8, 1)).astype(np.float32)
+    labels = (images.mean(axis=(1, 2, 3)) > images.mean()).astype(np.int64)
+    x = nd.placeholder(nd.float32, [None, 8, 8, 1])
+    y = nd.placeholder(nd.int64, [None])
+    w = nd.Variable(nd.truncated_normal([3, 3, 1, 4], stddev=0.3, seed=1))
+    b = nd.Variable(nd.zeros([4]))
+    h = nd.nn.max_pool(nd.nn.relu(nd.nn.bias_add(nd.nn.conv2d(x, w, 1, "SAME"), b)),
+                       [1, 2, 2, 1], [1, 2, 2, 1], "SAME")
+    h, _, _ = nd.nn.fused_batch_norm(h, nd.ones([4]), nd.zeros([4]))
+    dense = nd.Variable(nd.truncated_normal([64, 2], stddev=0.1, seed=2))
+    logits = nd.matmul(nd.reshape(h, [-1, 64]), dense)
+    loss = nd.reduce_mean(nd.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=y, logits=logits))
+    (gw,) = nd.gradients(loss, [w])
+    train = nd.train.GradientDescentOptimizer(0.5).minimize(loss)
+    feed = {x: images, y: labels}
+    with nd.Session() as s:
+        s.run(nd.global_variables_initializer())
+        w0, g0, first = s.run([w, gw, loss], feed)
+        s.run(train, feed)
+        np.testing.assert_allclose(s.run(w), w0 - 0.5 * g0, rtol=1e-4, atol=1e-6)
+        for _ in range(40):
+            s.run(train, feed)
+        last = s.run(loss, feed)
+    assert last < 0.5 * first, (first, last)

@@ -115,6 +115,15 @@ def test_flips_and_crops():
     want = np.zeros((4, 2, 1), int)
     want[:3] = y[:, 1:3]                   # central columns; zero row after
     np.testing.assert_array_equal(got, want)
+    box = nd.image.crop_to_bounding_box(x, 1, 2, 3, 4)
+    padded = nd.image.pad_to_bounding_box(y, 1, 2, 5, 8)
+    b, p = run([box, padded])
+    np.testing.assert_array_equal(b, x[1:4, 2:6])
+    want = np.zeros((5, 8, 1), int)
+    want[1:4, 2:7] = y
+    np.testing.assert_array_equal(p, want)
+    with pytest.raises(ValueError, match="target"):
+        nd.image.crop_to_bounding_box(x, 3, 0, 3, 4)
 
 
 def test_random_flips_and_crop_are_seeded_and_valid():

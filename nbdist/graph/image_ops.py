@@ -238,6 +238,43 @@ def random_crop(value, size, seed=None, name=None):
         return out
 
 
+def crop_to_bounding_box(image, offset_height, offset_width, target_height,
+                         target_width):
+    """The [target_height, target_width] box at (offset_height, offset_width)."""
+    image = _image(image)
+    h, w = _hw(image)
+    oh, ow, th, tw = (int(v) for v in (offset_height, offset_width, target_height,
+                                       target_width))
+    if oh < 0 or ow < 0:
+        raise ValueError("offset_height and offset_width must be >= 0.")
+    if th <= 0 or tw <= 0:
+        raise ValueError("target_height and target_width must be > 0.")
+    if oh + th > h or ow + tw > w:
+        raise ValueError("height must be >= target + offset.")
+    lead = image.shape.rank - 3
+    with get_default_graph().name_scope("crop_to_bounding_box") as scope:
+        return _A().slice(image, [0] * lead + [oh, ow, 0],
+                          [-1] * lead + [th, tw, -1], name=scope)
+
+
+def pad_to_bounding_box(image, offset_height, offset_width, target_height,
+                        target_width):
+    """The image zero-padded to [target_height, target_width], its top-left
+    corner at (offset_height, offset_width)."""
+    image = _image(image)
+    h, w = _hw(image)
+    oh, ow, th, tw = (int(v) for v in (offset_height, offset_width, target_height,
+                                       target_width))
+    if oh < 0 or ow < 0:
+        raise ValueError("offset_height and offset_width must be >= 0.")
+    if th - oh - h < 0 or tw - ow - w < 0:
+        raise ValueError("target size must be >= image size + offset.")
+    lead = image.shape.rank - 3
+    with get_default_graph().name_scope("pad_to_bounding_box") as scope:
+        pads = [[0, 0]] * lead + [[oh, th - oh - h], [ow, tw - ow - w], [0, 0]]
+        return _A().pad(image, pads, name=scope)
+
+
 def resize_image_with_crop_or_pad(image, target_height, target_width):
     """Centrally crops and/or zero-pads the image to the target size."""
     image = _image(image)
@@ -453,6 +490,9 @@ def resize_images(images, size, method=ResizeMethod.BILINEAR, align_corners=Fals
         return _identity(out, name=scope)
 
 
+resize = resize_images
+
+
 # -- PNG -------------------------------------------------------------------------------
 def decode_png(contents, channels=0, dtype=dtypes.uint8, name=None):
     """The [height, width, channels] pixels of a PNG (``channels`` 0: as stored)."""
@@ -476,9 +516,10 @@ def encode_png(image, compression=-1, name=None):
 
 __all__ = [
     "ResizeMethod", "adjust_brightness", "adjust_contrast", "central_crop",
-    "convert_image_dtype", "decode_png", "encode_png", "flip_left_right",
-    "flip_up_down", "per_image_standardization", "random_brightness",
-    "random_contrast", "random_crop", "random_flip_left_right",
-    "random_flip_up_down", "resize_bilinear", "resize_image_with_crop_or_pad",
-    "resize_images", "resize_nearest_neighbor", "rgb_to_grayscale",
+    "convert_image_dtype", "crop_to_bounding_box", "decode_png", "encode_png",
+    "flip_left_right", "flip_up_down", "pad_to_bounding_box",
+    "per_image_standardization", "random_brightness", "random_contrast",
+    "random_crop", "random_flip_left_right", "random_flip_up_down", "resize",
+    "resize_bilinear", "resize_image_with_crop_or_pad", "resize_images",
+    "resize_nearest_neighbor", "rgb_to_grayscale",
 ]

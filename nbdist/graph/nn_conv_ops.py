@@ -279,6 +279,14 @@ def conv2d(input, filter=None, strides=None, padding=None,
                     use_cudnn_on_gpu=bool(use_cudnn_on_gpu))
 
 
+def atrous_conv2d(value, filters, rate, padding, name=None):
+    """``conv2d`` with stride 1 and the filter dilated by ``rate``."""
+    if int(rate) < 1:
+        raise ValueError(f"rate {rate} should be greater than or equal to 1.")
+    return conv2d(value, filters, [1, 1, 1, 1], padding,
+                  dilations=[1, int(rate), int(rate), 1], name=name or "atrous_conv2d")
+
+
 def conv2d_backprop_input(input_sizes, filter=None, out_backprop=None,
                           strides=None, padding=None, use_cudnn_on_gpu=True,
                           data_format="NHWC", dilations=(1, 1, 1, 1), name=None,
@@ -427,6 +435,7 @@ def convolution(input, filter=None, padding=None, strides=None,
 
 
 __all__ = [
+    "atrous_conv2d",
     "conv1d",
     "conv2d",
     "conv2d_backprop_filter",

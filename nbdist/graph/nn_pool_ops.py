@@ -122,6 +122,16 @@ def avg_pool(value, ksize, strides, padding, data_format="NHWC", name=None,
                  padding, data_format, name, "AvgPool")
 
 
+def max_pool2d(input, ksize, strides, padding, data_format="NHWC", name=None):  # noqa
+    """``max_pool`` under its TF 1.15 / 2.x name."""
+    return max_pool(input, ksize, strides, padding, data_format, name)
+
+
+def avg_pool2d(value, ksize, strides, padding, data_format="NHWC", name=None):
+    """``avg_pool`` under its TF 1.15 / 2.x name."""
+    return avg_pool(value, ksize, strides, padding, data_format, name)
+
+
 def max_pool_with_argmax(input, ksize, strides, padding,
                          data_format="NHWC", Targmax=None, name=None,
                          output_dtype=None, include_batch_in_index=False):
@@ -169,4 +179,4 @@ def avg_pool_grad(orig_input_shape, grad, ksize, strides, padding,
         name=name or "AvgPoolGrad").outputs[0]
 
 
-__all__ = ["avg_pool", "max_pool", "max_pool_with_argmax"]
+__all__ = ["avg_pool", "avg_pool2d", "max_pool", "max_pool2d", "max_pool_with_argmax"]

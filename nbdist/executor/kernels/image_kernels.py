@@ -158,6 +158,8 @@ def decode_png_kernel(node):
             # 16-bit PNG: scaled to 8 bits (nbdist has no uint16).
             img = Image.fromarray((np.asarray(img).astype(np.uint32) // 257).astype(
                 np.uint8))
+        if img.mode == "1":
+            img = img.convert("L")              # 1-bit gray: one 0/255 channel
         if channels:
             img = img.convert(_MODES[channels])
         elif img.mode not in _MODES.values():
