@@ -88,6 +88,17 @@ from nbdist.graph.dtypes import (complex64, complex128, uint16, uint32,  # noqa:
 
 _variables._install_variable_operators()  # now that Tensor has its operators
 
+# TF1's collection keys of layers, losses, metrics, moving averages and tables.
+for _key, _value in (("REGULARIZATION_LOSSES", "regularization_losses"),
+                     ("METRIC_VARIABLES", "metric_variables"),
+                     ("MOVING_AVERAGE_VARIABLES", "moving_average_variables"),
+                     ("TABLE_INITIALIZERS", "table_initializer"),
+                     ("LOCAL_RESOURCES", "local_resources"),
+                     ("ACTIVATIONS", "activations"), ("WEIGHTS", "weights"),
+                     ("BIASES", "biases")):
+    if not hasattr(GraphKeys, _key):
+        setattr(GraphKeys, _key, _value)
+
 __version__ = "0.1.0"
 VERSION = __version__
 __git_version__ = GIT_VERSION = "v" + __version__
@@ -193,6 +204,9 @@ def __getattr__(name):
         "string_length": ("nbdist.graph.string_ops", "string_length"),
         "encode_base64": ("nbdist.graph.string_ops", "encode_base64"),
         "decode_base64": ("nbdist.graph.string_ops", "decode_base64"),
+        "tables_initializer": ("nbdist.lookup", "tables_initializer"),
+        "initialize_all_tables": ("nbdist.lookup", "tables_initializer"),
+        "string_to_hash_bucket_fast": ("nbdist.lookup", "string_to_hash_bucket_fast"),
     }
     if name in lazy:
         target = lazy[name]

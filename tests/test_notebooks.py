@@ -66,6 +66,7 @@ def test_every_notebook_is_tested():
         "05-distribute-coordinator.ipynb",
         "06-collective-allreduce.ipynb",
         "07-tensorboard-and-live-curves.ipynb",
+        "08-conv-net-across-workers.ipynb",
     ]
 
 

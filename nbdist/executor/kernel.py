@@ -43,6 +43,7 @@ KERNEL_MODULES = (
     "sparse_kernels", "sparse_training_kernels",
     "parsing_kernels", "reader_kernels", "string_kernels",
     "conv_kernels", "norm_kernels", "image_kernels",
+    "lookup_kernels",
 )
 
 _loaded = False

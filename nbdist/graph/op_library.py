@@ -14,6 +14,7 @@ OP_MODULES = (
     "sparse_ops", "sparse_training_ops",
     "parsing_ops", "reader_ops", "string_ops",
     "nn_conv_ops", "nn_pool_ops", "nn_norm_ops", "image_ops",
+    "lookup_ops",
 )
 
 

@@ -12,7 +12,6 @@ import numpy as np
 from nbdist.graph import dtypes, state_ops
 from nbdist.graph.array_ops import identity
 from nbdist.graph.array_ops_slicing import slice as slice_
-from nbdist.graph.control_flow_ops import group, no_op
 from nbdist.graph.default_session import get_default_session
 from nbdist.graph.init_ops import (  # noqa: F401
     Initializer,
@@ -23,7 +22,6 @@ from nbdist.graph.init_ops import (  # noqa: F401
     random_uniform_initializer,
     zeros_initializer,
 )
-from nbdist.graph.op_def import REQUIRED, register_op
 from nbdist.graph.ops import (
     GraphKeys,
     Operation,
@@ -40,6 +38,19 @@ from nbdist.graph.partitioned_variables import (
     slice_dim_and_num_slices,
 )
 from nbdist.graph.shapes import TensorShape, as_shape
+from nbdist.graph.variable_collections import (  # noqa: F401  (nd.* names)
+    all_variables,
+    global_variables,
+    global_variables_initializer,
+    initialize_all_variables,
+    is_variable_initialized,
+    local_variables,
+    local_variables_initializer,
+    model_variables,
+    report_uninitialized_variables,
+    trainable_variables,
+    variables_initializer,
+)
 
 _creator_tl = threading.local()
 
@@ -123,7 +134,9 @@ class Variable(metaclass=_VariableMetaclass):
         if trainable and GraphKeys.TRAINABLE_VARIABLES not in collections:
             collections.append(GraphKeys.TRAINABLE_VARIABLES)
         init_from_fn = callable(initial_value)
-        with g.name_scope(name or "Variable") as scope:
+        # TF1's init_scope: a variable made inside control_dependencies does not
+        # make its initializer (or its reads) wait for those ops.
+        with g.control_dependencies(None), g.name_scope(name or "Variable") as scope:
             true_name = scope[:-1]
             if init_from_fn:
                 with g.name_scope("Initializer"), g.colocate_with(None):
@@ -318,74 +331,6 @@ def _install_variable_operators():
             setattr(Variable, n, method)
 
 
-# -- uninitialised reporting ----------------------------------------------------------
-register_op("UninitializedNames",
-            lambda c: [(dtypes.string, TensorShape([None]))],
-            attrs={"names": ("list(string)", REQUIRED)})
-
-
-def _all(var_list):
-    return list(var_list)
-
-
-def report_uninitialized_variables(var_list=None,
-                                   name="report_uninitialized_variables"):
-    """A 1-D string tensor: the names of the variables not yet initialised."""
-    if var_list is None:
-        var_list = global_variables() + local_variables()
-    g = get_default_graph()
-    with g.name_scope(name) as scope:
-        flags = []
-        for v in var_list:
-            with g.colocate_with(v.op):
-                flags.append(state_ops.is_variable_initialized(v._variable))
-        op = g.create_op("UninitializedNames", flags,
-                         {"names": [v.op.name for v in var_list]}, name=scope)
-    return op.outputs[0]
-
-
-def is_variable_initialized(variable):
-    return state_ops.is_variable_initialized(variable)
-
-
-# -- collections -----------------------------------------------------------------------
-def global_variables(scope=None):
-    return get_default_graph().get_collection(GraphKeys.GLOBAL_VARIABLES, scope)
-
-
-all_variables = global_variables
-
-
-def trainable_variables(scope=None):
-    return get_default_graph().get_collection(GraphKeys.TRAINABLE_VARIABLES, scope)
-
-
-def local_variables(scope=None):
-    return get_default_graph().get_collection(GraphKeys.LOCAL_VARIABLES, scope)
-
-
-def model_variables(scope=None):
-    return get_default_graph().get_collection(GraphKeys.MODEL_VARIABLES, scope)
-
-
-def variables_initializer(var_list, name="init"):
-    """An op that runs the initializers of ``var_list``."""
-    if var_list:
-        return group(*[v.initializer for v in var_list], name=name)
-    return no_op(name=name)
-
-
-def global_variables_initializer():
-    return variables_initializer(global_variables())
-
-
-initialize_all_variables = global_variables_initializer
-
-
-def local_variables_initializer():
-    return variables_initializer(local_variables(), name="init")
-
-
 # -- variable scopes and get_variable -----------------------------------------------------
 AUTO_REUSE = "AUTO_REUSE"
 _REGULARIZATION_LOSSES = "regularization_losses"  # tf.GraphKeys.REGULARIZATION_LOSSES
@@ -520,25 +465,33 @@ def variable_scope(name_or_scope, default_name=None, values=None, initializer=No
     g = get_default_graph()
     stack = _scope_stack(g)
     outer = stack[-1]
+    # TF's count of opened scopes per full name: a default_name scope takes the
+    # first free ``name``, ``name_1`` ...; leaving a named scope resets the
+    # counts under it (so re-entering it reuses ``scope/dense``), leaving a
+    # re-entered scope object restores them.
+    used = getattr(g, "_var_scope_counts", None)
+    if used is None:
+        used = g._var_scope_counts = {}
     if isinstance(name_or_scope, VariableScope):
         base = name_or_scope
         full = name_or_scope.name
         base_reuse = name_or_scope.reuse
+        used[full] = used.get(full, 0) + 1
+        saved_counts = dict(used)
     else:
         base = outer
         short = name_or_scope if name_or_scope is not None else default_name
         if short is None:
             raise ValueError("variable_scope needs name_or_scope or default_name")
-        if name_or_scope is None:
-            # default_name scopes are made unique, as TF does.
-            used = getattr(g, "_var_scope_counts", None)
-            if used is None:
-                used = g._var_scope_counts = {}
-            cand = (outer.name + "/" if outer.name else "") + short
-            n = used.get(cand, 0)
-            used[cand] = n + 1
-            short = short if n == 0 else f"{short}_{n}"
-        full = (outer.name + "/" if outer.name else "") + short
+        prefix = outer.name + "/" if outer.name else ""
+        if name_or_scope is None and used.get(prefix + short, 0):
+            idx = 1
+            while used.get(f"{prefix}{short}_{idx}", 0):
+                idx += 1
+            short = f"{short}_{idx}"
+        full = prefix + short
+        used[full] = used.get(full, 0) + 1
+        saved_counts = None
         base_reuse = None
     new_reuse = True if (reuse is True or outer.reuse is True) else (
         reuse if reuse is not None else (base_reuse if base_reuse is not None
@@ -565,6 +518,13 @@ def variable_scope(name_or_scope, default_name=None, values=None, initializer=No
                 yield scope
     finally:
         stack.pop()
+        if saved_counts is not None:
+            used.clear()
+            used.update(saved_counts)
+        else:
+            for key in used:
+                if key.startswith(full + "/"):
+                    used[key] = 0
 
 
 def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=None,

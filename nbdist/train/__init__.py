@@ -105,6 +105,23 @@ from nbdist.train.sync_replicas_optimizer import SyncReplicasOptimizer
 from nbdist.proto.example_pb2 import Example, SequenceExample
 from nbdist.proto.feature_pb2 import (BytesList, Feature, FeatureList, FeatureLists,
                                      Features, FloatList, Int64List)
+from nbdist.train.learning_rate_decay import (
+    cosine_decay,
+    cosine_decay_restarts,
+    exponential_decay,
+    inverse_time_decay,
+    linear_cosine_decay,
+    natural_exp_decay,
+    piecewise_constant,
+    polynomial_decay,
+)
+from nbdist.train.moving_averages import ExponentialMovingAverage
+from nbdist.train.optimizers_more import (
+    AdadeltaOptimizer,
+    FtrlOptimizer,
+    ProximalAdagradOptimizer,
+    ProximalGradientDescentOptimizer,
+)
 
 _LAZY = {
     # The runtime layer's entry points, loaded on first use (grpc is heavy).
@@ -161,4 +178,9 @@ __all__ = [
     "ProfilerHook", "summary_iterator",
     "BytesList", "Example", "Feature", "FeatureList", "FeatureLists", "Features",
     "FloatList", "Int64List", "SequenceExample",
+    "cosine_decay", "cosine_decay_restarts", "exponential_decay",
+    "inverse_time_decay",
+    "linear_cosine_decay", "natural_exp_decay", "piecewise_constant",
+    "polynomial_decay", "ExponentialMovingAverage", "AdadeltaOptimizer",
+    "FtrlOptimizer", "ProximalAdagradOptimizer", "ProximalGradientDescentOptimizer",
 ]
