@@ -88,17 +88,6 @@ from nbdist.graph.dtypes import (complex64, complex128, uint16, uint32,  # noqa:
 
 _variables._install_variable_operators()  # now that Tensor has its operators
 
-# TF1's collection keys of layers, losses, metrics, moving averages and tables.
-for _key, _value in (("REGULARIZATION_LOSSES", "regularization_losses"),
-                     ("METRIC_VARIABLES", "metric_variables"),
-                     ("MOVING_AVERAGE_VARIABLES", "moving_average_variables"),
-                     ("TABLE_INITIALIZERS", "table_initializer"),
-                     ("LOCAL_RESOURCES", "local_resources"),
-                     ("ACTIVATIONS", "activations"), ("WEIGHTS", "weights"),
-                     ("BIASES", "biases")):
-    if not hasattr(GraphKeys, _key):
-        setattr(GraphKeys, _key, _value)
-
 __version__ = "0.1.0"
 VERSION = __version__
 __git_version__ = GIT_VERSION = "v" + __version__

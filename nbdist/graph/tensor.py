@@ -30,6 +30,15 @@ class GraphKeys:
     LOSSES = "losses"
     UPDATE_OPS = "update_ops"
     VARIABLES = GLOBAL_VARIABLES
+    # Layers, losses, metrics, moving averages and tables.
+    REGULARIZATION_LOSSES = "regularization_losses"
+    METRIC_VARIABLES = "metric_variables"
+    MOVING_AVERAGE_VARIABLES = "moving_average_variables"
+    TABLE_INITIALIZERS = "table_initializer"
+    LOCAL_RESOURCES = "local_resources"
+    ACTIVATIONS = "activations"
+    WEIGHTS = "weights"
+    BIASES = "biases"
 
 
 class Tensor:
