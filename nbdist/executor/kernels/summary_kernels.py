@@ -7,6 +7,7 @@ string), as TF's ``summary_op.cc``, ``summary_image_op.cc`` and
 from __future__ import annotations
 
 import io
+import struct
 import sys
 
 import numpy as np
@@ -35,6 +36,25 @@ def _default_bucket_limits() -> np.ndarray:
 
 
 _BUCKET_LIMITS = _default_bucket_limits()
+# Bucket search: limits padded with -inf/+inf, so that index i (the count of
+# limits <= x, TF's upper_bound) satisfies _PADDED[i] <= x < _PADDED[i + 1].
+_PADDED = np.concatenate(([-np.inf], _BUCKET_LIMITS, [np.inf]))
+_N_POSITIVE = (len(_BUCKET_LIMITS) - 1) // 2  # positive limits, DBL_MAX included
+_LOG_FIRST, _LOG_GROWTH = np.log(1.0e-12), np.log(1.1)
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    """A length-delimited protobuf field."""
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
 
 
 def _text(value) -> str:
@@ -52,29 +72,76 @@ def _scalar_string(node, value, what: str):
     return a.item()
 
 
-def _serialized(summary: summary_pb2.Summary) -> np.ndarray:
-    return np.array(summary.SerializeToString(), dtype=object)
+def _serialized(summary: summary_pb2.Summary | bytes) -> np.ndarray:
+    if not isinstance(summary, bytes):
+        summary = summary.SerializeToString()
+    out = np.empty((), dtype=object)
+    out[()] = summary
+    return out
+
+
+# The serialized ``Summary.Value`` of a tag up to its payload, by tag: a kernel
+# writes the same few tags every step. Bounded, as tags can come from tensors.
+_TAG_FIELDS: dict[bytes, bytes] = {}
+
+
+def _tag_field(tag) -> bytes:
+    field = _TAG_FIELDS.get(tag)
+    if field is None:
+        field = _field(1, _text(tag).encode("utf-8"))
+        if len(_TAG_FIELDS) < 4096:
+            _TAG_FIELDS[tag] = field
+    return field
+
+
+def bucket_indices(x: np.ndarray) -> np.ndarray:
+    """For float64 ``x``: the count of default bucket limits <= each value (TF's
+    ``upper_bound``), found from the limits' geometric growth and then checked
+    against the limits themselves (so exactly as a binary search would)."""
+    a = np.abs(x)
+    with np.errstate(divide="ignore"):
+        steps = np.floor((np.log(a) - _LOG_FIRST) / _LOG_GROWTH)
+    # m: the positive limits <= |x| (an estimate, off by at most one).
+    m = np.clip(steps + 1.0, 0, _N_POSITIVE - 1).astype(np.intp)
+    i = np.where(x >= 0, _N_POSITIVE + 1 + m, _N_POSITIVE - m)
+    for _ in range(2):
+        i -= _PADDED[i] > x
+        i += _PADDED[np.minimum(i + 1, len(_PADDED) - 1)] <= x
+    np.minimum(i, len(_BUCKET_LIMITS), out=i)
+    wrong = (_PADDED[i] > x) | (_PADDED[i + 1] <= x)
+    if wrong.any():  # never seen; kept so a bad estimate cannot miscount
+        i[wrong] = np.searchsorted(_BUCKET_LIMITS, x[wrong], side="right")
+    return i
+
+
+def histogram_bytes(values: np.ndarray) -> bytes:
+    """The serialized ``HistogramProto`` of finite ``values``, as TF's
+    ``Histogram::EncodeToProto`` over the default buckets: each run of empty
+    buckets becomes one entry (its last limit)."""
+    x = np.asarray(values, dtype=np.float64).ravel()
+    n_limits = len(_BUCKET_LIMITS)
+    # As TF's C++ (where it indexes past the end), DBL_MAX counts in the last.
+    index = np.minimum(bucket_indices(x), n_limits - 1)
+    counts = np.bincount(index, minlength=n_limits).astype(np.float64)
+    keep = counts > 0
+    keep[:-1] |= counts[1:] > 0
+    keep[-1] = True
+    lo, hi = (x.min(), x.max()) if x.size else (_DBL_MAX, -_DBL_MAX)
+    head = struct.pack(
+        "<BdBdBdBdBd",
+        0x09, lo, 0x11, hi, 0x19, float(x.size), 0x21, x.sum(), 0x29, np.dot(x, x),
+    )
+    limits = _BUCKET_LIMITS[keep].tobytes()
+    return b"".join((
+        head,
+        _field(6, limits),
+        _field(7, counts[keep].tobytes()),
+    ))
 
 
 def histogram_proto(values: np.ndarray) -> summary_pb2.HistogramProto:
-    """TF's ``Histogram::EncodeToProto`` of finite ``values`` over the default
-    buckets: each run of empty buckets becomes one entry (its last limit)."""
-    x = np.asarray(values, dtype=np.float64).ravel()
-    index = np.minimum(
-        np.searchsorted(_BUCKET_LIMITS, x, side="right"), len(_BUCKET_LIMITS) - 1
-    )
-    counts = np.bincount(index, minlength=len(_BUCKET_LIMITS)).astype(np.float64)
-    filled = counts > 0
-    keep = filled | np.append(filled[1:], True)
-    return summary_pb2.HistogramProto(
-        min=float(x.min()) if x.size else _DBL_MAX,
-        max=float(x.max()) if x.size else -_DBL_MAX,
-        num=float(x.size),
-        sum=float(x.sum()),
-        sum_squares=float(np.dot(x, x)),
-        bucket_limit=_BUCKET_LIMITS[keep].tolist(),
-        bucket=counts[keep].tolist(),
-    )
+    """``histogram_bytes`` parsed: TF's histogram of ``values`` as a proto."""
+    return summary_pb2.HistogramProto.FromString(histogram_bytes(values))
 
 
 @register_kernel("ScalarSummary")
@@ -87,10 +154,14 @@ def scalar_summary_kernel(node):
                 "tags and values are not the same shape: "
                 f"{fmt(tags.shape)} != {fmt(values.shape)}",
             )
-        summary = summary_pb2.Summary()
-        for tag, value in zip(tags.flat, values.flat):
-            summary.value.add(tag=_text(tag), simple_value=float(value))
-        return _serialized(summary)
+        # simple_value is a float: each value as 4 little-endian bytes.
+        with np.errstate(over="ignore"):
+            floats = values.astype("<f4").ravel()
+        parts = [
+            _field(1, _tag_field(tag) + b"\x15" + floats[i : i + 1].tobytes())
+            for i, tag in enumerate(tags.ravel().tolist())
+        ]
+        return _serialized(b"".join(parts))
 
     return compute
 
@@ -98,13 +169,12 @@ def scalar_summary_kernel(node):
 @register_kernel("HistogramSummary")
 def histogram_summary_kernel(node):
     def compute(step, tag, values):
-        tag = _text(_scalar_string(node, tag, "tag"))
+        tag = _scalar_string(node, tag, "tag")
         values = np.asarray(values)
-        if not np.all(np.isfinite(values)):
-            raise op_error(node, f"Nan in summary histogram for: {tag}")
-        summary = summary_pb2.Summary()
-        summary.value.add(tag=tag, histo=histogram_proto(values))
-        return _serialized(summary)
+        if not np.isfinite(values).all():
+            raise op_error(node, f"Nan in summary histogram for: {_text(tag)}")
+        value = _tag_field(tag) + _field(5, histogram_bytes(values))
+        return _serialized(_field(1, value))
 
     return compute
 
@@ -202,23 +272,20 @@ def tensor_summary_kernel(node):
 @register_kernel("MergeSummary")
 def merge_summary_kernel(node):
     def compute(step, *inputs):
-        merged, tags = summary_pb2.Summary(), set()
-        for t in inputs:
-            for serialized in np.asarray(t).flat:
-                part = summary_pb2.Summary()
-                try:
-                    part.ParseFromString(_bytes(serialized))
-                except (DecodeError, TypeError) as e:
-                    raise op_error(
-                        node, "Could not parse one of the summary inputs"
-                    ) from e
-                for value in part.value:
-                    if value.tag and value.tag in tags:
-                        raise op_error(
-                            node, f"Duplicate tag {value.tag} found in summary inputs"
-                        )
-                    tags.add(value.tag)
-                    merged.value.append(value)
+        # A Summary is its repeated ``value`` field alone, so the concatenation
+        # of serialized summaries is their merge; it is parsed once, only to
+        # check it and its tags.
+        parts = [_bytes(s) for t in inputs for s in np.asarray(t).ravel().tolist()]
+        try:
+            merged = b"".join(parts)
+            tags = [v.tag for v in summary_pb2.Summary.FromString(merged).value]
+        except (DecodeError, TypeError) as e:
+            raise op_error(node, "Could not parse one of the summary inputs") from e
+        named = [t for t in tags if t]
+        if len(set(named)) != len(named):
+            seen: set[str] = set()
+            duplicate = next(t for t in named if t in seen or seen.add(t))
+            raise op_error(node, f"Duplicate tag {duplicate} found in summary inputs")
         return _serialized(merged)
 
     return compute
