@@ -142,9 +142,11 @@ def histogram_bytes(values: np.ndarray) -> bytes:
     keep[:-1] |= counts[1:] > 0
     keep[-1] = True
     lo, hi = (x.min(), x.max()) if x.size else (_DBL_MAX, -_DBL_MAX)
+    with np.errstate(over="ignore"):  # as TF's doubles: a huge square is inf
+        total, squares = x.sum(), np.dot(x, x)
     head = struct.pack(
         "<BdBdBdBdBd",
-        0x09, lo, 0x11, hi, 0x19, float(x.size), 0x21, x.sum(), 0x29, np.dot(x, x),
+        0x09, lo, 0x11, hi, 0x19, float(x.size), 0x21, total, 0x29, squares,
     )
     limits = _BUCKET_LIMITS[keep].tobytes()
     return b"".join((
