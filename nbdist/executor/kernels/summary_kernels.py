@@ -109,9 +109,11 @@ def _serialized(summary: summary_pb2.Summary | bytes) -> np.ndarray:
     return out
 
 
-# The serialized ``Summary.Value`` of a tag up to its payload, by tag: a kernel
-# writes the same few tags every step. Bounded, as tags can come from tensors.
-_TAG_FIELDS: dict[bytes, bytes] = {}
+# Serialized prefixes by tag, as a kernel writes the same few tags every step:
+# the ``tag`` field of a ``Summary.Value``, and a whole scalar value up to its
+# 4 float bytes. Bounded, as tags can come from tensors.
+_TAG_FIELDS: dict[bytes | str, bytes] = {}
+_SCALAR_HEADS: dict[bytes | str, bytes] = {}
 
 
 def _tag_field(tag) -> bytes:
@@ -121,6 +123,18 @@ def _tag_field(tag) -> bytes:
         if len(_TAG_FIELDS) < 4096:
             _TAG_FIELDS[tag] = field
     return field
+
+
+def _scalar_head(tag) -> bytes:
+    """``Summary.value`` (field 1) holding ``tag`` and the key of simple_value
+    (field 2, fixed32): only the value's 4 bytes follow."""
+    head = _SCALAR_HEADS.get(tag)
+    if head is None:
+        value_head = _tag_field(tag) + b"\x15"
+        head = b"\x0a" + _varint(len(value_head) + 4) + value_head
+        if len(_SCALAR_HEADS) < 4096:
+            _SCALAR_HEADS[tag] = head
+    return head
 
 
 def bucket_indices(x: np.ndarray) -> np.ndarray:
@@ -173,9 +187,11 @@ def scalar_summary_kernel(node):
             )
         # simple_value is a float: each value as 4 little-endian bytes.
         with np.errstate(over="ignore"):
-            floats = values.astype("<f4").ravel()
+            floats = values.astype("<f4").tobytes()
+        if tags.ndim == 0:
+            return _serialized(_scalar_head(tags.item()) + floats)
         parts = [
-            _field(1, _tag_field(tag) + b"\x15" + floats[i : i + 1].tobytes())
+            _scalar_head(tag) + floats[4 * i : 4 * i + 4]
             for i, tag in enumerate(tags.ravel().tolist())
         ]
         return _serialized(b"".join(parts))
