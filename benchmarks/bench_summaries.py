@@ -11,8 +11,10 @@ changes): a 1000-element variable ``w`` updated every step by
 "summary" step fetches ``[train_op, merged]`` and calls
 ``FileWriter.add_summary(summary, step)``. The figure is the extra time of a
 summary step over a plain step, in ms: blocks of ``--steps`` plain and summary
-steps alternate inside one process, and the median over blocks of (summary
-block - plain block) / steps is shown, with the plain step's own time.
+steps alternate inside one process, and the fastest summary block minus the
+fastest plain block, per step, is shown (the fastest block is the one least
+disturbed by other processes: on a shared machine a median mostly measures
+the neighbours), with the plain step's own time.
 
 Configs: one process (``Session("")``) and 1 ps + 1 worker (``w`` on the ps
 by ``replica_device_setter``, the summaries on the worker). Each framework runs
@@ -20,6 +22,9 @@ in its own OS processes (nbdist with this interpreter, TensorFlow with
 ``--tf_python``, default the first of ``$TF_PYTHON``, ``/work/tfvenv/bin/python``
 and this interpreter that imports ``tensorflow``); frameworks alternate,
 ``--repeats`` rounds per config, and the median is shown.
+``--nbdist_before=/path/to/other/checkout`` adds a column for another nbdist
+tree (run with its directory first on ``PYTHONPATH``), interleaved with the
+others: before/after figures from the same minutes of a busy machine.
 """
 
 from __future__ import annotations
@@ -108,18 +113,21 @@ def program(framework: str, cluster: dict | None, job: str, steps: int, blocks: 
 
     plain_block()  # warm up both paths
     summary_block()
-    extra, plain = [], []
+    summary, plain = [], []
     for i in range(blocks):
         # Alternate which block goes first, so drift in load counts for neither.
         if i % 2:
-            p, s = plain_block(), summary_block()
+            plain.append(plain_block())
+            summary.append(summary_block())
         else:
-            s, p = summary_block(), plain_block()
-        extra.append((s - p) / steps * 1e3)
-        plain.append(p / steps * 1e3)
+            summary.append(summary_block())
+            plain.append(plain_block())
     writer.close()
     sess.close()
-    result = {"extra_ms": statistics.median(extra), "plain_ms": statistics.median(plain)}
+    result = {
+        "extra_ms": (min(summary) - min(plain)) / steps * 1e3,
+        "plain_ms": min(plain) / steps * 1e3,
+    }
     print("result " + json.dumps(result), flush=True)
 
 
@@ -127,8 +135,10 @@ def program(framework: str, cluster: dict | None, job: str, steps: int, blocks: 
 class Task:
     """One child process running ``program``; stopped by PID (SIGTERM, SIGKILL)."""
 
-    def __init__(self, python, framework, cluster, job, steps, blocks):
+    def __init__(self, python, framework, cluster, job, steps, blocks, path=None):
         env = dict(os.environ, PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="2")
+        if path:
+            env["PYTHONPATH"] = path
         for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
             env[var] = "1"
         self.name = f"{framework}-{job}"
@@ -174,7 +184,7 @@ class Task:
                 f.close()
 
 
-def run_once(python, framework, config, steps, blocks) -> dict:
+def run_once(python, framework, config, steps, blocks, path=None) -> dict:
     cluster = None
     if CONFIGS[config]:
         cluster = {
@@ -185,9 +195,9 @@ def run_once(python, framework, config, steps, blocks) -> dict:
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
         if cluster:
-            tasks.append(Task(python, framework, cluster, "ps", steps, blocks))
+            tasks.append(Task(python, framework, cluster, "ps", steps, blocks, path))
             tasks[-1].expect("ready", deadline)
-        tasks.append(Task(python, framework, cluster, "worker", steps, blocks))
+        tasks.append(Task(python, framework, cluster, "worker", steps, blocks, path))
         return json.loads(tasks[-1].expect("result", deadline + 600))
     finally:
         for t in reversed(tasks):
@@ -217,15 +227,21 @@ def find_tf_python(flag: str | None) -> str | None:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=int, default=300, help="steps per timed block")
-    p.add_argument("--blocks", type=int, default=7, help="block pairs per run")
+    p.add_argument("--blocks", type=int, default=9, help="block pairs per run")
     p.add_argument("--repeats", type=int, default=3, help="runs per framework/config")
     p.add_argument("--frameworks", default="nbdist,tf", help="subset of nbdist,tf")
     p.add_argument("--configs", default=",".join(CONFIGS), help="subset of 1proc,1ps1w")
     p.add_argument("--tf_python", default=None, help="interpreter with tensorflow")
+    p.add_argument("--nbdist_before", default=None,
+                   help="another nbdist tree to compare with (its own column)")
     args = p.parse_args(argv)
     frameworks = [f for f in args.frameworks.split(",") if f]
+    paths = {}
+    if args.nbdist_before:
+        frameworks.insert(0, "before")
+        paths["before"] = os.path.abspath(args.nbdist_before)
     configs = [c for c in args.configs.split(",") if c]
-    pythons = {"nbdist": sys.executable}
+    pythons = {"nbdist": sys.executable, "before": sys.executable}
     note = ""
     if "tf" in frameworks:
         tf_python = find_tf_python(args.tf_python)
@@ -239,7 +255,8 @@ def main(argv=None) -> int:
     for config in configs:
         for _ in range(args.repeats):
             for fw in frameworks:
-                r = run_once(pythons[fw], fw, config, args.steps, args.blocks)
+                r = run_once(pythons[fw], "nbdist" if fw == "before" else fw, config,
+                             args.steps, args.blocks, paths.get(fw))
                 runs.setdefault((fw, config), []).append(r)
                 print(f"  {config} {fw}: {r}", file=sys.stderr, flush=True)
 
@@ -253,16 +270,21 @@ def main(argv=None) -> int:
     rows = []
     for config in configs:
         tf_x, nb_x = med("tf", config, "extra_ms"), med("nbdist", config, "extra_ms")
-        rows.append((
+        row = [
             LABELS[config],
             ms(med("tf", config, "plain_ms")),
             ms(tf_x),
             ms(med("nbdist", config, "plain_ms")),
             ms(nb_x),
             "-" if tf_x is None or nb_x is None else f"{nb_x / tf_x:.2f}x",
-        ))
+        ]
+        if "before" in paths:
+            row += [ms(med("before", config, "extra_ms"))]
+        rows.append(tuple(row))
     head = ("config", "TF step ms", "TF summary +ms", "nbdist step ms",
             "nbdist summary +ms", "nbdist / TF extra")
+    if "before" in paths:
+        head += ("before: nbdist summary +ms",)
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
     print(" | ".join(c.ljust(w) for c, w in zip(head, widths)))
     print("-+-".join("-" * w for w in widths))
@@ -272,8 +294,8 @@ def main(argv=None) -> int:
         print(note)
     print(
         f"(4 scalars + 2 histograms of {SIZE} values, merge_all, add_summary every "
-        f"step; median of {args.repeats} alternating runs x {args.blocks} block "
-        f"pairs of {args.steps} steps; load average {load0:.1f} at the start, "
+        f"step; median of {args.repeats} alternating runs, each the fastest of "
+        f"{args.blocks} blocks of {args.steps} steps; load average {load0:.1f} at the start, "
         f"{os.getloadavg()[0]:.1f} at the end, {os.cpu_count()} CPUs)"
     )
     return 0
