@@ -52,7 +52,7 @@ CONFIGS = {"1proc": 0, "1ps1w": 1}
 LABELS = {"1proc": 'one process, Session("")', "1ps1w": "1 ps + 1 worker"}
 
 
-# -- the program (run in each child process) --------------------------------------------
+# -- the program (run in each child process) -------------------------------------------
 def program(framework: str, cluster: dict | None, job: str, steps: int, blocks: int):
     if framework == "tf":
         import tensorflow.compat.v1 as tf
@@ -131,7 +131,7 @@ def program(framework: str, cluster: dict | None, job: str, steps: int, blocks: 
     print("result " + json.dumps(result), flush=True)
 
 
-# -- the parent ----------------------------------------------------------------------------
+# -- the parent ------------------------------------------------------------------------
 class Task:
     """One child process running ``program``; stopped by PID (SIGTERM, SIGKILL)."""
 
@@ -295,7 +295,8 @@ def main(argv=None) -> int:
     print(
         f"(4 scalars + 2 histograms of {SIZE} values, merge_all, add_summary every "
         f"step; median of {args.repeats} alternating runs, each the fastest of "
-        f"{args.blocks} blocks of {args.steps} steps; load average {load0:.1f} at the start, "
+        f"{args.blocks} blocks of {args.steps} steps; load average {load0:.1f} "
+        "at the start, "
         f"{os.getloadavg()[0]:.1f} at the end, {os.cpu_count()} CPUs)"
     )
     return 0

@@ -119,7 +119,7 @@ def data(step: int):
     return x, y
 
 
-# -- values: scalars and TF's histogram buckets ---------------------------------------------
+# -- values: scalars and TF's histogram buckets ----------------------------------------
 def test_merged_scalars_and_histograms_equal_numpy_oracles(tmp_path):
     x, y, merged = model()
     with nd.Session() as sess, nd.summary.FileWriter(tmp_path) as writer:
@@ -196,7 +196,7 @@ def test_scalar_summaries_round_to_float32_as_tf(fresh_graph):
         assert [x.simple_value for x in got.value] == [np.inf, -2.0, np.float32(0.1)]
 
 
-# -- merge: concatenated bytes, still checked ---------------------------------------------
+# -- merge: concatenated bytes, still checked ------------------------------------------
 def test_merge_is_the_concatenation_and_still_checks_its_inputs():
     a = nd.summary.scalar("a", nd.constant(1.5))
     h = nd.summary.histogram("h", nd.constant([1.0, 2.0, 2.0]))
@@ -216,7 +216,7 @@ def test_merge_is_the_concatenation_and_still_checks_its_inputs():
             sess.run(junk)
 
 
-# -- event files under load -----------------------------------------------------------------
+# -- event files under load ------------------------------------------------------------
 def scalar_summary(tag: str, value: float) -> bytes:
     return summary_pb2.Summary(
         value=[summary_pb2.Summary.Value(tag=tag, simple_value=value)]

@@ -59,11 +59,9 @@ class _BucketTable:
     @staticmethod
     def _build() -> np.ndarray:
         keys = np.arange(1 << 16, dtype=np.uint64) << np.uint64(48)
-        with np.errstate(invalid="ignore"):
-            ends = np.stack(
-                [keys.view(np.float64), (keys | np.uint64((1 << 48) - 1)).view(np.float64)]
-            )
-        lo, hi = np.minimum(ends[0], ends[1]), np.maximum(ends[0], ends[1])
+        first = keys.view(np.float64)
+        last = (keys | np.uint64((1 << 48) - 1)).view(np.float64)
+        lo, hi = np.minimum(first, last), np.maximum(first, last)
         base = np.searchsorted(_BUCKET_LIMITS, lo, side="right")
         inside = np.searchsorted(_BUCKET_LIMITS, hi, side="right") - base
         finite = np.isfinite(lo) & np.isfinite(hi)
