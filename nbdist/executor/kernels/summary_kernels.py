@@ -71,6 +71,8 @@ class _BucketTable:
 
 
 def _varint(n: int) -> bytes:
+    if n < 0x80:
+        return _SMALL_VARINTS[n]
     out = bytearray()
     while n > 0x7F:
         out.append((n & 0x7F) | 0x80)
@@ -79,9 +81,12 @@ def _varint(n: int) -> bytes:
     return bytes(out)
 
 
+_SMALL_VARINTS = [bytes((n,)) for n in range(0x80)]
+
+
 def _field(number: int, payload: bytes) -> bytes:
-    """A length-delimited protobuf field."""
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+    """A length-delimited protobuf field (of a number below 16)."""
+    return _SMALL_VARINTS[number << 3 | 2] + _varint(len(payload)) + payload
 
 
 def _text(value) -> str:
@@ -141,35 +146,45 @@ def bucket_indices(x: np.ndarray) -> np.ndarray:
     return _BucketTable.indices(np.ascontiguousarray(x, dtype=np.float64))
 
 
-def histogram_bytes(values: np.ndarray) -> bytes:
-    """The serialized ``HistogramProto`` of finite ``values``, as TF's
+_HISTOGRAM_HEAD = struct.Struct("<BdBdBdBdBd")
+_F32 = struct.Struct("<f")
+
+
+def histogram_bytes(values: np.ndarray) -> bytes | None:
+    """The serialized ``HistogramProto`` of ``values``, as TF's
     ``Histogram::EncodeToProto`` over the default buckets: each run of empty
-    buckets becomes one entry (its last limit)."""
-    x = np.asarray(values, dtype=np.float64).ravel()
+    buckets becomes one entry (its last limit). None if a value is not finite.
+    """
+    x = np.ascontiguousarray(values, dtype=np.float64).ravel()
+    with np.errstate(over="ignore", invalid="ignore"):  # as TF's doubles
+        total, squares = np.add.reduce(x), np.dot(x, x)
+    if not (np.isfinite(total) and np.isfinite(squares)) and not np.isfinite(x).all():
+        return None
     n_limits = len(_BUCKET_LIMITS)
+    counts = np.bincount(_BucketTable.indices(x), minlength=n_limits + 1)
     # As TF's C++ (where it indexes past the end), DBL_MAX counts in the last.
-    index = np.minimum(bucket_indices(x), n_limits - 1)
-    counts = np.bincount(index, minlength=n_limits).astype(np.float64)
-    keep = counts > 0
-    keep[:-1] |= counts[1:] > 0
+    counts[-2] += counts[-1]
+    counts = counts[:-1]
+    filled = counts != 0
+    keep = filled.copy()
+    keep[:-1] |= filled[1:]
     keep[-1] = True
-    lo, hi = (x.min(), x.max()) if x.size else (_DBL_MAX, -_DBL_MAX)
-    with np.errstate(over="ignore"):  # as TF's doubles: a huge square is inf
-        total, squares = x.sum(), np.dot(x, x)
-    head = struct.pack(
-        "<BdBdBdBdBd",
-        0x09, lo, 0x11, hi, 0x19, float(x.size), 0x21, total, 0x29, squares,
-    )
+    if x.size:
+        lo, hi = np.minimum.reduce(x), np.maximum.reduce(x)
+    else:
+        lo, hi = _DBL_MAX, -_DBL_MAX
     limits = _BUCKET_LIMITS[keep].tobytes()
     return b"".join((
-        head,
+        _HISTOGRAM_HEAD.pack(
+            0x09, lo, 0x11, hi, 0x19, x.size, 0x21, total, 0x29, squares
+        ),
         _field(6, limits),
-        _field(7, counts[keep].tobytes()),
+        _field(7, counts[keep].astype(np.float64).tobytes()),
     ))
 
 
 def histogram_proto(values: np.ndarray) -> summary_pb2.HistogramProto:
-    """``histogram_bytes`` parsed: TF's histogram of ``values`` as a proto."""
+    """``histogram_bytes`` parsed: TF's histogram of finite ``values``."""
     return summary_pb2.HistogramProto.FromString(histogram_bytes(values))
 
 
@@ -184,10 +199,15 @@ def scalar_summary_kernel(node):
                 f"{fmt(tags.shape)} != {fmt(values.shape)}",
             )
         # simple_value is a float: each value as 4 little-endian bytes.
+        if tags.ndim == 0:
+            try:
+                floats = _F32.pack(values.item())
+            except (OverflowError, TypeError):  # beyond float32, or not a float
+                floats = None
+            if floats is not None:
+                return _serialized(_scalar_head(tags.item()) + floats)
         with np.errstate(over="ignore"):
             floats = values.astype("<f4").tobytes()
-        if tags.ndim == 0:
-            return _serialized(_scalar_head(tags.item()) + floats)
         parts = [
             _scalar_head(tag) + floats[4 * i : 4 * i + 4]
             for i, tag in enumerate(tags.ravel().tolist())
@@ -201,11 +221,10 @@ def scalar_summary_kernel(node):
 def histogram_summary_kernel(node):
     def compute(step, tag, values):
         tag = _scalar_string(node, tag, "tag")
-        values = np.asarray(values)
-        if not np.isfinite(values).all():
+        histogram = histogram_bytes(values)
+        if histogram is None:
             raise op_error(node, f"Nan in summary histogram for: {_text(tag)}")
-        value = _tag_field(tag) + _field(5, histogram_bytes(values))
-        return _serialized(_field(1, value))
+        return _serialized(_field(1, _tag_field(tag) + _field(5, histogram)))
 
     return compute
 
