@@ -325,13 +325,18 @@ def merge_summary_kernel(node):
         # A Summary is its repeated ``value`` field alone, so the concatenation
         # of serialized summaries is their merge; it is parsed once, only to
         # check it and its tags.
-        parts = [_bytes(s) for t in inputs for s in np.asarray(t).ravel().tolist()]
+        parts = []
+        for t in inputs:  # each usually a scalar string: one serialized Summary
+            if type(t) is np.ndarray and t.ndim == 0:
+                parts.append(_bytes(t.item()))
+            else:
+                parts.extend(_bytes(x) for x in np.asarray(t).ravel().tolist())
         try:
             merged = b"".join(parts)
-            tags = [v.tag for v in summary_pb2.Summary.FromString(merged).value]
+            values = summary_pb2.Summary.FromString(merged).value
         except (DecodeError, TypeError) as e:
             raise op_error(node, "Could not parse one of the summary inputs") from e
-        named = [t for t in tags if t]
+        named = [v.tag for v in values if v.tag]
         if len(set(named)) != len(named):
             seen: set[str] = set()
             duplicate = next(t for t in named if t in seen or seen.add(t))
