@@ -9,6 +9,7 @@ flush) all read back by TensorBoard's own readers, nothing lost at
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import threading
 
@@ -278,6 +279,19 @@ def test_flush_and_close_lose_nothing_that_waits_in_the_queue(tmp_path):
     writer.close()
     assert [e.step for e in file_events(path)[1:]] == list(range(40))
     assert [s.value for s in load(tmp_path).Scalars("a")] == list(range(40))
+
+
+def test_events_queued_in_a_writer_left_open_are_written_at_exit(tmp_path):
+    program = (
+        "import sys, nbdist as nd\n"
+        "w = nd.summary.FileWriter(sys.argv[1], max_queue=100, flush_secs=3600)\n"
+        "for step in range(7):\n"
+        "    w.add_summary(nd.summary.Summary(value=[nd.summary.Summary.Value(\n"
+        "        tag='a', simple_value=step)]), step)\n"
+    )
+    subprocess.run([sys.executable, "-c", program, str(tmp_path)], check=True,
+                   timeout=120)
+    assert [s.step for s in load(tmp_path).Scalars("a")] == list(range(7))
 
 
 def test_no_fsync_per_event(tmp_path, monkeypatch):

@@ -11,18 +11,22 @@ to an ``Event`` does not count); the ``add_event`` that fills it writes the
 queue to the file in one ``write``, with no thread hand-off per event (a
 Python thread woken per event costs a GIL switch each). A background thread
 writes and flushes what waits every ``flush_secs``; ``flush`` and ``close``
-do so at once. Nothing is fsync'ed per event: ``close`` syncs the file once,
-as TF's ``EventsWriter`` does when it closes. An I/O error in the background
-thread is raised by the next ``add_event``, ``flush`` or ``close``.
+do so at once, and so does the interpreter's exit for a writer left open.
+Nothing is fsync'ed per event: ``close`` syncs the file once, as TF's
+``EventsWriter`` does when it closes. An I/O error in the background thread
+is raised by the next ``add_event``, ``flush`` or ``close``.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
 import socket
 import struct
 import threading
 import time
+import weakref
 
 import google_crc32c
 
@@ -93,6 +97,17 @@ def _event_file_path(logdir: str, now: float, suffix: str) -> str:
     return path
 
 
+# Writers open now: their queued events are written when the interpreter exits.
+_OPEN_WRITERS: weakref.WeakSet = weakref.WeakSet()
+
+
+@atexit.register
+def _flush_open_writers():
+    for writer in list(_OPEN_WRITERS):
+        with contextlib.suppress(Exception):  # exiting: nowhere to report to
+            writer.flush()
+
+
 class EventFileWriter:
     """Writes ``Event`` protos to a new event file in ``logdir``."""
 
@@ -131,6 +146,7 @@ class EventFileWriter:
         )
         self._closed = False
         self._thread.start()
+        _OPEN_WRITERS.add(self)
 
     @property
     def path(self) -> str:
@@ -171,6 +187,7 @@ class EventFileWriter:
             if self._closed:
                 return
             self._closed = True
+        _OPEN_WRITERS.discard(self)
         self._stop.set()
         self._thread.join()
         try:
