@@ -22,10 +22,11 @@ class FileWriter:
     """Writes ``Summary`` protos and events to an event file in ``logdir``, for
     TensorBoard (``tensorboard --logdir LOGDIR``).
 
-    Events go through a queue of ``max_queue`` to a background thread, which
-    writes them and flushes the file every ``flush_secs`` seconds and on
-    ``flush()``/``close()``. ``graph`` (an ``nd.Graph``) is written first for
-    TensorBoard's graph tab. A ``FileWriter`` is a context manager (closing it).
+    Events wait in a queue of ``max_queue``, written to the file when it is
+    full, every ``flush_secs`` seconds (by a background thread) and on
+    ``flush()``/``close()``; a fetched summary is written as the bytes it is.
+    ``graph`` (an ``nd.Graph``) is written first for TensorBoard's graph tab.
+    A ``FileWriter`` is a context manager (closing it).
 
     >>> import tempfile
     >>> import nbdist as nd
