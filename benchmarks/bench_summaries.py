@@ -285,15 +285,17 @@ def main(argv=None) -> int:
             ms(nb_x),
             "-" if tf_x is None or nb_x is None else f"{nb_x / tf_x:.2f}x",
         ]
-        row += [ms(med("tf", config, "extra_cpu_ms")),
-                ms(med("nbdist", config, "extra_cpu_ms"))]
+        tf_c, nb_c = (med("tf", config, "extra_cpu_ms"),
+                      med("nbdist", config, "extra_cpu_ms"))
+        row += [ms(tf_c), ms(nb_c),
+                "-" if tf_c is None or nb_c is None else f"{nb_c / tf_c:.2f}x"]
         if "before" in paths:
             row += [ms(med("before", config, "extra_ms")),
                     ms(med("before", config, "extra_cpu_ms"))]
         rows.append(tuple(row))
     head = ("config", "TF step ms", "TF summary +ms", "nbdist step ms",
             "nbdist summary +ms", "nbdist / TF extra", "TF +CPU ms",
-            "nbdist +CPU ms")
+            "nbdist +CPU ms", "nbdist / TF CPU")
     if "before" in paths:
         head += ("before: summary +ms", "before: +CPU ms")
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
