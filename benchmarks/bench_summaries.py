@@ -17,7 +17,10 @@ disturbed by other processes: on a shared machine a median mostly measures
 the neighbours), with the plain step's own time. The same difference in
 CPU time of the worker process (all its threads; ``time.process_time``) is
 shown too: it holds on a busy machine, where wall time is mostly waiting
-for a core.
+for a core. "unqueued" is the wall time less the time the stepping thread
+waited in the run queue for a core (``/proc/thread-self/schedstat``): the
+step as it runs when not preempted (for TF, whose pools run ops on other
+threads too, only the stepping thread's wait is taken off).
 
 Configs: one process (``Session("")``) and 1 ps + 1 worker (``w`` on the ps
 by ``replica_device_setter``, the summaries on the worker). Each framework runs
@@ -97,22 +100,29 @@ def program(framework: str, cluster: dict | None, job: str, steps: int, blocks: 
     writer = tf.summary.FileWriter(logdir)
     step = 0
 
-    def plain_block():
+    def plain_step():
+        sess.run(train_op)
+
+    def summary_step():
+        _, summary = sess.run([train_op, merged])
+        writer.add_summary(summary, step)
+
+    def block(run_step):
+        """(wall, CPU, wall less the stepping thread's wait for a core) seconds."""
         nonlocal step
+        q0 = runqueue_wait()
         t0, c0 = time.perf_counter(), time.process_time()
         for _ in range(steps):
-            sess.run(train_op)
+            run_step()
             step += 1
-        return time.perf_counter() - t0, time.process_time() - c0
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        return wall, cpu, wall - (runqueue_wait() - q0)
+
+    def plain_block():
+        return block(plain_step)
 
     def summary_block():
-        nonlocal step
-        t0, c0 = time.perf_counter(), time.process_time()
-        for _ in range(steps):
-            _, summary = sess.run([train_op, merged])
-            writer.add_summary(summary, step)
-            step += 1
-        return time.perf_counter() - t0, time.process_time() - c0
+        return block(summary_step)
 
     plain_block()  # warm up both paths
     summary_block()
@@ -134,8 +144,18 @@ def program(framework: str, cluster: dict | None, job: str, steps: int, blocks: 
         "extra_ms": fastest(summary, 0) - fastest(plain, 0),
         "plain_ms": fastest(plain, 0),
         "extra_cpu_ms": fastest(summary, 1) - fastest(plain, 1),
+        "extra_oncpu_ms": fastest(summary, 2) - fastest(plain, 2),
     }
     print("result " + json.dumps(result), flush=True)
+
+
+def runqueue_wait() -> float:
+    """Seconds this thread has waited for a core (Linux schedstat; else 0)."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            return int(f.read().split()[1]) / 1e9
+    except OSError:
+        return 0.0
 
 
 # -- the parent ------------------------------------------------------------------------
@@ -289,15 +309,19 @@ def main(argv=None) -> int:
                       med("nbdist", config, "extra_cpu_ms"))
         row += [ms(tf_c), ms(nb_c),
                 "-" if tf_c is None or nb_c is None else f"{nb_c / tf_c:.2f}x"]
+        row += [ms(med("tf", config, "extra_oncpu_ms")),
+                ms(med("nbdist", config, "extra_oncpu_ms"))]
         if "before" in paths:
             row += [ms(med("before", config, "extra_ms")),
-                    ms(med("before", config, "extra_cpu_ms"))]
+                    ms(med("before", config, "extra_cpu_ms")),
+                    ms(med("before", config, "extra_oncpu_ms"))]
         rows.append(tuple(row))
     head = ("config", "TF step ms", "TF summary +ms", "nbdist step ms",
             "nbdist summary +ms", "nbdist / TF extra", "TF +CPU ms",
-            "nbdist +CPU ms", "nbdist / TF CPU")
+            "nbdist +CPU ms", "nbdist / TF CPU", "TF +ms unqueued",
+            "nbdist +ms unqueued")
     if "before" in paths:
-        head += ("before: summary +ms", "before: +CPU ms")
+        head += ("before: summary +ms", "before: +CPU ms", "before: +ms unqueued")
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
     print(" | ".join(c.ljust(w) for c, w in zip(head, widths)))
     print("-+-".join("-" * w for w in widths))
