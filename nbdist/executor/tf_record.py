@@ -85,11 +85,15 @@ def masked_crc32c(data: bytes) -> int:
     return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
 
 
+_U64 = struct.Struct("<Q")
+_U32 = struct.Struct("<I")
+
+
 def tfrecord(data: bytes) -> bytes:
     """``data`` framed as one TFRecord."""
-    header = struct.pack("<Q", len(data))
-    return b"".join((header, struct.pack("<I", masked_crc32c(header)), data,
-                     struct.pack("<I", masked_crc32c(data))))
+    header = _U64.pack(len(data))
+    return b"".join((header, _U32.pack(masked_crc32c(header)), data,
+                     _U32.pack(masked_crc32c(data))))
 
 
 def decompress(raw: bytes, compression: str, where: str) -> bytes:

@@ -8,19 +8,25 @@ import time
 import warnings
 from typing import ClassVar
 
+import numpy as np
+
 from nbdist.graph.ops import Graph, get_default_graph
 from nbdist.proto import graph_pb2, summary_pb2
-from nbdist.train.event_file_writer import EventFileWriter
+from nbdist.train.event_file_writer import (
+    EventFileWriter,
+    serialized_summary_event,
+)
 
 
 class FileWriter:
     """Writes ``Summary`` protos and events to an event file in ``logdir``, for
     TensorBoard (``tensorboard --logdir LOGDIR``).
 
-    Events go through a queue of ``max_queue`` to a background thread, which
-    writes them and flushes the file every ``flush_secs`` seconds and on
-    ``flush()``/``close()``. ``graph`` (an ``nd.Graph``) is written first for
-    TensorBoard's graph tab. A ``FileWriter`` is a context manager (closing it).
+    Events wait in a queue of ``max_queue``, written to the file when it is
+    full, every ``flush_secs`` seconds (by a background thread) and on
+    ``flush()``/``close()``; a fetched summary is written as the bytes it is.
+    ``graph`` (an ``nd.Graph``) is written first for TensorBoard's graph tab.
+    A ``FileWriter`` is a context manager (closing it).
 
     >>> import tempfile
     >>> import nbdist as nd
@@ -53,24 +59,51 @@ class FileWriter:
     def add_summary(self, summary, global_step=None):
         """Writes ``summary`` (a ``Summary`` or its serialized bytes, as a summary
         op's value from ``Session.run``) at ``global_step``."""
-        if isinstance(summary, bytes):
-            summary = summary_pb2.Summary.FromString(summary)
+        if isinstance(summary, (bytes, np.ndarray)):
+            # A fetched summary: written as it is unless a value's metadata has
+            # to go (it is parsed only to check that, and that it is a Summary).
+            data = summary if isinstance(summary, bytes) else summary.item()
+            if not isinstance(data, bytes):
+                raise TypeError(
+                    "add_summary expects a Summary proto or its serialized "
+                    f"bytes (a summary op's value), got an array of {data!r}"
+                )
+            parsed = summary_pb2.Summary.FromString(data)
+            if not self._strip_seen_metadata(parsed):
+                self._add_serialized_summary(data, global_step)
+                return
         elif isinstance(summary, summary_pb2.Summary):
-            summary = summary_pb2.Summary.FromString(summary.SerializeToString())
+            parsed = summary_pb2.Summary.FromString(summary.SerializeToString())
+            self._strip_seen_metadata(parsed)
         else:
             raise TypeError(
                 "add_summary expects a Summary proto or its serialized "
                 f"bytes (a summary op's value), got "
                 f"{type(summary).__name__}"
             )
+        self._add_serialized_summary(parsed.SerializeToString(), global_step)
+
+    def _strip_seen_metadata(self, summary) -> bool:
+        """As TF: a value keeps its ``SummaryMetadata`` only the first time its
+        tag is seen. Whether ``summary`` changed."""
+        changed = False
         for value in summary.value:
             if not value.HasField("metadata"):
                 continue
             if value.tag in self._seen_summary_tags:
                 value.ClearField("metadata")
+                changed = True
             else:
                 self._seen_summary_tags.add(value.tag)
-        self._add_event(summary_pb2.Event(summary=summary), global_step)
+        return changed
+
+    def _add_serialized_summary(self, data: bytes, step):
+        if self._closed:
+            self._warn_closed(stacklevel=4)
+            return
+        self.event_writer.add_serialized_event(
+            serialized_summary_event(data, time.time(), step)
+        )
 
     def add_session_log(self, session_log, global_step=None):
         """Writes a ``SessionLog`` (e.g. ``SessionLog(status=SessionLog.START)``,
@@ -112,13 +145,17 @@ class FileWriter:
     def add_event(self, event):
         """Writes ``event``, an ``Event`` proto, as it is."""
         if self._closed:
-            warnings.warn(
-                "Attempting to use a closed FileWriter. The operation will "
-                "be a noop unless the FileWriter is explicitly reopened.",
-                stacklevel=2,
-            )
+            self._warn_closed(stacklevel=3)
             return
         self.event_writer.add_event(event)
+
+    @staticmethod
+    def _warn_closed(stacklevel):
+        warnings.warn(
+            "Attempting to use a closed FileWriter. The operation will "
+            "be a noop unless the FileWriter is explicitly reopened.",
+            stacklevel=stacklevel,
+        )
 
     def _add_event(self, event, step):
         event.wall_time = time.time()

@@ -7,6 +7,7 @@ string), as TF's ``summary_op.cc``, ``summary_image_op.cc`` and
 from __future__ import annotations
 
 import io
+import struct
 import sys
 
 import numpy as np
@@ -37,6 +38,57 @@ def _default_bucket_limits() -> np.ndarray:
 _BUCKET_LIMITS = _default_bucket_limits()
 
 
+class _BucketTable:
+    """A table from the top 16 bits of a float64 (sign, exponent and 4 mantissa
+    bits) to the count of bucket limits <= the least value with those bits.
+    Such a cell spans under 7% in value and limits grow by 10%, so at most one
+    limit falls inside it: one comparison finishes the count, exactly as TF's
+    ``upper_bound`` (binary search) finds it, at a fraction of the cost."""
+
+    _table: np.ndarray | None = None
+    _padded = np.append(_BUCKET_LIMITS, np.inf)
+
+    @classmethod
+    def indices(cls, x: np.ndarray) -> np.ndarray:
+        """For float64 ``x``: the count of limits <= each value."""
+        if cls._table is None:
+            cls._table = cls._build()
+        base = cls._table[x.view(np.uint64) >> 48]
+        return base + (cls._padded[base] <= x)
+
+    @staticmethod
+    def _build() -> np.ndarray:
+        keys = np.arange(1 << 16, dtype=np.uint64) << np.uint64(48)
+        first = keys.view(np.float64)
+        last = (keys | np.uint64((1 << 48) - 1)).view(np.float64)
+        lo, hi = np.minimum(first, last), np.maximum(first, last)
+        base = np.searchsorted(_BUCKET_LIMITS, lo, side="right")
+        inside = np.searchsorted(_BUCKET_LIMITS, hi, side="right") - base
+        finite = np.isfinite(lo) & np.isfinite(hi)
+        if inside[finite].max() > 1:  # would need a finer table
+            raise AssertionError("histogram bucket table: a cell spans two limits")
+        return base.astype(np.int32)
+
+
+def _varint(n: int) -> bytes:
+    if n < 0x80:
+        return _SMALL_VARINTS[n]
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+_SMALL_VARINTS = [bytes((n,)) for n in range(0x80)]
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    """A length-delimited protobuf field (of a number below 16)."""
+    return _SMALL_VARINTS[number << 3 | 2] + _varint(len(payload)) + payload
+
+
 def _text(value) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
@@ -52,29 +104,88 @@ def _scalar_string(node, value, what: str):
     return a.item()
 
 
-def _serialized(summary: summary_pb2.Summary) -> np.ndarray:
-    return np.array(summary.SerializeToString(), dtype=object)
+def _serialized(summary: summary_pb2.Summary | bytes) -> np.ndarray:
+    if not isinstance(summary, bytes):
+        summary = summary.SerializeToString()
+    out = np.empty((), dtype=object)
+    out[()] = summary
+    return out
+
+
+# Serialized prefixes by tag, as a kernel writes the same few tags every step:
+# the ``tag`` field of a ``Summary.Value``, and a whole scalar value up to its
+# 4 float bytes. Bounded, as tags can come from tensors.
+_TAG_FIELDS: dict[bytes | str, bytes] = {}
+_SCALAR_HEADS: dict[bytes | str, bytes] = {}
+
+
+def _tag_field(tag) -> bytes:
+    field = _TAG_FIELDS.get(tag)
+    if field is None:
+        field = _field(1, _text(tag).encode("utf-8"))
+        if len(_TAG_FIELDS) < 4096:
+            _TAG_FIELDS[tag] = field
+    return field
+
+
+def _scalar_head(tag) -> bytes:
+    """``Summary.value`` (field 1) holding ``tag`` and the key of simple_value
+    (field 2, fixed32): only the value's 4 bytes follow."""
+    head = _SCALAR_HEADS.get(tag)
+    if head is None:
+        value_head = _tag_field(tag) + b"\x15"
+        head = b"\x0a" + _varint(len(value_head) + 4) + value_head
+        if len(_SCALAR_HEADS) < 4096:
+            _SCALAR_HEADS[tag] = head
+    return head
+
+
+def bucket_indices(x: np.ndarray) -> np.ndarray:
+    """For finite float64 ``x``: the count of default bucket limits <= each
+    value (TF's ``upper_bound``)."""
+    return _BucketTable.indices(np.ascontiguousarray(x, dtype=np.float64))
+
+
+_HISTOGRAM_HEAD = struct.Struct("<BdBdBdBdBd")
+_F32 = struct.Struct("<f")
+
+
+def histogram_bytes(values: np.ndarray) -> bytes | None:
+    """The serialized ``HistogramProto`` of ``values``, as TF's
+    ``Histogram::EncodeToProto`` over the default buckets: each run of empty
+    buckets becomes one entry (its last limit). None if a value is not finite.
+    """
+    x = np.ascontiguousarray(values, dtype=np.float64).ravel()
+    with np.errstate(over="ignore", invalid="ignore"):  # as TF's doubles
+        total, squares = np.add.reduce(x), np.dot(x, x)
+    if not (np.isfinite(total) and np.isfinite(squares)) and not np.isfinite(x).all():
+        return None
+    n_limits = len(_BUCKET_LIMITS)
+    counts = np.bincount(_BucketTable.indices(x), minlength=n_limits + 1)
+    # As TF's C++ (where it indexes past the end), DBL_MAX counts in the last.
+    counts[-2] += counts[-1]
+    counts = counts[:-1]
+    filled = counts != 0
+    keep = filled.copy()
+    keep[:-1] |= filled[1:]
+    keep[-1] = True
+    if x.size:
+        lo, hi = np.minimum.reduce(x), np.maximum.reduce(x)
+    else:
+        lo, hi = _DBL_MAX, -_DBL_MAX
+    limits = _BUCKET_LIMITS[keep].tobytes()
+    return b"".join((
+        _HISTOGRAM_HEAD.pack(
+            0x09, lo, 0x11, hi, 0x19, x.size, 0x21, total, 0x29, squares
+        ),
+        _field(6, limits),
+        _field(7, counts[keep].astype(np.float64).tobytes()),
+    ))
 
 
 def histogram_proto(values: np.ndarray) -> summary_pb2.HistogramProto:
-    """TF's ``Histogram::EncodeToProto`` of finite ``values`` over the default
-    buckets: each run of empty buckets becomes one entry (its last limit)."""
-    x = np.asarray(values, dtype=np.float64).ravel()
-    index = np.minimum(
-        np.searchsorted(_BUCKET_LIMITS, x, side="right"), len(_BUCKET_LIMITS) - 1
-    )
-    counts = np.bincount(index, minlength=len(_BUCKET_LIMITS)).astype(np.float64)
-    filled = counts > 0
-    keep = filled | np.append(filled[1:], True)
-    return summary_pb2.HistogramProto(
-        min=float(x.min()) if x.size else _DBL_MAX,
-        max=float(x.max()) if x.size else -_DBL_MAX,
-        num=float(x.size),
-        sum=float(x.sum()),
-        sum_squares=float(np.dot(x, x)),
-        bucket_limit=_BUCKET_LIMITS[keep].tolist(),
-        bucket=counts[keep].tolist(),
-    )
+    """``histogram_bytes`` parsed: TF's histogram of finite ``values``."""
+    return summary_pb2.HistogramProto.FromString(histogram_bytes(values))
 
 
 @register_kernel("ScalarSummary")
@@ -87,10 +198,21 @@ def scalar_summary_kernel(node):
                 "tags and values are not the same shape: "
                 f"{fmt(tags.shape)} != {fmt(values.shape)}",
             )
-        summary = summary_pb2.Summary()
-        for tag, value in zip(tags.flat, values.flat):
-            summary.value.add(tag=_text(tag), simple_value=float(value))
-        return _serialized(summary)
+        # simple_value is a float: each value as 4 little-endian bytes.
+        if tags.ndim == 0:
+            try:
+                floats = _F32.pack(values.item())
+            except (OverflowError, TypeError):  # beyond float32, or not a float
+                floats = None
+            if floats is not None:
+                return _serialized(_scalar_head(tags.item()) + floats)
+        with np.errstate(over="ignore"):
+            floats = values.astype("<f4").tobytes()
+        parts = [
+            _scalar_head(tag) + floats[4 * i : 4 * i + 4]
+            for i, tag in enumerate(tags.ravel().tolist())
+        ]
+        return _serialized(b"".join(parts))
 
     return compute
 
@@ -98,13 +220,11 @@ def scalar_summary_kernel(node):
 @register_kernel("HistogramSummary")
 def histogram_summary_kernel(node):
     def compute(step, tag, values):
-        tag = _text(_scalar_string(node, tag, "tag"))
-        values = np.asarray(values)
-        if not np.all(np.isfinite(values)):
-            raise op_error(node, f"Nan in summary histogram for: {tag}")
-        summary = summary_pb2.Summary()
-        summary.value.add(tag=tag, histo=histogram_proto(values))
-        return _serialized(summary)
+        tag = _scalar_string(node, tag, "tag")
+        histogram = histogram_bytes(values)
+        if histogram is None:
+            raise op_error(node, f"Nan in summary histogram for: {_text(tag)}")
+        return _serialized(_field(1, _tag_field(tag) + _field(5, histogram)))
 
     return compute
 
@@ -202,23 +322,25 @@ def tensor_summary_kernel(node):
 @register_kernel("MergeSummary")
 def merge_summary_kernel(node):
     def compute(step, *inputs):
-        merged, tags = summary_pb2.Summary(), set()
-        for t in inputs:
-            for serialized in np.asarray(t).flat:
-                part = summary_pb2.Summary()
-                try:
-                    part.ParseFromString(_bytes(serialized))
-                except (DecodeError, TypeError) as e:
-                    raise op_error(
-                        node, "Could not parse one of the summary inputs"
-                    ) from e
-                for value in part.value:
-                    if value.tag and value.tag in tags:
-                        raise op_error(
-                            node, f"Duplicate tag {value.tag} found in summary inputs"
-                        )
-                    tags.add(value.tag)
-                    merged.value.append(value)
+        # A Summary is its repeated ``value`` field alone, so the concatenation
+        # of serialized summaries is their merge; it is parsed once, only to
+        # check it and its tags.
+        parts = []
+        for t in inputs:  # each usually a scalar string: one serialized Summary
+            if type(t) is np.ndarray and t.ndim == 0:
+                parts.append(_bytes(t.item()))
+            else:
+                parts.extend(_bytes(x) for x in np.asarray(t).ravel().tolist())
+        try:
+            merged = b"".join(parts)
+            values = summary_pb2.Summary.FromString(merged).value
+        except (DecodeError, TypeError) as e:
+            raise op_error(node, "Could not parse one of the summary inputs") from e
+        named = [v.tag for v in values if v.tag]
+        if len(set(named)) != len(named):
+            seen: set[str] = set()
+            duplicate = next(t for t in named if t in seen or seen.add(t))
+            raise op_error(node, f"Duplicate tag {duplicate} found in summary inputs")
         return _serialized(merged)
 
     return compute
