@@ -22,6 +22,7 @@ from nbdist.proto import config_pb2, step_stats_pb2
 from nbdist.runtime.interfaces import WorkerInterface
 from nbdist.runtime.partition import normalize_tensor_name, partition
 from nbdist.runtime.placement import place
+from nbdist.runtime.timeouts import seconds_from_ms
 
 _pool = futures.ThreadPoolExecutor(max_workers=64, thread_name_prefix="nbdist-step")
 # Peers started at the same time may take a while on a busy machine (TF waits
@@ -163,9 +164,8 @@ class MasterSession:
         timeout_ms = (options.timeout_in_ms if options is not None and
                       options.timeout_in_ms else 0) or \
             self.config.operation_timeout_in_ms
-        timeout_s = timeout_ms / 1000.0 if timeout_ms > 0 else None
-        op_timeout_s = (self.config.operation_timeout_in_ms / 1000.0
-                        if self.config.operation_timeout_in_ms > 0 else None)
+        timeout_s = seconds_from_ms(timeout_ms)
+        op_timeout_s = seconds_from_ms(self.config.operation_timeout_in_ms)
         step_id = random.getrandbits(62)
         results: dict = {}
         stats = []
@@ -350,8 +350,8 @@ class Master:
         tasks = [t for t in self._cluster_tasks()
                  if t == self.task_name or _matches_filter(t, config.device_filters)]
         workers, devices, incarnations = {}, [], {}
-        timeout = (config.operation_timeout_in_ms / 1000.0
-                   if config.operation_timeout_in_ms > 0 else _DISCOVERY_TIMEOUT_S)
+        timeout = (seconds_from_ms(config.operation_timeout_in_ms)
+                   or _DISCOVERY_TIMEOUT_S)
 
         def status(task):
             w = self._worker_for(task)

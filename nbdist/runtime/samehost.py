@@ -49,6 +49,7 @@ from nbdist.runtime.samehost_wire import (
     send_frame,
 )
 from nbdist.runtime.tensor_store import MISSING, StepExtras
+from nbdist.runtime.timeouts import ms_from_seconds, seconds_from_ms, step_time_left
 
 _log = logging.getLogger("nbdist")
 _MAX_CONNECTIONS = 512  # per server: each holds a thread while it waits
@@ -56,7 +57,6 @@ _HELLO_BYTES = 1 << 12
 _HELLO_TIMEOUT_S = 10.0
 _RECV_POLL_MS = 100  # a blocked pull answers "pending" this often
 _PARKED_WAIT_S = 5.0
-_UNBOUNDED_S = 7 * 86400.0
 _RETRY_CONNECT_S = 2.0  # a peer that did not answer here is tried again after
 
 
@@ -298,8 +298,7 @@ class SameHostService:
                 str(header["session"]), str(header["graph"]), step_id,
                 dict(tensors), [str(k) for k in header["fetch"]],
                 bool(header.get("trace")),
-                timeout_ms / 1000.0 if timeout_ms > 0 else None,
-                op_timeout_ms / 1000.0 if op_timeout_ms > 0 else None)
+                seconds_from_ms(timeout_ms), seconds_from_ms(op_timeout_ms))
         finally:
             self._hangups.unwatch(conn)
         out = Outgoing()
@@ -508,7 +507,7 @@ class SameHostChannel:
             out.add(k, v)
         header = {"session": handle, "fetch": list(fetches), "target": list(targets),
                   "t": out.entries,
-                  "timeout_ms": int(timeout_s * 1000) if timeout_s else 0}
+                  "timeout_ms": ms_from_seconds(timeout_s)}
         _, tensors = self.call("step", header, out,
                                timeout_s + 10.0 if timeout_s else None)
         if len(tensors) != len(fetches):
@@ -600,15 +599,6 @@ class SameHostPeers:
             ch.close()
 
 
-def _step_timeout(step) -> float:
-    left = []
-    if step.deadline is not None:
-        left.append(step.deadline - time.monotonic())
-    if step.op_timeout_s:
-        left.append(step.op_timeout_s)
-    return max(min(left), 0.001) if left else _UNBOUNDED_S
-
-
 class SameHostTransport:
     """``TensorTransport`` over same-host channels, ``inner`` for other peers."""
 
@@ -637,7 +627,7 @@ class SameHostTransport:
         return value
 
     def _recv(self, ch, step, key, siblings) -> dict:
-        timeout = _step_timeout(step)
+        timeout = step_time_left(step)
         start = time.monotonic()
         header = {"step": step.step_id, "key": key, "siblings": list(siblings),
                   "wait_ms": _RECV_POLL_MS}
@@ -694,8 +684,8 @@ class SameHostWorker:
             out.add(k, v)
         header = {"session": session_handle, "graph": graph_handle, "step": step_id,
                   "fetch": list(fetch_keys), "trace": bool(trace), "t": out.entries,
-                  "timeout_ms": int(timeout_s * 1000) if timeout_s else 0,
-                  "op_timeout_ms": int(op_timeout_s * 1000) if op_timeout_s else 0}
+                  "timeout_ms": ms_from_seconds(timeout_s),
+                  "op_timeout_ms": ms_from_seconds(op_timeout_s)}
         try:
             sent = ch.send("run", header, out, timeout_s + 10.0 if timeout_s else None)
         except ChannelBroken:

@@ -52,13 +52,18 @@ from nbdist.runtime.grpc.rpc import (
 )
 from nbdist.runtime.grpc.wire import connect_failed
 from nbdist.runtime.master import _DISCOVERY_TIMEOUT_S as DISCOVERY_TIMEOUT_S
+from nbdist.runtime.timeouts import (
+    CONTROL_TIMEOUT_S,
+    STATUS_TIMEOUT_S,
+    UNBOUNDED_S,
+    ms_from_seconds,
+    seconds_from_ms,
+    step_time_left,
+)
 
 __all__ = ["GrpcMasterClient", "GrpcWorkerClient", "channel_options", "make_channel"]
 
-CONTROL_TIMEOUT_S = 30.0  # sessions, graphs, cleanup: cheap calls
-STATUS_TIMEOUT_S = 10.0  # GetStatus when the caller gives no timeout
 DELETE_SESSION_TIMEOUT_S = 10.0  # as TF's master; also DeregisterGraph
-UNBOUNDED_S = 7 * 86400.0  # a step with no timeout may block (queues), not forever
 _STEP_GRACE_S = 10.0  # lets a step's own DeadlineExceeded (naming its op) arrive
 # A blocked RecvTensorUnary returns "pending" this often, so the consumer can
 # notice that its step was cancelled (and the server frees the thread).
@@ -74,7 +79,8 @@ def _request_id() -> int:
     return random.getrandbits(62) | 1
 
 
-def _step_timeout(timeout_s: float | None) -> float:
+def _call_timeout(timeout_s: float | None) -> float:
+    """The RPC deadline of a step of ``timeout_s``: a grace beyond it."""
     return timeout_s + _STEP_GRACE_S if timeout_s else UNBOUNDED_S
 
 
@@ -262,16 +268,15 @@ class GrpcWorkerClient:
             request_id=_request_id(),
         )
         req.exec_opts.record_timeline = bool(trace)
-        if timeout_s:
-            req.exec_opts.timeout_in_ms = max(1, int(timeout_s * 1000))
+        req.exec_opts.timeout_in_ms = ms_from_seconds(timeout_s)
         data = coding.encode_message(req, 5, feeds.items(), park=self._park)
-        deadline = time.monotonic() + _step_timeout(timeout_s)
+        deadline = time.monotonic() + _call_timeout(timeout_s)
         lost: list[str] = []
         resp, tensors = self._rpc.call(
             "RunGraph",
             self._run_graph,
             data,
-            _step_timeout(timeout_s),
+            _call_timeout(timeout_s),
             retry=Retry.SAFE,
             lost=lost,
         )
@@ -318,12 +323,7 @@ class GrpcWorkerClient:
         ``step.step_id``) names the tensor's step on this task (a collective's
         execution id). Those of ``siblings`` (more keys of the step) that came
         along go into ``extras``."""
-        left = []
-        if step.deadline is not None:
-            left.append(step.deadline - time.monotonic())
-        if step.op_timeout_s:
-            left.append(step.op_timeout_s)
-        timeout = max(min(left), 0.001) if left else UNBOUNDED_S
+        timeout = step_time_left(step)
         start = time.monotonic()
         deadline = start + timeout
         request = worker_pb2.RecvTensorRequest(
@@ -552,9 +552,7 @@ class GrpcMasterClient:
         # The master waits this long for every task to answer: a CreateSession
         # during a task's outage must not give up before the master does.
         discovery = (
-            cfg.operation_timeout_in_ms / 1000.0
-            if cfg.operation_timeout_in_ms > 0
-            else DISCOVERY_TIMEOUT_S
+            seconds_from_ms(cfg.operation_timeout_in_ms) or DISCOVERY_TIMEOUT_S
         )
         resp = self._rpc.call(
             "CreateSession",
@@ -604,7 +602,7 @@ class GrpcMasterClient:
         if options is not None:
             req.options.CopyFrom(options)
             timeout_ms = options.timeout_in_ms
-        timeout_s = timeout_ms / 1000.0 if timeout_ms > 0 else None
+        timeout_s = seconds_from_ms(timeout_ms)
         if metadata is None and _plain(options):
             ch = self._same_host()
             if ch is not None:
@@ -616,7 +614,7 @@ class GrpcMasterClient:
                         raise errors.UnavailableError(
                             None, None, f"{self._rpc.who} went away during "
                             f"RunStep (same-host channel: {e})") from None
-        deadline = time.monotonic() + _step_timeout(timeout_s)
+        deadline = time.monotonic() + _call_timeout(timeout_s)
         big, seen = [], set()
         for name, v in list(feeds.items()):
             if coding.parkable(v):
@@ -625,7 +623,7 @@ class GrpcMasterClient:
                     v = feeds[name] = v.view()
                 seen.add(id(v))
                 big.append(v)
-        park = self._push(big, _step_timeout(timeout_s)) if big else None
+        park = self._push(big, _call_timeout(timeout_s)) if big else None
         data = coding.encode_message(req, 2, feeds.items(), park=park)
         lost: list[str] = []
         resp, tensors = self._rpc.call(

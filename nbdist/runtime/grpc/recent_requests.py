@@ -10,10 +10,10 @@ import threading
 
 import grpc
 from nbdist.runtime.grpc.wire import StatusError
+from nbdist.runtime.timeouts import UNBOUNDED_S
 
 RECENT_REQUESTS = 10000
 _RECENT_BYTES = 64 << 20
-UNBOUNDED_S = 7 * 86400.0
 
 
 def message_size(response) -> int:

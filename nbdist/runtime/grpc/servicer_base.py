@@ -28,6 +28,7 @@ import threading
 
 import grpc
 from nbdist import errors
+from nbdist.runtime import timeouts
 from nbdist.runtime.grpc.admission import queued_s
 from nbdist.runtime.grpc.recent_requests import RecentRequests
 from nbdist.runtime.grpc.wire import (
@@ -39,15 +40,12 @@ from nbdist.runtime.grpc.wire import (
 )
 
 _log = logging.getLogger("nbdist.server")
-UNBOUNDED_S = 7 * 86400.0
-_MAX_TIMEOUT_MS = int(UNBOUNDED_S * 1000)
 
 
 def clamp_ms(msg, field: str = "timeout_in_ms"):
     """A timeout beyond a week is no timeout at all (and would overflow the
     platform's wait primitives): cut it to a week."""
-    if getattr(msg, field) > _MAX_TIMEOUT_MS:
-        setattr(msg, field, _MAX_TIMEOUT_MS)
+    setattr(msg, field, timeouts.clamp_ms(getattr(msg, field)))
     return msg
 
 

@@ -16,9 +16,9 @@ from nbdist import errors
 from nbdist.proto import device_attributes_pb2, worker_pb2, worker_service_pb2_grpc
 from nbdist.runtime.grpc import coding
 from nbdist.runtime.grpc.recent_requests import RECENT_REQUESTS
+from nbdist.runtime.timeouts import left_or_unbounded, seconds_from_ms
 from nbdist.runtime.grpc.servicer_base import (
     MAX_MESSAGE_CHARS,
-    UNBOUNDED_S,
     Malformed,
     RecentRequests,
     ServicerBase,
@@ -97,7 +97,7 @@ class WorkerServicer(ServicerBase, worker_service_pb2_grpc.WorkerServiceServicer
             )
             ms = req.config_proto.operation_timeout_in_ms
             with self._lock:
-                self._op_timeouts[handle] = ms / 1000.0 if ms > 0 else None
+                self._op_timeouts[handle] = seconds_from_ms(ms)
             return worker_pb2.RegisterGraphResponse(graph_handle=handle)
 
         return self._serve("RegisterGraph", request, context, fn)
@@ -124,7 +124,7 @@ class WorkerServicer(ServicerBase, worker_service_pb2_grpc.WorkerServiceServicer
             if len(feed_dict) != len(feeds):
                 raise invalid("RunGraph", "a tensor is sent twice")
             opts = since_arrival(clamp_ms(msg.exec_opts))
-            timeout_s = opts.timeout_in_ms / 1000.0 if opts.timeout_in_ms > 0 else None
+            timeout_s = seconds_from_ms(opts.timeout_in_ms)
             # The master went away mid-step (its RunGraph call ended): cancel.
             watch = StepWatch(context, self.worker.abort_step, "master")
             watch.started(step_id)
@@ -157,8 +157,7 @@ class WorkerServicer(ServicerBase, worker_service_pb2_grpc.WorkerServiceServicer
     def _resolve(self, feeds, context):
         if not any(isinstance(v, coding.TensorRef) for _, v in feeds):
             return feeds
-        left = context.time_remaining()
-        deadline = time.monotonic() + (left if left is not None else UNBOUNDED_S)
+        deadline = time.monotonic() + left_or_unbounded(context.time_remaining())
         return coding.resolve_refs(
             feeds,
             lambda ref: self.worker.pull(
@@ -196,8 +195,7 @@ class WorkerServicer(ServicerBase, worker_service_pb2_grpc.WorkerServiceServicer
         """The value of a RecvTensor request, or None after ``wait_s``."""
         if isinstance(request, Malformed):
             raise invalid("RecvTensor", request.error)
-        left = context.time_remaining()
-        timeout = left if left is not None else UNBOUNDED_S
+        timeout = left_or_unbounded(context.time_remaining())
         polling = wait_s is not None and wait_s < timeout
         if polling:
             timeout = wait_s
