@@ -49,14 +49,14 @@ from nbdist.runtime.samehost_wire import (
     send_frame,
 )
 from nbdist.runtime.tensor_store import MISSING, StepExtras
-from nbdist.runtime.timeouts import ms_from_seconds, seconds_from_ms, step_time_left
+from nbdist.runtime.service.worker_handler import PARKED_WAIT_S
+from nbdist.runtime.timeouts import UNBOUNDED_S, ms_from_seconds, step_time_left
 
 _log = logging.getLogger("nbdist")
 _MAX_CONNECTIONS = 512  # per server: each holds a thread while it waits
 _HELLO_BYTES = 1 << 12
 _HELLO_TIMEOUT_S = 10.0
 _RECV_POLL_MS = 100  # a blocked pull answers "pending" this often
-_PARKED_WAIT_S = 5.0
 _RETRY_CONNECT_S = 2.0  # a peer that did not answer here is tried again after
 
 
@@ -133,15 +133,30 @@ class _Hangups:
         os.close(self._wake_w)
 
 
-class SameHostService:
-    """Serves ``worker`` (and ``master``: a session's steps) on this host's
-    abstract socket for ``address``."""
+# Same-host calls by the method whose admission class they count in.
+_METHODS = {"run": "RunGraph", "step": "RunStep", "recv": "RecvTensorUnary",
+            "pull": "RecvTensor", "push": "PushTensors", "abort": "CleanupGraph"}
 
-    def __init__(self, worker, address: str, token: str | None, limits, master=None):
+
+def _values_nbytes(answer) -> int:
+    values = answer[0].values() if isinstance(answer[0], dict) else answer[0]
+    return sum(int(getattr(v, "nbytes", 0)) for v in values)
+
+
+class SameHostService:
+    """Serves a task's ``WorkerHandler`` (and ``MasterHandler``: a session's
+    steps) on this host's abstract socket for ``address``: a codec over the
+    handlers, which own validation, timeouts, de-duplication and admission."""
+
+    def __init__(self, worker_handler, address: str, token: str | None, limits,
+                 master_handler=None):
         """``limits`` (``executor.limits.Limits``) bound what a request may
         bring: its inline bytes, each tensor, all of them together."""
-        self.worker = worker
-        self.master = master
+        self.handler = worker_handler
+        self.master_handler = master_handler
+        self.worker = worker_handler.worker
+        self._admission = worker_handler.admission
+        self._recent = worker_handler.recent
         self._hangups = None
         self._token = token.encode() if token else None
         self._max_payload = limits.max_request_bytes
@@ -154,7 +169,7 @@ class SameHostService:
         self._lock = threading.Lock()
         self._stopped = False
         self._thread = threading.Thread(target=self._accept, daemon=True,
-                                        name=f"nbdist-samehost{worker.task_name}")
+                                        name=f"nbdist-samehost{self.worker.task_name}")
 
     def start(self):
         """Listens (when the server starts: a server that never starts holds no
@@ -237,6 +252,16 @@ class SameHostService:
     def _dispatch(self, header, payload, fds, conn, link):
         op = header.get("op")
         try:
+            with self._admission.admit(_METHODS.get(op, "samehost")):
+                # Closes the request's fds that it did not hand to a tensor.
+                return self._dispatch_admitted(op, header, payload, fds, conn, link)
+        except errors.OpError as e:  # refused
+            for fd in fds:
+                _close_fd(fd)
+            return error_header(e), None
+
+    def _dispatch_admitted(self, op, header, payload, fds, conn, link):
+        try:
             entries = header.get("t", ())
             check_sizes(entries, self._max_tensor, self._max_total)
             if op == "push":  # before the pushed segments are mapped
@@ -248,10 +273,10 @@ class SameHostService:
                 return self._recv(header)
             if op == "run":
                 return self._run(header, tensors, conn)
-            if op == "step" and self.master is not None:
+            if op == "step" and self.master_handler is not None:
                 return self._step(header, tensors, conn)
             if op == "abort":
-                self.worker.abort_step(int(header["step"]), errors.make_error(
+                self.handler.cleanup_graph(int(header["step"]), errors.make_error(
                     int(header.get("code", 1)), str(header.get("message", ""))))
                 return {}, None
             if op == "pull":
@@ -274,33 +299,47 @@ class SameHostService:
     def _recv(self, header):
         step_id, key = int(header["step"]), str(header["key"])
         wait_s = max(1, int(header.get("wait_ms", _RECV_POLL_MS))) / 1000.0
-        try:
-            value = self.worker.recv_tensor(step_id, key, wait_s, _never)
-        except errors.DeadlineExceededError:
+        value = self.handler.recv_tensor(step_id, key, UNBOUNDED_S, wait_s)
+        if value is None:
             return {"pending": True}, None
         out = Outgoing()
         out.add(key, value)
         siblings = header.get("siblings", ())
         if siblings:
-            for k, v in self.worker.take_siblings(step_id, key, list(siblings)).items():
+            for k, v in self.handler.take_siblings(step_id, key, siblings).items():
                 out.add(k, v)
         return {"t": out.entries}, out
 
+    def _on_hangup(self, conn):
+        """The codec's cancel-on-hang-up: an epoll watch of the connection."""
+        def register(fn) -> bool:
+            self._hangups.watch(conn, fn)
+            return True
+        return register
+
+    def _once(self, method: str, header, fn):
+        """``fn()``, once per request id (a retried request gets the answer of
+        the first): the handlers' ``RecentRequests``, shared with gRPC."""
+        rid = int(header.get("rid", 0))
+        if not rid:
+            return fn()
+        return self._recent.run(("samehost/" + method, rid), fn,
+                                size_of=_values_nbytes)
+
     def _run(self, header, tensors, conn):
-        timeout_ms = int(header.get("timeout_ms", 0))
-        op_timeout_ms = int(header.get("op_timeout_ms", 0))
         step_id = int(header["step"])
-        self._hangups.watch(conn, lambda: self.worker.abort_step(
-            step_id, errors.CancelledError(
-                None, None, "The master went away while the step ran")))
-        try:
-            out_values, stats = self.worker.run_graph(
-                str(header["session"]), str(header["graph"]), step_id,
-                dict(tensors), [str(k) for k in header["fetch"]],
-                bool(header.get("trace")),
-                seconds_from_ms(timeout_ms), seconds_from_ms(op_timeout_ms))
-        finally:
-            self._hangups.unwatch(conn)
+
+        def run():
+            try:
+                return self.handler.run_graph(
+                    str(header["session"]), str(header["graph"]), step_id,
+                    tensors, [str(k) for k in header["fetch"]],
+                    bool(header.get("trace")), int(header.get("timeout_ms", 0)),
+                    on_hangup=self._on_hangup(conn))
+            finally:
+                self._hangups.unwatch(conn)
+
+        out_values, stats = self._once("RunGraph", header, run)
         out = Outgoing()
         for k, v in out_values.items():
             out.add(k, v)
@@ -317,22 +356,17 @@ class SameHostService:
         options = None
         if timeout_ms > 0:
             options = config_pb2.RunOptions(timeout_in_ms=timeout_ms)
-        feeds = dict(tensors)
-        if len(feeds) != len(tensors):
-            raise errors.InvalidArgumentError(None, None, "RunStep: a tensor is fed "
-                                              "twice")
 
-        def started(step_id):
-            self._hangups.watch(conn, lambda: self.master.cancel_step(
-                handle, step_id, errors.CancelledError(
-                    None, None, "The client went away while its step ran")))
+        def run():
+            try:
+                return (self.master_handler.run_step(
+                    handle, tensors, fetches,
+                    [str(t) for t in header.get("target", ())], options, None,
+                    on_hangup=self._on_hangup(conn)),)
+            finally:
+                self._hangups.unwatch(conn)
 
-        try:
-            values = self.master.run_step(
-                handle, feeds, fetches, [str(t) for t in header.get("target", ())],
-                options, None, on_step=started)
-        finally:
-            self._hangups.unwatch(conn)
+        (values,) = self._once("RunStep", header, run)
         out = Outgoing()
         for i, v in enumerate(values):
             out.add(str(i), v)
@@ -351,14 +385,8 @@ class SameHostService:
 
     def _pull(self, header):
         step_id, key = int(header["step"]), str(header["key"])
-        timeout = min(max(0.001, float(header.get("timeout_s", _PARKED_WAIT_S))),
-                      _PARKED_WAIT_S)
-        try:
-            value = self.worker.recv_tensor(step_id, key, timeout, _never)
-        except errors.DeadlineExceededError:
-            raise errors.NotFoundError(
-                None, None, f"Tensor {key[:200]} is not parked on "
-                f"{self.worker.task_name} (already pulled, or expired)") from None
+        timeout = max(0.001, float(header.get("timeout_s", PARKED_WAIT_S)))
+        value = self.handler.recv_tensor(step_id, key, timeout)
         out = Outgoing()
         out.add(key, value)
         return {"t": out.entries}, out
@@ -369,10 +397,6 @@ def _peer(conn) -> str:
     creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
     pid = int.from_bytes(creds[:4], "little")
     return f"samehost:pid{pid}"
-
-
-def _never() -> bool:
-    return False
 
 
 def _close_fd(fd: int) -> None:
@@ -506,7 +530,7 @@ class SameHostChannel:
         for k, v in feeds.items():
             out.add(k, v)
         header = {"session": handle, "fetch": list(fetches), "target": list(targets),
-                  "t": out.entries,
+                  "rid": random.getrandbits(62) | 1, "t": out.entries,
                   "timeout_ms": ms_from_seconds(timeout_s)}
         _, tensors = self.call("step", header, out,
                                timeout_s + 10.0 if timeout_s else None)
@@ -683,7 +707,8 @@ class SameHostWorker:
         for k, v in feeds.items():
             out.add(k, v)
         header = {"session": session_handle, "graph": graph_handle, "step": step_id,
-                  "fetch": list(fetch_keys), "trace": bool(trace), "t": out.entries,
+                  "rid": random.getrandbits(62) | 1, "fetch": list(fetch_keys),
+                  "trace": bool(trace), "t": out.entries,
                   "timeout_ms": ms_from_seconds(timeout_s),
                   "op_timeout_ms": ms_from_seconds(op_timeout_s)}
         try:

@@ -34,10 +34,15 @@ from nbdist.runtime.grpc.admission import AdmissionInterceptor
 from nbdist.runtime.grpc.coordination_client import GrpcCoordinationClient
 from nbdist.runtime.grpc.coordination_service import CoordinationServicer
 from nbdist.runtime.grpc.master_service import MasterServicer
-from nbdist.runtime.grpc.recent_requests import RecentRequests
 from nbdist.runtime.grpc.transport import GrpcPeers, GrpcTensorTransport
 from nbdist.runtime.grpc.worker_service import WorkerServicer
 from nbdist.runtime.master import Master
+from nbdist.runtime.service import (
+    Admission,
+    MasterHandler,
+    RecentRequests,
+    WorkerHandler,
+)
 from nbdist.runtime.server_lib import Server
 from nbdist.runtime.worker import Worker, new_incarnation
 
@@ -302,6 +307,14 @@ class GrpcServer(Server):
             cluster_tasks=self._cluster.task_names,
             default_config=session_config,
         )
+        # What every transport of this task serves through: one set of handlers
+        # (one de-duplication window, one admission count).
+        recent = RecentRequests()
+        self._admission_counts = Admission(self.task_name)
+        self._worker_handler = WorkerHandler(self._worker, recent,
+                                             self._admission_counts)
+        self._master_handler = MasterHandler(self._master, recent,
+                                             self._admission_counts)
 
     def _make_coordination_service(self, coordination_config):
         """The cluster's coordination service when this task is its leader."""
@@ -325,8 +338,8 @@ class GrpcServer(Server):
             )
 
     def _make_grpc_server(self) -> grpc.Server:
-        recent = RecentRequests()
-        self._admission = AdmissionInterceptor(self.task_name)
+        self._admission = AdmissionInterceptor(
+            self.task_name, admission=self._admission_counts)
         interceptors = [auth.TokenInterceptor(self._token)] if self._token else []
         interceptors.append(self._admission)
         return grpc.server(
@@ -334,8 +347,8 @@ class GrpcServer(Server):
                 _OTHER_RPC_THREADS, thread_name_prefix=f"nbdist-rpc{self.task_name}"
             ),
             handlers=[
-                MasterServicer(self._master, recent).handler(),
-                WorkerServicer(self._worker, recent).handler(),
+                MasterServicer(self._master_handler).handler(),
+                WorkerServicer(self._worker_handler).handler(),
                 self._coordination_servicer.handler(),
             ],
             interceptors=interceptors,
@@ -374,8 +387,8 @@ class GrpcServer(Server):
         self._same_host_service = None
         if self._same_host is not None:
             self._same_host_service = samehost.SameHostService(
-                self._worker, self._address, self._token, self._limits,
-                master=self._master)
+                self._worker_handler, self._address, self._token, self._limits,
+                master_handler=self._master_handler)
         self._bind_address = _join(bind, bound)
         self._target = "grpc://" + self._address
         if self._coordination is not None:
