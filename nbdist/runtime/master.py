@@ -242,13 +242,11 @@ class MasterSession:
         def start(part: PlanPart):
             """A worker that can send RunGraph without waiting (the same-host
             channel) is started from this thread: no handoff to the pool."""
-            begin = getattr(part.worker, "start_run_graph", None)
-            if begin is None:
-                return None
             try:
-                return begin(self.handle, part.graph_handle, step_id,
-                             {k: feeds[k] for k in part.feeds}, part.fetches, trace,
-                             timeout_s, op_timeout_s)
+                return part.worker.start_run_graph(
+                    self.handle, part.graph_handle, step_id,
+                    {k: feeds[k] for k in part.feeds}, part.fetches, trace,
+                    timeout_s, op_timeout_s)
             except Exception as e:  # noqa: BLE001 - reported once, below
                 fail(e)
                 return _FAILED
@@ -355,8 +353,7 @@ class Master:
 
         def status(task):
             w = self._worker_for(task)
-            return task, w, w.get_status() if w is self.local_worker else \
-                w.get_status(timeout_s=timeout)
+            return task, w, w.get_status(timeout_s=timeout)
 
         futs = [_pool.submit(status, t) for t in tasks]
         done, not_done = futures.wait(futs, timeout=timeout + 1.0)

@@ -39,7 +39,7 @@ from nbdist.proto import (
     worker_pb2,
     worker_service_pb2_grpc,
 )
-from nbdist.runtime import samehost
+from nbdist.runtime import transports
 from nbdist.runtime.grpc import auth, coding
 from nbdist.runtime.grpc.rpc import (
     RETRIES,
@@ -294,6 +294,10 @@ class GrpcWorkerClient:
         stats = coding.stats_from_proto(resp.step_stats) if trace else None
         return dict(tensors), stats
 
+    def start_run_graph(self, *args):
+        """None: a gRPC RunGraph waits on a pool thread of the master."""
+        return None
+
     def abort_step(self, step_id: int, error: errors.OpError | None = None):
         """Cancels ``step_id`` on the task (CleanupGraph), without waiting."""
         self.cleanup_graph(step_id)
@@ -520,18 +524,22 @@ class GrpcMasterClient:
             response_deserializer=master_pb2.PushTensorsResponse.FromString,
         )
         self._token = auth.resolve_token(token, config)
-        # With TLS the server's certificate is what a client trusts: the
-        # same-host channel (which has none) is not used.
-        self._same_host_tried = not samehost.enabled() or auth.resolve_tls(tls) is not None
+        # With TLS the server's certificate is what a client trusts: peer paths
+        # (the same-host channel, which has none) are not used.
+        self._tls = auth.resolve_tls(tls) is not None
+        self._same_host_tried = False
         self._same_host_channel = None
 
     def _same_host(self):
-        """The master's same-host channel (large feeds and fetches), if it
-        runs on this host; looked for once."""
+        """The master's channel over a peer path (same-host: large feeds and
+        fetches, plain steps), if one reaches it; looked for once."""
         if not self._same_host_tried:
             self._same_host_tried = True
-            self._same_host_channel = samehost.client_channel(
-                _address(self.target), self._token)
+            for path in transports.peer_paths(tls=self._tls):
+                self._same_host_channel = path.master_channel(
+                    _address(self.target), self._token)
+                if self._same_host_channel is not None:
+                    break
         return self._same_host_channel
 
     def _drop_same_host(self):
@@ -608,7 +616,7 @@ class GrpcMasterClient:
             if ch is not None:
                 try:
                     return ch.run_step(handle, feeds, fetches, targets, timeout_s)
-                except samehost.ChannelBroken as e:
+                except transports.ChannelBroken as e:
                     self._drop_same_host()
                     if e.sent:  # it may have run: not again
                         raise errors.UnavailableError(
@@ -657,7 +665,7 @@ class GrpcMasterClient:
                 pushed = ch.push(values, timeout_s)
                 refs = {id(v): ref for v, ref in zip(values, pushed)}
                 return lambda value: refs[id(value)]
-            except samehost.ChannelBroken:
+            except transports.ChannelBroken:
                 self._drop_same_host()
         ids = [_request_id() for _ in values]
 
@@ -680,7 +688,7 @@ class GrpcMasterClient:
         if ch is not None:
             try:
                 return ch.pull(ref.step_id, ref.key, timeout_s)
-            except samehost.ChannelBroken:
+            except transports.ChannelBroken:
                 self._drop_same_host()
         try:
             return _pull(self._rpc, self._recv_tensor, ref.step_id, ref.key, timeout_s)

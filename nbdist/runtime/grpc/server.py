@@ -25,7 +25,7 @@ import grpc
 from nbdist import errors
 from nbdist.executor.limits import Limits
 from nbdist.proto import config_pb2, server_def_pb2
-from nbdist.runtime import coordination, samehost, transports
+from nbdist.runtime import coordination, transports
 from nbdist.runtime.cluster_spec import ClusterSpec, split_address, task_device
 from nbdist.runtime.coordination_agent import CoordinationAgent
 from nbdist.runtime.coordination_local import LocalCoordinationClient
@@ -37,6 +37,7 @@ from nbdist.runtime.grpc.master_service import MasterServicer
 from nbdist.runtime.grpc.transport import GrpcPeers, GrpcTensorTransport
 from nbdist.runtime.grpc.worker_service import WorkerServicer
 from nbdist.runtime.master import Master
+from nbdist.runtime.router import PeerRouter
 from nbdist.runtime.service import (
     Admission,
     MasterHandler,
@@ -283,13 +284,13 @@ class GrpcServer(Server):
         self._incarnation = new_incarnation()
         self._peers = GrpcPeers(self._cluster, self.task_name, token=self._token,
                                 tls=self._tls or False, park=self._park)
-        transport = GrpcTensorTransport(self._peers)
-        self._same_host = None
-        self._same_host_workers: dict = {}
-        if samehost.enabled() and self._tls is None:  # TLS: certificates decide
-            self._same_host = samehost.SameHostPeers(
-                self._peers.address, self.task_name, self._token)
-            transport = samehost.SameHostTransport(transport, self._same_host)
+        # Peer paths (same-host) beside gRPC; TLS: certificates decide, none.
+        self._paths = transports.peer_paths(tls=self._tls is not None)
+        self._router = PeerRouter(
+            self.task_name, self._peers.client,
+            [p.peers(self._peers.address, self.task_name, self._token)
+             for p in self._paths])
+        transport = self._router.tensor_transport(GrpcTensorTransport(self._peers))
         self._worker = Worker(
             self.task_name,
             num_cpus=max(1, int(session_config.device_count.get("CPU", 1))),
@@ -384,11 +385,9 @@ class GrpcServer(Server):
             self._peers.cluster = self._cluster
         self._server_def = sd
         self._address = _join(host, bound)
-        self._same_host_service = None
-        if self._same_host is not None:
-            self._same_host_service = samehost.SameHostService(
-                self._worker_handler, self._address, self._token, self._limits,
-                master_handler=self._master_handler)
+        self._path_services = [
+            p.serve(self._worker_handler, self._master_handler, self._address,
+                    self._token, self._limits) for p in self._paths]
         self._bind_address = _join(bind, bound)
         self._target = "grpc://" + self._address
         if self._coordination is not None:
@@ -464,8 +463,8 @@ class GrpcServer(Server):
             if self._started:
                 return
             self._grpc.start()
-            if self._same_host_service is not None:
-                self._same_host_service.start()
+            for service in self._path_services:
+                service.start()
             self._started = True
             self._serving = True
             self._agent.start()
@@ -479,8 +478,8 @@ class GrpcServer(Server):
             self._stopped.set()
             self._serving = False
         _live_servers.discard(self)
-        if self._same_host_service is not None:
-            self._same_host_service.stop()
+        for service in self._path_services:
+            service.stop()
         self._agent.stop()
         self._coordination_servicer.stop()
         if self._coordination is not None:
@@ -497,8 +496,7 @@ class GrpcServer(Server):
             self._grpc.stop(grace).wait(grace + 5.0)
             self._admission.shutdown()
             self._peers.close()
-            if self._same_host is not None:
-                self._same_host.close()
+            self._router.close()
 
     def __repr__(self) -> str:
         return f"<nbdist.Server {self.task_name} at {self._target}>"
@@ -507,13 +505,7 @@ class GrpcServer(Server):
     def _worker_for(self, task: str):
         if task == self.task_name:
             return self._worker
-        if self._same_host is None:
-            return self._peers.client(task)
-        worker = self._same_host_workers.get(task)
-        if worker is None:
-            worker = self._same_host_workers[task] = self._same_host.worker(
-                self._peers.client(task))
-        return worker
+        return self._router.worker(task)
 
     def _park(self, value) -> tuple[str, int]:
         return self._worker.parked.park(value)
