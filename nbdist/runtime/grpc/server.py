@@ -449,6 +449,12 @@ class GrpcServer(Server):
         return self._coordination_config
 
     @property
+    def tap(self):
+        """``runtime.tap.Tap`` of this task's calls and tensors to its peers,
+        whatever transport they take: ``server.tap.subscribe(fn)``."""
+        return self._router.tap
+
+    @property
     def master(self) -> Master:
         """This task's master: what sessions of this process use, without RPC."""
         return self._master

@@ -1,0 +1,160 @@
+"""One service, many transports: the same behaviour whichever way a call comes.
+
+Each test body runs on the gRPC transport alone (``NBDIST_SAME_HOST=0``) and
+with the same-host transport (the default for tasks of one host). The servers
+are in this process (``nd.Server``); their peers talk over real sockets.
+
+* A step across two tasks shows on the master task's tap (``server.tap``): one
+  RunGraph to the other task per step and one tensor received from it, with
+  the tensor's bytes, whichever transport carried them.
+* A step sent twice with the same request id runs once (the handlers'
+  ``RecentRequests``, one per task for every transport); another id runs again.
+* Admission is the task's, not a transport's: with the step class full, a
+  RunStep is refused on gRPC and on the same-host channel alike, and answered
+  again once there is room.
+"""
+
+from __future__ import annotations
+
+import grpc
+import numpy as np
+import pytest
+from conftest import local_cluster
+
+import nbdist as nd
+from nbdist import errors
+from nbdist.proto import master_pb2
+from nbdist.runtime import samehost
+
+TRANSPORTS = ["grpc", "samehost"]
+
+
+@pytest.fixture(params=TRANSPORTS)
+def transport(request, monkeypatch):
+    monkeypatch.setenv("NBDIST_SAME_HOST", "1" if request.param == "samehost" else "0")
+    return request.param
+
+
+@pytest.fixture
+def two_tasks(transport):
+    """A worker task and a ps task, servers of this process."""
+    cluster = local_cluster(worker=1, ps=1)
+    servers = [nd.Server(cluster, job_name=job, task_index=0)
+               for job in ("worker", "ps")]
+    yield servers
+    for s in servers:
+        s.stop()
+
+
+def _same_host_calls(server) -> dict:
+    paths = server._router.path_peers
+    return dict(paths[0].calls) if paths else {}
+
+
+def test_a_step_across_tasks_shows_on_the_tap(two_tasks, transport):
+    worker, ps = two_tasks
+    values = np.arange(1000, dtype=np.float32)
+    g = nd.Graph()
+    with g.as_default():
+        with nd.device("/job:ps/task:0"):
+            a = nd.constant(values) + 1.0
+        with nd.device("/job:worker/task:0"):
+            b = a * 2.0
+    events = []
+    stop = worker.tap.subscribe(events.append)
+    try:
+        with nd.Session(worker.target, graph=g) as sess:
+            np.testing.assert_array_equal(sess.run(b), (values + 1) * 2)
+            events.clear()
+            for _ in range(3):
+                np.testing.assert_array_equal(sess.run(b), (values + 1) * 2)
+    finally:
+        stop()
+    steps = sorted({e.step for e in events})
+    assert len(steps) == 3, events
+    ps_task, worker_task = ps.task_name, worker.task_name
+    for step in steps:
+        kinds = sorted((e.kind, e.source, e.destination, e.nbytes)
+                       for e in events if e.step == step)
+        # One RunGraph to the ps (no feeds, no fetches: the tensor goes by
+        # _Send/_Recv), one tensor of a.nbytes from the ps.
+        assert kinds == [("RecvTensor", ps_task, worker_task, values.nbytes),
+                         ("RunGraph", worker_task, ps_task, 0)], kinds
+    for e in events:
+        assert e.end >= e.start
+    took_same_host = any(op == "run" for _, op in _same_host_calls(worker))
+    assert took_same_host == (transport == "samehost")
+
+
+def _counter_session(server):
+    """A session on ``server``'s master with a counter, its increment and read."""
+    g = nd.Graph()
+    with g.as_default():
+        v = nd.Variable(0.0, name="counter")
+        inc = v.assign_add(1.0)
+        read = nd.identity(v)
+        init = nd.global_variables_initializer()
+    master = server.master
+    handle, _ = master.create_session(g.as_graph_def(), None)
+    master.run_step(handle, {}, [], [init.name])
+    return master, handle, inc.op.name, read.name
+
+
+def _run_step_with_id(transport, server, handle, target, request_id):
+    address = server.target.removeprefix("grpc://")
+    if transport == "samehost":
+        ch = samehost.client_channel(address, None)
+        assert ch is not None, "the same-host channel answers"
+        try:
+            ch.call("step", {"session": handle, "fetch": [], "target": [target],
+                             "rid": request_id, "t": []})
+        finally:
+            ch.close()
+        return
+    with grpc.insecure_channel(address) as channel:
+        run_step = channel.unary_unary(
+            "/nbdist.MasterService/RunStep",
+            request_serializer=master_pb2.RunStepRequest.SerializeToString,
+            response_deserializer=bytes)
+        run_step(master_pb2.RunStepRequest(session_handle=handle, target=[target],
+                                           request_id=request_id), timeout=30)
+
+
+def test_a_retried_step_runs_once(two_tasks, transport):
+    worker, _ = two_tasks
+    master, handle, inc, read = _counter_session(worker)
+    try:
+        _run_step_with_id(transport, worker, handle, inc, 12345)
+        _run_step_with_id(transport, worker, handle, inc, 12345)  # the retry
+        assert master.run_step(handle, {}, [read], [])[0] == 1.0
+        _run_step_with_id(transport, worker, handle, inc, 67891)  # a new step
+        assert master.run_step(handle, {}, [read], [])[0] == 2.0
+    finally:
+        master.close_session(handle)
+
+
+def test_admission_is_the_tasks_on_every_transport(two_tasks, transport):
+    worker, _ = two_tasks
+    master, handle, inc, read = _counter_session(worker)
+    step_class = worker._admission_counts.class_of("RunStep")
+    bound = step_class.call_class.threads + step_class.call_class.waiting
+    for _ in range(bound):  # the step class is full: no call may be admitted
+        step_class.enter()
+    try:
+        if transport == "samehost":
+            with pytest.raises(errors.ResourceExhaustedError,
+                               match="RunStep refused"):
+                _run_step_with_id(transport, worker, handle, inc, 1)
+        else:
+            with pytest.raises(grpc.RpcError) as caught:
+                _run_step_with_id(transport, worker, handle, inc, 1)
+            assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert "RunStep refused" in caught.value.details()
+    finally:
+        for _ in range(bound):
+            step_class.leave()
+    try:
+        _run_step_with_id(transport, worker, handle, inc, 2)
+        assert master.run_step(handle, {}, [read], [])[0] == 1.0
+    finally:
+        master.close_session(handle)
