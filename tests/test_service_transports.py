@@ -1,8 +1,9 @@
 """One service, many transports: the same behaviour whichever way a call comes.
 
-Each test body runs on the gRPC transport alone (``NBDIST_SAME_HOST=0``) and
-with the same-host transport (the default for tasks of one host). The servers
-are in this process (``nd.Server``); their peers talk over real sockets.
+Each test body runs on the gRPC transport alone (``NBDIST_SAME_HOST=0``), with
+the same-host transport (the default for tasks of one host) and on the
+in-process transport (``protocol="inproc"``: no sockets). The servers are in
+this process (``nd.Server``); gRPC and same-host peers talk over real sockets.
 
 * A step across two tasks shows on the master task's tap (``server.tap``): one
   RunGraph to the other task per step and one tensor received from it, with
@@ -11,10 +12,13 @@ are in this process (``nd.Server``); their peers talk over real sockets.
   ``RecentRequests``, one per task for every transport); another id runs again.
 * Admission is the task's, not a transport's: with the step class full, a
   RunStep is refused on gRPC and on the same-host channel alike, and answered
-  again once there is room.
+  again once there is room; a step whose RunGraph goes to a task whose step
+  class is full fails with ``ResourceExhaustedError`` on every transport.
 """
 
 from __future__ import annotations
+
+import uuid
 
 import grpc
 import numpy as np
@@ -26,7 +30,7 @@ from nbdist import errors
 from nbdist.proto import master_pb2
 from nbdist.runtime import samehost
 
-TRANSPORTS = ["grpc", "samehost"]
+TRANSPORTS = ["grpc", "samehost", "inproc"]
 
 
 @pytest.fixture(params=TRANSPORTS)
@@ -38,8 +42,13 @@ def transport(request, monkeypatch):
 @pytest.fixture
 def two_tasks(transport):
     """A worker task and a ps task, servers of this process."""
-    cluster = local_cluster(worker=1, ps=1)
-    servers = [nd.Server(cluster, job_name=job, task_index=0)
+    if transport == "inproc":
+        name = uuid.uuid4().hex[:8]
+        cluster = {"worker": [f"worker-{name}"], "ps": [f"ps-{name}"]}
+    else:
+        cluster = local_cluster(worker=1, ps=1)
+    protocol = "inproc" if transport == "inproc" else None
+    servers = [nd.Server(cluster, job_name=job, task_index=0, protocol=protocol)
                for job in ("worker", "ps")]
     yield servers
     for s in servers:
@@ -121,6 +130,8 @@ def _run_step_with_id(transport, server, handle, target, request_id):
 
 
 def test_a_retried_step_runs_once(two_tasks, transport):
+    if transport == "inproc":
+        pytest.skip("in-process calls are never retried: no request ids")
     worker, _ = two_tasks
     master, handle, inc, read = _counter_session(worker)
     try:
@@ -133,7 +144,41 @@ def test_a_retried_step_runs_once(two_tasks, transport):
         master.close_session(handle)
 
 
+def _fill(server, method: str):
+    """Makes the class of ``method`` on ``server`` full; returns what empties it."""
+    count = server._admission_counts.class_of(method)
+    bound = count.call_class.threads + count.call_class.waiting
+    for _ in range(bound):
+        count.enter()
+
+    def empty():
+        for _ in range(bound):
+            count.leave()
+    return empty
+
+
+def test_a_full_peer_refuses_run_graph_on_every_transport(two_tasks, transport):
+    worker, ps = two_tasks
+    g = nd.Graph()
+    with g.as_default():
+        with nd.device("/job:ps/task:0"):
+            a = nd.constant(3.0) * 2.0
+        with nd.device("/job:worker/task:0"):
+            b = a + 1.0
+    with nd.Session(worker.target, graph=g) as sess:
+        assert sess.run(b) == 7.0
+        empty = _fill(ps, "RunGraph")
+        try:
+            with pytest.raises(errors.ResourceExhaustedError, match="refused"):
+                sess.run(b)
+        finally:
+            empty()
+        assert sess.run(b) == 7.0
+
+
 def test_admission_is_the_tasks_on_every_transport(two_tasks, transport):
+    if transport == "inproc":
+        pytest.skip("an in-process session calls its master directly")
     worker, _ = two_tasks
     master, handle, inc, read = _counter_session(worker)
     step_class = worker._admission_counts.class_of("RunStep")

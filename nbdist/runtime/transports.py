@@ -40,7 +40,8 @@ import threading
 
 DEFAULT_PROTOCOL = "grpc"
 # Protocols shipped with nbdist: name -> module that registers it when imported.
-_BUILT_IN = {"grpc": "nbdist.runtime.grpc.protocol"}
+_BUILT_IN = {"grpc": "nbdist.runtime.grpc.protocol",
+             "inproc": "nbdist.runtime.inproc"}
 # Peer paths shipped with nbdist: name -> module that registers it when imported.
 _BUILT_IN_PATHS = {"samehost": "nbdist.runtime.samehost"}
 
