@@ -8,6 +8,9 @@ this process (``nd.Server``); gRPC and same-host peers talk over real sockets.
 * A step across two tasks shows on the master task's tap (``server.tap``): one
   RunGraph to the other task per step and one tensor received from it, with
   the tensor's bytes, whichever transport carried them.
+* The worker's ``_Recv``s of four tensors of the ps are one exchange per step
+  (the others come along as siblings; a producer lagging behind the linger may
+  split one: at most one step in four), carrying all four tensors' bytes.
 * A step sent twice with the same request id runs once (the handlers'
   ``RecentRequests``, one per task for every transport); another id runs again.
 * Admission is the task's, not a transport's: with the step class full, a
@@ -93,6 +96,37 @@ def test_a_step_across_tasks_shows_on_the_tap(two_tasks, transport):
         assert e.end >= e.start
     took_same_host = any(op == "run" for _, op in _same_host_calls(worker))
     assert took_same_host == (transport == "samehost")
+
+
+def test_a_steps_tensors_from_a_peer_are_one_exchange(two_tasks, transport):
+    worker, ps = two_tasks
+    rng = np.random.default_rng(0)
+    values = [rng.standard_normal(256).astype(np.float32) for _ in range(4)]
+    g = nd.Graph()
+    with g.as_default():
+        with nd.device("/job:ps/task:0"):
+            parts = [nd.constant(v) * 1.0 for v in values]
+        with nd.device("/job:worker/task:0"):
+            total = nd.add_n(parts)
+    steps = 20
+    events = []
+    with nd.Session(worker.target, graph=g) as sess:
+        sess.run(total)  # plans and connects
+        stop = worker.tap.subscribe(events.append)
+        try:
+            for _ in range(steps):
+                np.testing.assert_allclose(sess.run(total), sum(values), rtol=1e-6)
+        finally:
+            stop()
+    recvs = [e for e in events if e.kind == "RecvTensor"]
+    assert {(e.source, e.destination) for e in recvs} == {
+        (ps.task_name, worker.task_name)}
+    assert steps <= len(recvs) <= steps * 1.25, len(recvs)
+    by_step: dict = {}
+    for e in recvs:
+        by_step[e.step] = by_step.get(e.step, 0) + e.nbytes
+    assert len(by_step) == steps
+    assert set(by_step.values()) == {sum(v.nbytes for v in values)}
 
 
 def _counter_session(server):

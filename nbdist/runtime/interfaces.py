@@ -107,6 +107,13 @@ class TensorTransport(Protocol):
         among them), which a transport may bring in the same exchange."""
         ...
 
+    def exchange(self, step: StepContext, src_task: str, key: str,
+                 siblings: tuple[str, ...] = ()) -> tuple[Any, dict]:
+        """One exchange with ``src_task``: ``(value of key, {sibling key:
+        value})`` for the siblings that came along (``recv`` is this plus
+        keeping those for the step's later ``_Recv``s)."""
+        ...
+
     def recv_collective(self, step: StepContext, src_task: str, exec_id: int,
                         key: str) -> Any:
         """A collective's chunk ``key`` that ``src_task`` left under the

@@ -20,6 +20,7 @@ from typing import Callable, Protocol
 from nbdist import errors
 from nbdist.runtime.interfaces import WorkerInterface
 from nbdist.runtime.tap import Tap, TapEvent, nbytes_of
+from nbdist.runtime.tensor_store import MISSING, StepExtras
 
 __all__ = ["PeerRouter", "RoutedWorker", "StepPath", "TappedTransport"]
 
@@ -126,12 +127,15 @@ class RoutedWorker:
 
 
 class TappedTransport:
-    """A ``TensorTransport`` whose every pull shows on ``tap``."""
+    """A ``TensorTransport`` whose every exchange shows on ``tap``: a ``_Recv``
+    whose tensor came along with an earlier one of its step (a sibling) is
+    answered here, from the step's extras, without an exchange."""
 
     def __init__(self, inner, tap: Tap, own_task: str):
         self._inner = inner
         self._tap = tap
         self._own_task = own_task
+        self._extras = StepExtras()
 
     def _emit(self, kind: str, src: str, step_id: int, value, start: float):
         self._tap.emit(TapEvent(kind, src, self._own_task, step_id,
@@ -139,11 +143,19 @@ class TappedTransport:
                                 time.monotonic()))
 
     def recv(self, step, src_task: str, key: str, siblings=()):
+        value = self._extras.take(step, key)
+        if value is not MISSING:
+            return value
         if not self._tap.listening:
-            return self._inner.recv(step, src_task, key, siblings)
-        start = time.monotonic()
-        value = self._inner.recv(step, src_task, key, siblings)
-        self._emit("RecvTensor", src_task, step.step_id, value, start)
+            value, extras = self._inner.exchange(step, src_task, key, siblings)
+        else:
+            start = time.monotonic()
+            value, extras = self._inner.exchange(step, src_task, key, siblings)
+            self._tap.emit(TapEvent(
+                "RecvTensor", src_task, self._own_task, step.step_id,
+                int(getattr(value, "nbytes", 0)) + nbytes_of(extras.values()),
+                start, time.monotonic()))
+        self._extras.keep(step, extras)
         return value
 
     def recv_collective(self, step, src_task: str, exec_id: int, key: str):

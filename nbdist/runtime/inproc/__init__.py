@@ -153,7 +153,22 @@ class InprocTensorTransport:
                     f"{src_task}")
 
     def recv(self, step, src_task: str, key: str, siblings=()):
-        return self._recv(step, src_task, step.step_id, key)
+        value, extras = self.exchange(step, src_task, key, siblings)
+        if extras:
+            raise errors.InternalError(None, None, "recv with siblings: use the "
+                                       "router's transport, which keeps them")
+        return value
+
+    def exchange(self, step, src_task: str, key: str, siblings=()):
+        """``(value of key, {sibling: value} already sent)``: as a remote
+        pull, the ready siblings come along."""
+        value = self._recv(step, src_task, step.step_id, key)
+        extras = {}
+        if siblings:
+            handler = _server_at(self._address_of(src_task)).worker_handler
+            extras = {k: _copied(v) for k, v in handler.take_siblings(
+                step.step_id, key, siblings).items()}
+        return value, extras
 
     def recv_collective(self, step, src_task: str, exec_id: int, key: str):
         return self._recv(step, src_task, exec_id, key)

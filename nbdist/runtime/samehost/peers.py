@@ -89,9 +89,16 @@ class SameHostTransport:
         value = self._extras.take(step, key)
         if value is not MISSING:
             return value
+        value, got = self.exchange(step, src_task, key, siblings)
+        self._extras.keep(step, got)
+        return value
+
+    def exchange(self, step, src_task: str, key: str, siblings=()):
+        """One exchange with ``src_task``: ``(value of key, {sibling: value}
+        that came along)``; over the protocol when the peer is not here."""
         ch = self._peers.channel(src_task)
         if ch is None:
-            return self._inner.recv(step, src_task, key, siblings)
+            return self._inner.exchange(step, src_task, key, siblings)
         try:
             got = self._recv(ch, step, key, siblings)
         except ChannelBroken as e:
@@ -99,10 +106,9 @@ class SameHostTransport:
             if e.sent:  # the peer may have handed the tensor over: do not wait
                 raise went_away(src_task, f"RecvTensor for {key.split(';')[3]}",
                                  e) from None
-            return self._inner.recv(step, src_task, key, siblings)
+            return self._inner.exchange(step, src_task, key, siblings)
         value = got.pop(key)
-        self._extras.keep(step, got)
-        return value
+        return value, got
 
     def _recv(self, ch, step, key, siblings) -> dict:
         timeout = step_time_left(step)

@@ -198,14 +198,19 @@ class SameHostService:
 
     def _dispatch(self, header, payload, fds, conn, link):
         op = header.get("op")
-        try:
-            with self._admission.admit(_METHODS.get(op, "samehost")):
-                # Closes the request's fds that it did not hand to a tensor.
-                return self._dispatch_admitted(op, header, payload, fds, conn, link)
-        except errors.OpError as e:  # refused
+        method = _METHODS.get(op, "samehost")
+        count = self._admission.class_of(method)
+        if count.full:  # refused: the task's class is full, whichever transport
             for fd in fds:
                 close_fd(fd)
-            return error_header(e), None
+            return error_header(errors.ResourceExhaustedError(
+                None, None, self._admission.refusal(method, count))), None
+        count.enter()
+        try:
+            # Closes the request's fds that it did not hand to a tensor.
+            return self._dispatch_admitted(op, header, payload, fds, conn, link)
+        finally:
+            count.leave()
 
     def _dispatch_admitted(self, op, header, payload, fds, conn, link):
         try:
