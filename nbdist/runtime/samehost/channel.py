@@ -147,7 +147,7 @@ class SameHostChannel:
         for k, v in feeds.items():
             out.add(k, v)
         header = {"session": handle, "fetch": list(fetches), "target": list(targets),
-                  "rid": random.getrandbits(62) | 1, "t": out.entries,
+                  "t": out.entries,
                   "timeout_ms": ms_from_seconds(timeout_s)}
         _, tensors = self.call("step", header, out,
                                timeout_s + 10.0 if timeout_s else None)

@@ -6,7 +6,6 @@ protocol's client, ``runtime.router.RoutedWorker`` joins the two)."""
 from __future__ import annotations
 
 import collections
-import random
 import threading
 import time
 
@@ -160,7 +159,7 @@ class SameHostStepPath:
         for k, v in feeds.items():
             out.add(k, v)
         header = {"session": session_handle, "graph": graph_handle, "step": step_id,
-                  "rid": random.getrandbits(62) | 1, "fetch": list(fetch_keys),
+                  "fetch": list(fetch_keys),
                   "trace": bool(trace), "t": out.entries,
                   "timeout_ms": ms_from_seconds(timeout_s),
                   "op_timeout_ms": ms_from_seconds(op_timeout_s)}

@@ -271,7 +271,9 @@ class SameHostService:
 
     def _once(self, method: str, header, fn):
         """``fn()``, once per request id (a retried request gets the answer of
-        the first): the handlers' ``RecentRequests``, shared with gRPC."""
+        the first): the handlers' ``RecentRequests``, shared with gRPC. This
+        transport's own clients never retry a call that went out, so they send
+        no ``rid`` (keeping answers costs a step time and memory)."""
         rid = int(header.get("rid", 0))
         if not rid:
             return fn()
