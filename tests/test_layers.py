@@ -1,6 +1,7 @@
 """The house rules of ``nbdist/``: imports follow the layer order of the spec, no
-module is part of an import circle, only ``runtime/grpc`` touches grpc, and no
-file (generated code aside) passes 800 lines.
+module is part of an import circle, only ``runtime/grpc`` touches grpc, no
+transport package imports another and only a transport package imports its
+libraries, and no file (generated code aside) passes 800 lines.
 
 Imports are read with ``ast`` (every ``import`` in a module, also those inside
 functions), so a lazy import that dodges a circle counts as the circle it is.
@@ -37,6 +38,13 @@ LAYERS = [
 ]
 FACADE = 8
 GRPC_PACKAGE = "nbdist.runtime.grpc"
+# Transport packages (peers in ``runtime.transports``) and the libraries only
+# they may import: gRPC; the same-host path's epoll and shared-memory mappings.
+TRANSPORTS = {
+    GRPC_PACKAGE: ("grpc",),
+    "nbdist.runtime.samehost": ("select", "mmap"),
+    "nbdist.runtime.inproc": (),
+}
 
 
 def layer_of(module: str) -> int:
@@ -154,6 +162,42 @@ def grpc_outside_transport(files: dict[str, Path]) -> list[str]:
     return out
 
 
+def _package_of(module: str) -> str | None:
+    for package in TRANSPORTS:
+        if module == package or module.startswith(package + "."):
+            return package
+    return None
+
+
+def transports_importing_each_other(files: dict[str, Path]) -> list[str]:
+    """A transport package importing another: they meet in ``runtime.transports``
+    and ``runtime.router``, never directly."""
+    out = []
+    for name, path in files.items():
+        own = _package_of(name)
+        if own is None:
+            continue
+        for target, line in imported_modules(name, path, files):
+            other = _package_of(target)
+            if other is not None and other != own:
+                out.append(f"{name} imports {target} at line {line}")
+    return out
+
+
+def transport_libraries_outside(files: dict[str, Path]) -> list[str]:
+    """A transport's library imported outside its package."""
+    owner = {lib: package for package, libs in TRANSPORTS.items() for lib in libs}
+    out = []
+    for name, path in files.items():
+        if name.startswith("nbdist.proto"):
+            continue
+        for target, line in imported_modules(name, path, files):
+            lib = target.split(".")[0]
+            if lib in owner and _package_of(name) != owner[lib]:
+                out.append(f"{name} imports {target} (of {owner[lib]}) at line {line}")
+    return out
+
+
 def oversized(files: dict[str, Path]) -> list[str]:
     out = []
     for name, path in files.items():
@@ -176,6 +220,14 @@ def test_no_import_circles():
 
 def test_only_runtime_grpc_imports_grpc():
     assert grpc_outside_transport(module_files()) == []
+
+
+def test_no_transport_package_imports_another():
+    assert transports_importing_each_other(module_files()) == []
+
+
+def test_only_the_transport_packages_import_their_libraries():
+    assert transport_libraries_outside(module_files()) == []
 
 
 def test_no_file_over_800_lines():
@@ -218,6 +270,23 @@ def test_a_planted_grpc_import_is_caught(planted):
     worker.write_text(worker.read_text() + "\nimport grpc\n")
     found = grpc_outside_transport(module_files(planted))
     assert any(v.startswith("nbdist.runtime.worker imports grpc") for v in found)
+
+
+def test_a_planted_import_between_transports_is_caught(planted):
+    service = planted / "runtime" / "samehost" / "service.py"
+    service.write_text(service.read_text()
+                       + "\nfrom nbdist.runtime.grpc import coding\n")
+    found = transports_importing_each_other(module_files(planted))
+    assert any(v.startswith("nbdist.runtime.samehost.service imports "
+                            "nbdist.runtime.grpc.coding") for v in found), found
+
+
+def test_a_planted_transport_library_import_is_caught(planted):
+    master = planted / "runtime" / "master.py"
+    master.write_text(master.read_text() + "\nimport select\n")
+    found = transport_libraries_outside(module_files(planted))
+    assert any(v.startswith("nbdist.runtime.master imports select (of "
+                            "nbdist.runtime.samehost)") for v in found), found
 
 
 def test_a_planted_long_file_is_caught(planted):

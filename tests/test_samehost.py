@@ -16,7 +16,7 @@ from conftest import local_cluster
 
 import nbdist as nd
 from nbdist.runtime import samehost
-from nbdist.runtime.samehost_wire import (
+from nbdist.runtime.samehost.wire import (
     Link,
     Outgoing,
     decode_tensors,
@@ -27,9 +27,16 @@ from nbdist.runtime.samehost_wire import (
 BATCH = 32
 
 
+def _same_host(server):
+    """The server's same-host channels to its peers, or None."""
+    paths = server._router.path_peers
+    return paths[0] if paths else None
+
+
 def _calls(server) -> dict:
     """The server's same-host exchanges so far, by (peer, call)."""
-    return dict(server._same_host.calls) if server._same_host is not None else {}
+    peers = _same_host(server)
+    return dict(peers.calls) if peers is not None else {}
 
 
 def _mlp(cluster, steps: int, seed: int = 0):
@@ -91,18 +98,18 @@ def test_a_step_is_one_exchange_each_way_per_task_pair(servers):
     with g.as_default(), nd.Session(worker.target) as s:
         s.run(init)
         s.run(train, {x: batches[0][0], y: batches[0][1]})  # plans and connects
-        w_before, ps_before = dict(worker._same_host.calls), dict(ps._same_host.calls)
+        w_before, ps_before = _calls(worker), _calls(ps)
         for i in range(steps):
             s.run(train, {x: batches[i % 4][0], y: batches[i % 4][1]})
     ps_task, w_task = "/job:ps/replica:0/task:0", "/job:worker/replica:0/task:0"
 
     def delta(server, before, key):
-        return server._same_host.calls[key] - before.get(key, 0)
+        return _same_host(server).calls[key] - before.get(key, 0)
 
     assert delta(worker, w_before, (ps_task, "run")) == steps
     assert delta(worker, w_before, (ps_task, "recv")) == steps
     assert steps <= delta(ps, ps_before, (w_task, "recv")) <= steps * 1.25
-    assert set(worker._same_host.calls) | set(ps._same_host.calls) <= {
+    assert set(_calls(worker)) | set(_calls(ps)) <= {
         (ps_task, "run"), (ps_task, "recv"), (w_task, "recv")}
 
 
@@ -166,7 +173,7 @@ def test_segments_are_freed_after_the_step_and_when_a_task_dies(spawn, servers):
         for i in range(3):
             s.run(bump)
             assert s.run(total) == (i + 1) * (1 << 22)
-        assert worker._same_host.calls[("/job:ps/replica:0/task:0", "recv")] >= 3
+        assert _calls(worker)[("/job:ps/replica:0/task:0", "recv")] >= 3
         # Staging segments are per connection, reused by every step: at most
         # one per connection a step uses (its RunGraph and its pull), however
         # many steps ran.
@@ -267,7 +274,7 @@ def test_the_path_is_off_when_asked(servers, monkeypatch):
     server = servers(cluster, "worker", 0)
     with pytest.raises(OSError):
         _raw_connect(cluster["worker"][0]).close()
-    assert server._same_host is None
+    assert _same_host(server) is None
 
 
 _BLOCKED_CLIENT = r"""
@@ -302,7 +309,7 @@ def test_a_step_whose_client_dies_is_cancelled(servers, tmp_path):
         while _running_steps(server) == 0:  # bounded: the step shows up
             assert time.monotonic() < deadline, "the client's step never started"
             time.sleep(0.05)
-        assert server._same_host_service is not None
+        assert server._path_services
     finally:
         proc.kill()
         proc.wait(30)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import operator
 import threading
 import time
+from typing import Any, Callable, Protocol
 
 import numpy as np
 
@@ -49,10 +50,34 @@ def _infer_node(odef, name, input_specs, attrs, const_values):
     return odef.infer(ctx)
 
 
-class Executor:
-    """Compiles ``graph_def`` for ``env`` (a task's devices and resources)."""
+class ExecutorEnv(Protocol):
+    """What an ``Executor`` and its kernels need of the task they run on (the
+    runtime's ``Worker`` is one; an in-process session's worker too).
 
-    def __init__(self, graph_def, env, name: str = "graph"):
+    ``collectives`` (a ``CollectiveExecutor``), ``publish(kind, payload)``
+    (runtime events) and ``limits`` (an ``executor.limits.Limits``) may be
+    None: a kernel that needs one says so when it runs."""
+
+    task_name: str
+    rendezvous: Any  # executor.rendezvous.Rendezvous
+    collectives: Any
+    publish: Callable[[str, dict], None] | None
+    limits: Any
+
+    def resources_for(self, device: str) -> Any:
+        """The ``ResourceMgr`` of ``device`` (variables, queues, tables)."""
+        ...
+
+    def recv(self, step: StepContext, src_device: str, key: str) -> Any:
+        """The value another task sends as ``key`` in ``step``."""
+        ...
+
+
+class Executor:
+    """Compiles ``graph_def`` for ``env`` (an ``ExecutorEnv``: a task's devices
+    and resources)."""
+
+    def __init__(self, graph_def, env: ExecutorEnv, name: str = "graph"):
         self.env = env
         self.name = name
         get_kernel_factory("NoOp")  # loads every kernel (and the executor's op defs)

@@ -12,8 +12,8 @@ import time
 
 from nbdist import errors
 from nbdist.runtime.coordination import CoordinationService, Event
+from nbdist.runtime.timeouts import CONTROL_TIMEOUT_S
 
-CONTROL_TIMEOUT_S = 30.0
 # How often a blocked watch looks at its stop flag (the service has no per-reader
 # wake-up; ``stop()`` also wakes every waiter through the service's condition).
 _WATCH_SLICE_S = 0.5

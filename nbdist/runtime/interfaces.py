@@ -51,7 +51,11 @@ class WorkerInterface(Protocol):
 
     task_name: str
 
-    def get_status(self) -> list[tuple[str, int]]: ...
+    def get_status(self, timeout_s: float | None = None
+                   ) -> list[tuple[str, int]]:
+        """(device, incarnation) of the task's devices; waits up to
+        ``timeout_s`` (a default of the transport's when None) for a peer."""
+        ...
 
     def create_worker_session(self, session_handle: str) -> None: ...
 
@@ -65,6 +69,16 @@ class WorkerInterface(Protocol):
                   feeds: dict, fetch_keys, trace: bool = False,
                   timeout_s: float | None = None,
                   op_timeout_s: float | None = None) -> tuple[dict, list]: ...
+
+    def start_run_graph(self, session_handle: str, graph_handle: str,
+                        step_id: int, feeds: dict, fetch_keys, trace: bool = False,
+                        timeout_s: float | None = None,
+                        op_timeout_s: float | None = None):
+        """Optional: sends ``run_graph`` without waiting and returns
+        ``finish()`` (which waits for its outcome), so that a master starts
+        every partition from its own thread; None when this worker cannot (the
+        master then calls ``run_graph`` from a pool thread)."""
+        ...
 
     def abort_step(self, step_id: int, error=None) -> None: ...
 
@@ -91,6 +105,13 @@ class TensorTransport(Protocol):
         """The value ``src_task`` sends as ``key`` in ``step``. ``siblings``:
         every key this step's partition receives from ``src_task`` (``key``
         among them), which a transport may bring in the same exchange."""
+        ...
+
+    def exchange(self, step: StepContext, src_task: str, key: str,
+                 siblings: tuple[str, ...] = ()) -> tuple[Any, dict]:
+        """One exchange with ``src_task``: ``(value of key, {sibling key:
+        value})`` for the siblings that came along (``recv`` is this plus
+        keeping those for the step's later ``_Recv``s)."""
         ...
 
     def recv_collective(self, step: StepContext, src_task: str, exec_id: int,

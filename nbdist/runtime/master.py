@@ -22,6 +22,7 @@ from nbdist.proto import config_pb2, step_stats_pb2
 from nbdist.runtime.interfaces import WorkerInterface
 from nbdist.runtime.partition import normalize_tensor_name, partition, prune
 from nbdist.runtime.placement import place
+from nbdist.runtime.timeouts import seconds_from_ms
 
 _pool = futures.ThreadPoolExecutor(max_workers=64, thread_name_prefix="nbdist-step")
 # Peers started at the same time may take a while on a busy machine (TF waits
@@ -187,9 +188,8 @@ class MasterSession:
         timeout_ms = (options.timeout_in_ms if options is not None and
                       options.timeout_in_ms else 0) or \
             self.config.operation_timeout_in_ms
-        timeout_s = timeout_ms / 1000.0 if timeout_ms > 0 else None
-        op_timeout_s = (self.config.operation_timeout_in_ms / 1000.0
-                        if self.config.operation_timeout_in_ms > 0 else None)
+        timeout_s = seconds_from_ms(timeout_ms)
+        op_timeout_s = seconds_from_ms(self.config.operation_timeout_in_ms)
         step_id = random.getrandbits(62)
         results: dict = {}
         stats = []
@@ -266,13 +266,11 @@ class MasterSession:
         def start(part: PlanPart):
             """A worker that can send RunGraph without waiting (the same-host
             channel) is started from this thread: no handoff to the pool."""
-            begin = getattr(part.worker, "start_run_graph", None)
-            if begin is None:
-                return None
             try:
-                return begin(self.handle, part.graph_handle, step_id,
-                             {k: feeds[k] for k in part.feeds}, part.fetches, trace,
-                             timeout_s, op_timeout_s)
+                return part.worker.start_run_graph(
+                    self.handle, part.graph_handle, step_id,
+                    {k: feeds[k] for k in part.feeds}, part.fetches, trace,
+                    timeout_s, op_timeout_s)
             except Exception as e:  # noqa: BLE001 - reported once, below
                 fail(e)
                 return _FAILED
@@ -374,13 +372,12 @@ class Master:
         tasks = [t for t in self._cluster_tasks()
                  if t == self.task_name or _matches_filter(t, config.device_filters)]
         workers, devices, incarnations = {}, [], {}
-        timeout = (config.operation_timeout_in_ms / 1000.0
-                   if config.operation_timeout_in_ms > 0 else _DISCOVERY_TIMEOUT_S)
+        timeout = (seconds_from_ms(config.operation_timeout_in_ms)
+                   or _DISCOVERY_TIMEOUT_S)
 
         def status(task):
             w = self._worker_for(task)
-            return task, w, w.get_status() if w is self.local_worker else \
-                w.get_status(timeout_s=timeout)
+            return task, w, w.get_status(timeout_s=timeout)
 
         futs = [_pool.submit(status, t) for t in tasks]
         done, not_done = futures.wait(futs, timeout=timeout + 1.0)

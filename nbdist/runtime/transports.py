@@ -11,11 +11,21 @@ A *protocol* is an object with
   -> interfaces.CoordinationClient``;
 - ``server_class``: the ``server_lib.Server`` subclass that serves it.
 
+A *peer path* is a faster way to some peers of a protocol's server (the
+same-host transport, ``runtime/samehost``: tasks on one host), beside the
+protocol: an object with ``usable(tls)``, ``serve(worker_handler,
+master_handler, address, token, limits)`` (a service with ``start``/``stop``),
+``peers(address_of, own_task, token)`` (a task's channels to its peers:
+``step_path(task)``, ``tensor_transport(inner)``, ``close()``) and
+``master_channel(address, token)`` (a session's, or None). Servers ask
+``peer_paths()``; ``runtime.router`` picks one per peer. No transport package
+imports another: they meet here.
+
 ``grpc`` is built in: its module is imported by name the first time a ``grpc://``
 target (or ``protocol="grpc"``) is used, so nothing here imports it. A new
 transport is one module that calls ``register_protocol("name", protocol)`` when
 imported, plus its line in ``_BUILT_IN``. A transport for tensor bytes only
-(same-host shared memory, say) is one module that calls
+(a test's recording one, say) is one module that calls
 ``register_tensor_transport``: servers wrap their protocol's transport with it.
 
 >>> from nbdist.runtime import transports
@@ -30,10 +40,15 @@ import threading
 
 DEFAULT_PROTOCOL = "grpc"
 # Protocols shipped with nbdist: name -> module that registers it when imported.
-_BUILT_IN = {"grpc": "nbdist.runtime.grpc.protocol"}
+_BUILT_IN = {"grpc": "nbdist.runtime.grpc.protocol",
+             "inproc": "nbdist.runtime.inproc"}
+# Peer paths shipped with nbdist: name -> module that registers it when imported.
+_BUILT_IN_PATHS = {"samehost": "nbdist.runtime.samehost"}
 
 _protocols: dict[str, object] = {}
 _tensor_transports: dict[str, object] = {}
+_peer_paths: dict[str, object] = {}
+_paths_loaded = False
 _lock = threading.Lock()
 
 
@@ -111,12 +126,45 @@ def tensor_transport(inner, cluster, task: str):
     return inner
 
 
+class ChannelBroken(ConnectionError):
+    """A peer path's connection failed before an answer. ``sent``: after the
+    request went out (its effect is unknown: a tensor it took may be lost, a
+    step may have run), else before (the protocol can be used instead)."""
+
+    def __init__(self, message: str, sent: bool = False):
+        super().__init__(message)
+        self.sent = sent
+
+
+def register_peer_path(name: str, path) -> None:
+    """Makes servers made from now on serve and use ``path``; None removes it."""
+    with _lock:
+        if path is None:
+            _peer_paths.pop(name, None)
+        else:
+            _peer_paths[name] = path
+
+
+def peer_paths(tls: bool = False) -> list:
+    """The registered peer paths usable with (or without) TLS, importing the
+    built-in ones on first use."""
+    global _paths_loaded
+    if not _paths_loaded:
+        for module in _BUILT_IN_PATHS.values():
+            importlib.import_module(module)
+        _paths_loaded = True
+    with _lock:
+        paths = list(_peer_paths.values())
+    return [p for p in paths if p.usable(tls)]
+
+
 def server_class(name: str | None = None):
     """The ``server_lib.Server`` subclass serving protocol ``name``."""
     return protocol(name).server_class
 
 
-__all__ = ["DEFAULT_PROTOCOL", "connect_coordination", "connect_master",
-           "connect_worker", "protocol", "register_protocol",
+__all__ = ["DEFAULT_PROTOCOL", "ChannelBroken", "connect_coordination",
+           "connect_master", "connect_worker", "peer_paths", "protocol",
+           "register_peer_path", "register_protocol",
            "register_tensor_transport", "scheme_of", "server_class",
            "tensor_transport"]

@@ -150,8 +150,15 @@ class Worker:
         self._publish(kind, payload)
 
     # -- worker service ----------------------------------------------------------
-    def get_status(self) -> list[tuple[str, int]]:
+    def get_status(self, timeout_s: float | None = None) -> list[tuple[str, int]]:
+        """This task's devices and incarnation (in process: ``timeout_s`` has
+        nothing to wait for)."""
         return [(d, self.incarnation) for d in self.devices]
+
+    def start_run_graph(self, *args):
+        """None: an in-process worker runs its partition on the caller's
+        thread (``WorkerInterface.start_run_graph``)."""
+        return None
 
     def create_worker_session(self, session_handle: str):
         with self._lock:
@@ -360,5 +367,29 @@ class _IsolatedSessionEnv:
     def resources_for(self, device: str) -> ResourceMgr:
         return self._resources[self._worker.device_for(device)]
 
-    def __getattr__(self, name):
-        return getattr(self._worker, name)
+    # The rest of ``executor.ExecutorEnv``: the worker's own.
+    @property
+    def task_name(self) -> str:
+        return self._worker.task_name
+
+    @property
+    def rendezvous(self):
+        return self._worker.rendezvous
+
+    @property
+    def collectives(self):
+        return self._worker.collectives
+
+    @property
+    def publish(self):
+        return self._worker.publish
+
+    @property
+    def limits(self):
+        return self._worker.limits
+
+    def recv(self, step, src_device: str, key: str):
+        return self._worker.recv(step, src_device, key)
+
+    def device_for(self, device: str) -> str:
+        return self._worker.device_for(device)

@@ -1,102 +1,50 @@
-"""Admission control: each class of RPC runs on its own threads, with a bound on
-the calls it admits, so that calls which block by design (a barrier, a key
-nobody has set yet, an event stream) can never take the threads that steps need.
-
-=========  ==========================================  =======  =======
-class      methods                                     threads  waiting
-=========  ==========================================  =======  =======
-step       RunStep, RunGraph, RecvTensor(Unary),       256      1024
-           PushTensors
-blocking   Barrier, GetKeyValue, WatchEvents           128      0
-control    every other method (sessions, graphs,       32       1024
-           heartbeats, key-value writes, ...)
-=========  ==========================================  =======  =======
-
-A class serves ``threads`` calls at once on a thread pool of its own (grpc's
-per-method ``experimental_thread_pool``); up to ``waiting`` more wait for a
-thread, without holding one. A call beyond that is refused at once with
-``RESOURCE_EXHAUSTED`` naming the class and its bound, from the interceptor,
-before its request is read. Blocking calls never wait: a waiting barrier
-arrival could only be admitted once another ends, which may be never.
-
-Deadlines: a call still waiting when its deadline passes fails with
-``DEADLINE_EXCEEDED`` (grpc cancels it; its work never starts), and one that
-starts after waiting learns how long it waited (``queued_s``): RunStep and
-RunGraph count their ``timeout_in_ms`` from the call's arrival, not from its
-start.
+"""gRPC's glue for ``runtime.service.admission``: each call class runs on a pool
+of its own (grpc's per-method ``experimental_thread_pool``) sized by the class;
+a call beyond the class's bound is refused at once with ``RESOURCE_EXHAUSTED``
+from the interceptor, before its request is read. A call still waiting when
+its deadline passes fails with ``DEADLINE_EXCEEDED`` (its work never starts).
 """
 
 from __future__ import annotations
 
-import contextvars
-import threading
 import time
 from concurrent import futures
-from dataclasses import dataclass
 
 import grpc
+from nbdist.runtime.service.admission import (
+    CALL_CLASSES,
+    Admission,
+    CallClass,
+    ClassCount,
+    arrived_at,
+    queued_s,
+)
 
 __all__ = ["CALL_CLASSES", "AdmissionInterceptor", "CallClass", "queued_s"]
 
 
-@dataclass(frozen=True)
-class CallClass:
-    """A class of RPC methods and the bounds of its admission."""
-
-    name: str
-    threads: int  # calls served at once
-    waiting: int  # calls admitted beyond those, waiting for a thread
-    methods: frozenset = frozenset()  # empty: every method of no other class
-
-
-CALL_CLASSES = (
-    CallClass("step", 256, 1024, frozenset(
-        {"RunStep", "RunGraph", "RecvTensor", "RecvTensorUnary", "PushTensors"})),
-    CallClass("blocking", 128, 0, frozenset({"Barrier", "GetKeyValue", "WatchEvents"})),
-    CallClass("control", 32, 1024),
-)
-
-_arrival: contextvars.ContextVar[float | None] = contextvars.ContextVar(
-    "nbdist_rpc_arrival", default=None)
-
-
-def queued_s() -> float:
-    """Seconds the RPC being served waited between its arrival and its start."""
-    arrived = _arrival.get()
-    return 0.0 if arrived is None else max(time.monotonic() - arrived, 0.0)
-
-
 class _ClassPool(futures.ThreadPoolExecutor):
-    """A class's threads; counts the calls submitted and not yet finished."""
+    """A class's threads; counts the calls submitted and not yet finished into
+    the task's ``ClassCount`` (which the other transports share)."""
 
-    def __init__(self, cls: CallClass, prefix: str):
+    def __init__(self, count: ClassCount, prefix: str):
+        cls = count.call_class
         super().__init__(cls.threads, thread_name_prefix=f"{prefix}-{cls.name}")
-        self.call_class = cls
-        self._count_lock = threading.Lock()
-        self.in_flight = 0
+        self.count = count
 
     def submit(self, fn, /, *args, **kwargs):
-        with self._count_lock:
-            self.in_flight += 1
+        self.count.enter()
         try:
             return super().submit(self._counted, fn, *args, **kwargs)
         except BaseException:
-            self._finished()
+            self.count.leave()
             raise
 
     def _counted(self, fn, *args, **kwargs):
         try:
             return fn(*args, **kwargs)
         finally:
-            self._finished()
-
-    def _finished(self):
-        with self._count_lock:
-            self.in_flight -= 1
-
-    @property
-    def full(self) -> bool:
-        return self.in_flight >= self.call_class.threads + self.call_class.waiting
+            self.count.leave()
 
 
 def _kind(handler) -> str:
@@ -125,17 +73,18 @@ def _refusal(message: str):
 
 class AdmissionInterceptor(grpc.ServerInterceptor):
     """Routes each call to its class's pool, or refuses it when the class is full.
-    ``shutdown()`` stops the pools, after the server's ``stop`` ended their calls."""
+    ``admission``: the task's (shared with its other transports); else one of
+    its own over ``classes``. ``shutdown()`` stops the pools, after the server's
+    ``stop`` ended their calls."""
 
-    def __init__(self, task_name: str, classes=CALL_CLASSES):
+    def __init__(self, task_name: str, classes=CALL_CLASSES,
+                 admission: Admission | None = None):
+        self._admission = admission or Admission(task_name, classes)
         prefix = f"nbdist-rpc{task_name}"
-        self._pools = [_ClassPool(c, prefix) for c in classes]
-        self._by_method = {m: p for p in self._pools for m in p.call_class.methods}
-        self._default = next(p for p in self._pools if not p.call_class.methods)
-        self._task = task_name
+        self._pools = {id(n): _ClassPool(n, prefix) for n in self._admission.counts}
 
     def shutdown(self):
-        for p in self._pools:
+        for p in self._pools.values():
             p.shutdown(wait=False, cancel_futures=True)
 
     def intercept_service(self, continuation, handler_call_details):
@@ -143,15 +92,13 @@ class AdmissionInterceptor(grpc.ServerInterceptor):
         if handler is None:
             return None
         method = handler_call_details.method.rsplit("/", 1)[-1]
-        pool = self._by_method.get(method, self._default)
+        count = self._admission.class_of(method)
         kind = _kind(handler)
-        if pool.full:  # on grpc's poller thread: read a count, nothing more
-            c = pool.call_class
-            return _refusal(
-                f"{method} refused: {self._task} already serves {c.threads} "
-                f"{c.name} calls and queues {c.waiting} more; retry later")
+        if count.full:  # on grpc's poller thread: read a count, nothing more
+            return _refusal(self._admission.refusal(method, count))
         return _MAKERS[kind](
-            _admitted(getattr(handler, kind), time.monotonic(), pool),
+            _admitted(getattr(handler, kind), time.monotonic(),
+                      self._pools[id(count)]),
             request_deserializer=handler.request_deserializer,
             response_serializer=handler.response_serializer,
         )
@@ -161,7 +108,7 @@ def _admitted(behaviour, arrived: float, pool: _ClassPool):
     """``behaviour`` on ``pool``, knowing when its call arrived."""
 
     def run(request, context):
-        _arrival.set(arrived)
+        arrived_at(arrived)
         left = context.time_remaining()
         if left is not None and left <= 0:
             context.abort(grpc.StatusCode.DEADLINE_EXCEEDED,

@@ -39,7 +39,7 @@ from nbdist.proto import (
     worker_pb2,
     worker_service_pb2_grpc,
 )
-from nbdist.runtime import samehost
+from nbdist.runtime import transports
 from nbdist.runtime.grpc import auth, coding
 from nbdist.runtime.grpc.rpc import (
     RETRIES,
@@ -52,13 +52,18 @@ from nbdist.runtime.grpc.rpc import (
 )
 from nbdist.runtime.grpc.wire import connect_failed
 from nbdist.runtime.master import _DISCOVERY_TIMEOUT_S as DISCOVERY_TIMEOUT_S
+from nbdist.runtime.timeouts import (
+    CONTROL_TIMEOUT_S,
+    STATUS_TIMEOUT_S,
+    UNBOUNDED_S,
+    ms_from_seconds,
+    seconds_from_ms,
+    step_time_left,
+)
 
 __all__ = ["GrpcMasterClient", "GrpcWorkerClient", "channel_options", "make_channel"]
 
-CONTROL_TIMEOUT_S = 30.0  # sessions, graphs, cleanup: cheap calls
-STATUS_TIMEOUT_S = 10.0  # GetStatus when the caller gives no timeout
 DELETE_SESSION_TIMEOUT_S = 10.0  # as TF's master; also DeregisterGraph
-UNBOUNDED_S = 7 * 86400.0  # a step with no timeout may block (queues), not forever
 _STEP_GRACE_S = 10.0  # lets a step's own DeadlineExceeded (naming its op) arrive
 # A blocked RecvTensorUnary returns "pending" this often, so the consumer can
 # notice that its step was cancelled (and the server frees the thread).
@@ -74,7 +79,8 @@ def _request_id() -> int:
     return random.getrandbits(62) | 1
 
 
-def _step_timeout(timeout_s: float | None) -> float:
+def _call_timeout(timeout_s: float | None) -> float:
+    """The RPC deadline of a step of ``timeout_s``: a grace beyond it."""
     return timeout_s + _STEP_GRACE_S if timeout_s else UNBOUNDED_S
 
 
@@ -262,16 +268,15 @@ class GrpcWorkerClient:
             request_id=_request_id(),
         )
         req.exec_opts.record_timeline = bool(trace)
-        if timeout_s:
-            req.exec_opts.timeout_in_ms = max(1, int(timeout_s * 1000))
+        req.exec_opts.timeout_in_ms = ms_from_seconds(timeout_s)
         data = coding.encode_message(req, 5, feeds.items(), park=self._park)
-        deadline = time.monotonic() + _step_timeout(timeout_s)
+        deadline = time.monotonic() + _call_timeout(timeout_s)
         lost: list[str] = []
         resp, tensors = self._rpc.call(
             "RunGraph",
             self._run_graph,
             data,
-            _step_timeout(timeout_s),
+            _call_timeout(timeout_s),
             retry=Retry.SAFE,
             lost=lost,
         )
@@ -288,6 +293,10 @@ class GrpcWorkerClient:
         )
         stats = coding.stats_from_proto(resp.step_stats) if trace else None
         return dict(tensors), stats
+
+    def start_run_graph(self, *args):
+        """None: a gRPC RunGraph waits on a pool thread of the master."""
+        return None
 
     def abort_step(self, step_id: int, error: errors.OpError | None = None):
         """Cancels ``step_id`` on the task (CleanupGraph), without waiting."""
@@ -318,12 +327,7 @@ class GrpcWorkerClient:
         ``step.step_id``) names the tensor's step on this task (a collective's
         execution id). Those of ``siblings`` (more keys of the step) that came
         along go into ``extras``."""
-        left = []
-        if step.deadline is not None:
-            left.append(step.deadline - time.monotonic())
-        if step.op_timeout_s:
-            left.append(step.op_timeout_s)
-        timeout = max(min(left), 0.001) if left else UNBOUNDED_S
+        timeout = step_time_left(step)
         start = time.monotonic()
         deadline = start + timeout
         request = worker_pb2.RecvTensorRequest(
@@ -520,18 +524,22 @@ class GrpcMasterClient:
             response_deserializer=master_pb2.PushTensorsResponse.FromString,
         )
         self._token = auth.resolve_token(token, config)
-        # With TLS the server's certificate is what a client trusts: the
-        # same-host channel (which has none) is not used.
-        self._same_host_tried = not samehost.enabled() or auth.resolve_tls(tls) is not None
+        # With TLS the server's certificate is what a client trusts: peer paths
+        # (the same-host channel, which has none) are not used.
+        self._tls = auth.resolve_tls(tls) is not None
+        self._same_host_tried = False
         self._same_host_channel = None
 
     def _same_host(self):
-        """The master's same-host channel (large feeds and fetches), if it
-        runs on this host; looked for once."""
+        """The master's channel over a peer path (same-host: large feeds and
+        fetches, plain steps), if one reaches it; looked for once."""
         if not self._same_host_tried:
             self._same_host_tried = True
-            self._same_host_channel = samehost.client_channel(
-                _address(self.target), self._token)
+            for path in transports.peer_paths(tls=self._tls):
+                self._same_host_channel = path.master_channel(
+                    _address(self.target), self._token)
+                if self._same_host_channel is not None:
+                    break
         return self._same_host_channel
 
     def _drop_same_host(self):
@@ -552,9 +560,7 @@ class GrpcMasterClient:
         # The master waits this long for every task to answer: a CreateSession
         # during a task's outage must not give up before the master does.
         discovery = (
-            cfg.operation_timeout_in_ms / 1000.0
-            if cfg.operation_timeout_in_ms > 0
-            else DISCOVERY_TIMEOUT_S
+            seconds_from_ms(cfg.operation_timeout_in_ms) or DISCOVERY_TIMEOUT_S
         )
         resp = self._rpc.call(
             "CreateSession",
@@ -604,19 +610,19 @@ class GrpcMasterClient:
         if options is not None:
             req.options.CopyFrom(options)
             timeout_ms = options.timeout_in_ms
-        timeout_s = timeout_ms / 1000.0 if timeout_ms > 0 else None
+        timeout_s = seconds_from_ms(timeout_ms)
         if metadata is None and _plain(options):
             ch = self._same_host()
             if ch is not None:
                 try:
                     return ch.run_step(handle, feeds, fetches, targets, timeout_s)
-                except samehost.ChannelBroken as e:
+                except transports.ChannelBroken as e:
                     self._drop_same_host()
                     if e.sent:  # it may have run: not again
                         raise errors.UnavailableError(
                             None, None, f"{self._rpc.who} went away during "
                             f"RunStep (same-host channel: {e})") from None
-        deadline = time.monotonic() + _step_timeout(timeout_s)
+        deadline = time.monotonic() + _call_timeout(timeout_s)
         big, seen = [], set()
         for name, v in list(feeds.items()):
             if coding.parkable(v):
@@ -625,7 +631,7 @@ class GrpcMasterClient:
                     v = feeds[name] = v.view()
                 seen.add(id(v))
                 big.append(v)
-        park = self._push(big, _step_timeout(timeout_s)) if big else None
+        park = self._push(big, _call_timeout(timeout_s)) if big else None
         data = coding.encode_message(req, 2, feeds.items(), park=park)
         lost: list[str] = []
         resp, tensors = self._rpc.call(
@@ -659,7 +665,7 @@ class GrpcMasterClient:
                 pushed = ch.push(values, timeout_s)
                 refs = {id(v): ref for v, ref in zip(values, pushed)}
                 return lambda value: refs[id(value)]
-            except samehost.ChannelBroken:
+            except transports.ChannelBroken:
                 self._drop_same_host()
         ids = [_request_id() for _ in values]
 
@@ -682,7 +688,7 @@ class GrpcMasterClient:
         if ch is not None:
             try:
                 return ch.pull(ref.step_id, ref.key, timeout_s)
-            except samehost.ChannelBroken:
+            except transports.ChannelBroken:
                 self._drop_same_host()
         try:
             return _pull(self._rpc, self._recv_tensor, ref.step_id, ref.key, timeout_s)

@@ -31,10 +31,10 @@ from nbdist.runtime.grpc.coordination_service import (
     event_to_proto,
 )
 from nbdist.runtime.grpc.wire import connect_failed
+from nbdist.runtime.timeouts import CONTROL_TIMEOUT_S
 
 __all__ = ["EventWatch", "GrpcCoordinationClient"]
 
-CONTROL_TIMEOUT_S = 30.0
 RECONNECT_S = 3.0
 _BARRIER_GRACE_S = 5.0  # lets the service's own DEADLINE_EXCEEDED arrive first
 

@@ -24,6 +24,7 @@ from nbdist import errors
 from nbdist.proto import coordination_pb2 as pb
 from nbdist.runtime import coordination as logic
 from nbdist.runtime.grpc.wire import MAX_MESSAGE_CHARS, Malformed, lenient, status_code
+from nbdist.runtime.timeouts import left_or_unbounded, seconds_from_ms
 
 __all__ = ["LEADER_METADATA_KEY", "SERVICE", "CoordinationServicer",
            "event_from_proto", "event_to_proto"]
@@ -32,7 +33,6 @@ _log = logging.getLogger("nbdist.coordination")
 
 SERVICE = "nbdist.CoordinationService"
 LEADER_METADATA_KEY = "nbdist-coordination-leader"
-UNBOUNDED_S = 7 * 86400.0
 # A WatchEvents stream wakes this often to notice that the server is stopping.
 _WATCH_POLL_S = 0.5
 
@@ -100,9 +100,9 @@ class CoordinationServicer:
 
     @staticmethod
     def _timeout(ms: int, context) -> float:
-        left = context.time_remaining()
-        limit = left if left is not None else UNBOUNDED_S
-        return min(ms / 1000.0, limit) if ms > 0 else limit
+        limit = left_or_unbounded(context.time_remaining())
+        wanted = seconds_from_ms(ms)
+        return min(wanted, limit) if wanted is not None else limit
 
     # -- methods ----------------------------------------------------------------
     def RegisterTask(self, request, context):

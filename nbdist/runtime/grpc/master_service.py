@@ -1,6 +1,7 @@
-"""The MasterService of a server over its ``Master`` (sessions of this task's
-target). See ``servicer_base`` for errors and retries; large feeds arrive ahead of
-their RunStep by PushTensors into the task's ``tensor_store.PushedTensors``.
+"""The MasterService: the gRPC codec over a task's ``MasterHandler`` (sessions of
+this task's target). See ``servicer_base`` for errors and retries; large feeds
+arrive ahead of their RunStep by PushTensors into the task's
+``tensor_store.PushedTensors``.
 """
 
 from __future__ import annotations
@@ -11,43 +12,31 @@ from nbdist.runtime.grpc import coding
 from nbdist.runtime.grpc.servicer_base import (
     MAX_MESSAGE_CHARS,
     Malformed,
-    RecentRequests,
     ServicerBase,
     StatusError,
-    StepWatch,
-    clamp_ms,
     encoded,
     invalid,
     lenient,
-    since_arrival,
     to_status,
     unary,
 )
+from nbdist.runtime.service.master_handler import MasterHandler
 
 __all__ = ["MasterServicer"]
 
 
 class MasterServicer(ServicerBase, master_service_pb2_grpc.MasterServiceServicer):
-    """MasterService over a ``Master`` (sessions of this server's target)."""
+    """MasterService over a ``MasterHandler`` (sessions of this server's target)."""
 
-    def __init__(
-        self,
-        master,
-        recent: RecentRequests | None = None,
-    ):
-        self.master = master
-        self._recent = recent or RecentRequests()
-        # Large fetches are parked on, and large feeds pushed to, the master's task.
-        self._parked = master.local_worker.parked
-        self._pushed = master.local_worker.pushed
+    def __init__(self, handler: MasterHandler):
+        self.master_handler = handler
+        self.master = handler.master
+        self._recent = handler.recent
 
     def CreateSession(self, request, context):
         def fn(req):
-            cfg = config_pb2.ConfigProto()
-            cfg.CopyFrom(req.config)
-            cfg.auth_token = ""
-            clamp_ms(cfg, "operation_timeout_in_ms")
-            handle, version = self.master.create_session(req.graph_def, cfg)
+            handle, version = self.master_handler.create_session(
+                req.graph_def, req.config)
             return master_pb2.CreateSessionResponse(
                 session_handle=handle, graph_version=version
             )
@@ -56,7 +45,7 @@ class MasterServicer(ServicerBase, master_service_pb2_grpc.MasterServiceServicer
 
     def ExtendSession(self, request, context):
         def fn(req):
-            version = self.master.extend_session(
+            version = self.master_handler.extend_session(
                 req.session_handle, req.graph_def, req.current_graph_version
             )
             return master_pb2.ExtendSessionResponse(new_graph_version=version)
@@ -66,15 +55,7 @@ class MasterServicer(ServicerBase, master_service_pb2_grpc.MasterServiceServicer
     def RunStep(self, request, context):
         def fn(req):
             msg, feeds = req
-            if len({name for name, _ in feeds}) != len(feeds):
-                raise invalid("RunStep", "a tensor is fed twice")
-            if any(isinstance(v, coding.TensorRef) for _, v in feeds):
-                feeds = coding.resolve_refs(
-                    feeds, lambda ref: self._pushed.take(ref.key, ref.step_id))
-            feed_dict = dict(feeds)
             options = msg.options if msg.HasField("options") else None
-            if options is not None:
-                since_arrival(clamp_ms(options))
             metadata = None
             if options is not None and (
                 options.trace_level == config_pb2.RunOptions.FULL_TRACE
@@ -82,32 +63,31 @@ class MasterServicer(ServicerBase, master_service_pb2_grpc.MasterServiceServicer
             ):
                 metadata = config_pb2.RunMetadata()
             fetches = list(msg.fetch)
-            handle = msg.session_handle
-            watch = StepWatch(
-                context, lambda sid, err: self.master.cancel_step(handle, sid, err)
+            values = self.master_handler.run_step(
+                msg.session_handle,
+                feeds,
+                fetches,
+                msg.target,
+                options,
+                metadata,
+                on_hangup=context.add_callback,
+                resolve=self._resolve,
             )
-            try:
-                values = self.master.run_step(
-                    handle,
-                    feed_dict,
-                    fetches,
-                    list(msg.target),
-                    options,
-                    metadata,
-                    on_step=watch.started,
-                )
-            finally:
-                watch.finished()
             resp = master_pb2.RunStepResponse()
             if metadata is not None:
                 resp.metadata.CopyFrom(metadata)
             return coding.encode_message(
-                resp, 1, zip(fetches, values), park=self._parked.park
+                resp, 1, zip(fetches, values), park=self.master_handler.parked.park
             )
 
         return self._serve_in_body(
             "RunStep", request, context, fn, master_pb2.RunStepResponse
         )
+
+    def _resolve(self, feeds):
+        if not any(isinstance(v, coding.TensorRef) for _, v in feeds):
+            return feeds
+        return coding.resolve_refs(feeds, self.master_handler.take_pushed)
 
     def PushTensors(self, request_iterator, context):
         try:
@@ -125,7 +105,7 @@ class MasterServicer(ServicerBase, master_service_pb2_grpc.MasterServiceServicer
                     if not push_id:
                         raise invalid("PushTensors", "push_id must be nonzero")
                     receiver = coding.ChunkReceiver(
-                        lambda n: self._pushed.admit(n, client))
+                        lambda n: self.master_handler.admit_push(n, client))
                 elif receiver is None:
                     raise invalid("PushTensors", "data before a tensor header")
                 receiver.add(chunk)
@@ -146,11 +126,11 @@ class MasterServicer(ServicerBase, master_service_pb2_grpc.MasterServiceServicer
     def _pushed_put(self, push_id: int, receiver, client: str) -> str:
         if not receiver.complete:
             raise invalid("PushTensors", "a tensor ended before all its bytes came")
-        return self._pushed.put(push_id, receiver.result(), client)
+        return self.master_handler.push(push_id, receiver.result(), client)
 
     def CloseSession(self, request, context):
         def fn(req):
-            self.master.close_session(req.session_handle)
+            self.master_handler.close_session(req.session_handle)
             return master_pb2.CloseSessionResponse()
 
         return self._serve("CloseSession", request, context, fn)
@@ -159,13 +139,8 @@ class MasterServicer(ServicerBase, master_service_pb2_grpc.MasterServiceServicer
         def fn(req):
             resp = master_pb2.ListDevicesResponse()
             own = self.master.task_name + "/"
-            cfg = None
-            if req.device_filters:
-                cfg = config_pb2.ConfigProto()
-                cfg.CopyFrom(self.master.default_config)
-                del cfg.device_filters[:]
-                cfg.device_filters.extend(req.device_filters)
-            for name, kind, inc in self.master.list_devices(cfg):
+            for name, kind, inc in self.master_handler.list_devices(
+                    list(req.device_filters)):
                 field = (
                     resp.local_device if name.startswith(own) else resp.remote_device
                 )
@@ -176,7 +151,7 @@ class MasterServicer(ServicerBase, master_service_pb2_grpc.MasterServiceServicer
 
     def Reset(self, request, context):
         def fn(req):
-            self.master.reset(list(req.container), list(req.device_filters))
+            self.master_handler.reset(req.container, req.device_filters)
             return master_pb2.ResetResponse()
 
         return self._serve("Reset", request, context, fn)

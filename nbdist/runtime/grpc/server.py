@@ -25,7 +25,7 @@ import grpc
 from nbdist import errors
 from nbdist.executor.limits import Limits
 from nbdist.proto import config_pb2, server_def_pb2
-from nbdist.runtime import coordination, samehost, transports
+from nbdist.runtime import coordination, transports
 from nbdist.runtime.cluster_spec import ClusterSpec, split_address, task_device
 from nbdist.runtime.coordination_agent import CoordinationAgent
 from nbdist.runtime.coordination_local import LocalCoordinationClient
@@ -34,10 +34,16 @@ from nbdist.runtime.grpc.admission import AdmissionInterceptor
 from nbdist.runtime.grpc.coordination_client import GrpcCoordinationClient
 from nbdist.runtime.grpc.coordination_service import CoordinationServicer
 from nbdist.runtime.grpc.master_service import MasterServicer
-from nbdist.runtime.grpc.recent_requests import RecentRequests
 from nbdist.runtime.grpc.transport import GrpcPeers, GrpcTensorTransport
 from nbdist.runtime.grpc.worker_service import WorkerServicer
 from nbdist.runtime.master import Master
+from nbdist.runtime.router import PeerRouter
+from nbdist.runtime.service import (
+    Admission,
+    MasterHandler,
+    RecentRequests,
+    WorkerHandler,
+)
 from nbdist.runtime.server_lib import Server
 from nbdist.runtime.worker import Worker, new_incarnation
 
@@ -278,13 +284,13 @@ class GrpcServer(Server):
         self._incarnation = new_incarnation()
         self._peers = GrpcPeers(self._cluster, self.task_name, token=self._token,
                                 tls=self._tls or False, park=self._park)
-        transport = GrpcTensorTransport(self._peers)
-        self._same_host = None
-        self._same_host_workers: dict = {}
-        if samehost.enabled() and self._tls is None:  # TLS: certificates decide
-            self._same_host = samehost.SameHostPeers(
-                self._peers.address, self.task_name, self._token)
-            transport = samehost.SameHostTransport(transport, self._same_host)
+        # Peer paths (same-host) beside gRPC; TLS: certificates decide, none.
+        self._paths = transports.peer_paths(tls=self._tls is not None)
+        self._router = PeerRouter(
+            self.task_name, self._peers.client,
+            [p.peers(self._peers.address, self.task_name, self._token)
+             for p in self._paths])
+        transport = self._router.tensor_transport(GrpcTensorTransport(self._peers))
         self._worker = Worker(
             self.task_name,
             num_cpus=max(1, int(session_config.device_count.get("CPU", 1))),
@@ -302,6 +308,14 @@ class GrpcServer(Server):
             cluster_tasks=self._cluster.task_names,
             default_config=session_config,
         )
+        # What every transport of this task serves through: one set of handlers
+        # (one de-duplication window, one admission count).
+        recent = RecentRequests()
+        self._admission_counts = Admission(self.task_name)
+        self._worker_handler = WorkerHandler(self._worker, recent,
+                                             self._admission_counts)
+        self._master_handler = MasterHandler(self._master, recent,
+                                             self._admission_counts)
 
     def _make_coordination_service(self, coordination_config):
         """The cluster's coordination service when this task is its leader."""
@@ -325,8 +339,8 @@ class GrpcServer(Server):
             )
 
     def _make_grpc_server(self) -> grpc.Server:
-        recent = RecentRequests()
-        self._admission = AdmissionInterceptor(self.task_name)
+        self._admission = AdmissionInterceptor(
+            self.task_name, admission=self._admission_counts)
         interceptors = [auth.TokenInterceptor(self._token)] if self._token else []
         interceptors.append(self._admission)
         return grpc.server(
@@ -334,8 +348,8 @@ class GrpcServer(Server):
                 _OTHER_RPC_THREADS, thread_name_prefix=f"nbdist-rpc{self.task_name}"
             ),
             handlers=[
-                MasterServicer(self._master, recent).handler(),
-                WorkerServicer(self._worker, recent).handler(),
+                MasterServicer(self._master_handler).handler(),
+                WorkerServicer(self._worker_handler).handler(),
                 self._coordination_servicer.handler(),
             ],
             interceptors=interceptors,
@@ -371,11 +385,9 @@ class GrpcServer(Server):
             self._peers.cluster = self._cluster
         self._server_def = sd
         self._address = _join(host, bound)
-        self._same_host_service = None
-        if self._same_host is not None:
-            self._same_host_service = samehost.SameHostService(
-                self._worker, self._address, self._token, self._limits,
-                master=self._master)
+        self._path_services = [
+            p.serve(self._worker_handler, self._master_handler, self._address,
+                    self._token, self._limits) for p in self._paths]
         self._bind_address = _join(bind, bound)
         self._target = "grpc://" + self._address
         if self._coordination is not None:
@@ -437,6 +449,12 @@ class GrpcServer(Server):
         return self._coordination_config
 
     @property
+    def tap(self):
+        """``runtime.tap.Tap`` of this task's calls and tensors to its peers,
+        whatever transport they take: ``server.tap.subscribe(fn)``."""
+        return self._router.tap
+
+    @property
     def master(self) -> Master:
         """This task's master: what sessions of this process use, without RPC."""
         return self._master
@@ -451,8 +469,8 @@ class GrpcServer(Server):
             if self._started:
                 return
             self._grpc.start()
-            if self._same_host_service is not None:
-                self._same_host_service.start()
+            for service in self._path_services:
+                service.start()
             self._started = True
             self._serving = True
             self._agent.start()
@@ -466,8 +484,8 @@ class GrpcServer(Server):
             self._stopped.set()
             self._serving = False
         _live_servers.discard(self)
-        if self._same_host_service is not None:
-            self._same_host_service.stop()
+        for service in self._path_services:
+            service.stop()
         self._agent.stop()
         self._coordination_servicer.stop()
         if self._coordination is not None:
@@ -484,8 +502,7 @@ class GrpcServer(Server):
             self._grpc.stop(grace).wait(grace + 5.0)
             self._admission.shutdown()
             self._peers.close()
-            if self._same_host is not None:
-                self._same_host.close()
+            self._router.close()
 
     def __repr__(self) -> str:
         return f"<nbdist.Server {self.task_name} at {self._target}>"
@@ -494,13 +511,7 @@ class GrpcServer(Server):
     def _worker_for(self, task: str):
         if task == self.task_name:
             return self._worker
-        if self._same_host is None:
-            return self._peers.client(task)
-        worker = self._same_host_workers.get(task)
-        if worker is None:
-            worker = self._same_host_workers[task] = self._same_host.worker(
-                self._peers.client(task))
-        return worker
+        return self._router.worker(task)
 
     def _park(self, value) -> tuple[str, int]:
         return self._worker.parked.park(value)

@@ -1,5 +1,7 @@
 """What the MasterService and WorkerService servicers share (``master_service``,
-``worker_service``).
+``worker_service``): the gRPC codec's side of errors and retries. What serving
+means (validation, timeouts, de-duplication, cancel-on-hang-up) is the
+transport-neutral handlers' (``runtime.service``).
 
 Errors: an ``nbdist.errors.OpError`` keeps its canonical code. RunStep and
 RunGraph put it in the response body (``status_code``,
@@ -24,12 +26,9 @@ step cancelled. RecvTensorUnary answers a waiting consumer ``pending`` after
 from __future__ import annotations
 
 import logging
-import threading
 
 import grpc
 from nbdist import errors
-from nbdist.runtime.grpc.admission import queued_s
-from nbdist.runtime.grpc.recent_requests import RecentRequests
 from nbdist.runtime.grpc.wire import (
     MAX_MESSAGE_CHARS,
     Malformed,
@@ -37,80 +36,14 @@ from nbdist.runtime.grpc.wire import (
     lenient,
     status_code,
 )
+from nbdist.runtime.service.recent_requests import RecentRequests
+from nbdist.runtime.service.worker_handler import invalid
 
 _log = logging.getLogger("nbdist.server")
-UNBOUNDED_S = 7 * 86400.0
-_MAX_TIMEOUT_MS = int(UNBOUNDED_S * 1000)
-
-
-def clamp_ms(msg, field: str = "timeout_in_ms"):
-    """A timeout beyond a week is no timeout at all (and would overflow the
-    platform's wait primitives): cut it to a week."""
-    if getattr(msg, field) > _MAX_TIMEOUT_MS:
-        setattr(msg, field, _MAX_TIMEOUT_MS)
-    return msg
-
-
-def since_arrival(msg):
-    """A step's ``timeout_in_ms`` counts from its call's arrival: take off the
-    time the call waited for a thread (``admission.queued_s``)."""
-    if msg.timeout_in_ms > 0:
-        msg.timeout_in_ms = max(1, msg.timeout_in_ms - int(queued_s() * 1000))
-    return msg
-
-
-class StepWatch:
-    """Cancels the step of an RPC whose caller went away."""
-
-    __slots__ = ("_cancel", "_finished", "_gone", "_lock", "_step_id", "_who")
-
-    def __init__(self, context, cancel, who: str = "client"):
-        self._lock = threading.Lock()
-        self._step_id = None
-        self._finished = False
-        self._gone = False
-        self._cancel = cancel  # cancel(step_id, error)
-        self._who = who
-        if not context.add_callback(self._on_rpc_done):
-            self._gone = True
-
-    def started(self, step_id: int):
-        with self._lock:
-            if self._gone:
-                raise errors.CancelledError(
-                    None,
-                    None,
-                    f"The {self._who} of this step went away before "
-                    "it started (its RPC was cancelled)",
-                )
-            self._step_id = step_id
-
-    def finished(self):
-        with self._lock:
-            self._finished = True
-
-    def _on_rpc_done(self):
-        with self._lock:
-            self._gone = True
-            step_id = None if self._finished else self._step_id
-        if step_id is not None:
-            self._cancel(
-                step_id,
-                errors.CancelledError(
-                    None,
-                    None,
-                    f"The {self._who} of this step went away (its RPC was "
-                    "cancelled); the step was cancelled",
-                ),
-            )
 
 
 def encoded(value) -> bytes:
     return value if isinstance(value, bytes) else value.SerializeToString()
-
-
-def message_size(response) -> int:
-    return len(response) if isinstance(response, bytes) else response.ByteSize()
 
 
 def to_status(e: Exception) -> StatusError:
@@ -120,12 +53,6 @@ def to_status(e: Exception) -> StatusError:
         return StatusError(status_code(e.error_code), e.message)
     _log.exception("Unexpected error serving an RPC")
     return StatusError(grpc.StatusCode.INTERNAL, f"{type(e).__name__}: {e}")
-
-
-def invalid(what: str, detail) -> errors.InvalidArgumentError:
-    return errors.InvalidArgumentError(
-        None, None, f"Malformed {what} request: {detail}"
-    )
 
 
 class ServicerBase:
@@ -168,8 +95,9 @@ class ServicerBase:
         if msg.request_id:
             try:
                 return self._recent.run((name, msg.request_id), run)
-            except StatusError as e:
-                context.abort(e.code, e.message)
+            except Exception as e:  # noqa: BLE001 - an answer no longer kept
+                st = to_status(e)
+            context.abort(st.code, st.message[:MAX_MESSAGE_CHARS])
         return run()
 
 

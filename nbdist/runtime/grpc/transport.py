@@ -73,11 +73,17 @@ class GrpcTensorTransport:
         value = self._extras.take(step, key)
         if value is not MISSING:
             return value
+        value, extras = self.exchange(step, src_task, key, siblings)
+        self._extras.keep(step, extras)
+        return value
+
+    def exchange(self, step, src_task: str, key: str, siblings=()):
+        """One RecvTensorUnary: ``(value of key, {sibling: value} that came
+        along)``."""
         extras: dict = {}
         value = self._peers.client(src_task).recv_tensor(
             step, key, siblings=siblings, extras=extras)
-        self._extras.keep(step, extras)
-        return value
+        return value, extras
 
     def recv_collective(self, step, src_task: str, exec_id: int, key: str):
         return self._peers.client(src_task).recv_tensor(step, key, step_id=exec_id)

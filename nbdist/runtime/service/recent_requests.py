@@ -1,23 +1,37 @@
 """``RecentRequests``: a retried request (same nonzero ``request_id``) among the
 last 10,000 is not executed again; the retry waits for and gets the first answer
 (answers are kept up to a total of 64 MiB; a retry whose answer was dropped gets
-``ABORTED``)."""
+``AbortedError``). Transport-neutral: a codec keeps its encoded answer here, and
+says how big an answer is with ``size_of``.
+
+>>> recent = RecentRequests(size_of=len)
+>>> calls = []
+>>> recent.run(("RunStep", 7), lambda: calls.append(1) or b"answer")
+b'answer'
+>>> recent.run(("RunStep", 7), lambda: calls.append(1) or b"again")
+b'answer'
+>>> len(calls)
+1
+"""
 
 from __future__ import annotations
 
 import collections
 import threading
 
-import grpc
-from nbdist.runtime.grpc.wire import StatusError
+from nbdist import errors
+from nbdist.runtime.timeouts import UNBOUNDED_S
 
 RECENT_REQUESTS = 10000
 _RECENT_BYTES = 64 << 20
-UNBOUNDED_S = 7 * 86400.0
 
 
 def message_size(response) -> int:
-    return len(response) if isinstance(response, bytes) else response.ByteSize()
+    """Bytes of an answer: ``bytes``, a protobuf message, else 0."""
+    if isinstance(response, (bytes, bytearray, memoryview)):
+        return len(response)
+    size = getattr(response, "ByteSize", None)
+    return size() if size is not None else 0
 
 
 class _Done:
@@ -27,25 +41,27 @@ class _Done:
         self.event = None  # made only when a retry has to wait
         self.finished = False
         self.response = None
-        self.error = None  # (grpc.StatusCode, message)
+        self.error = None  # the first run's exception, raised again for retries
         self.size = 0
         self.dropped = False
 
 
 class RecentRequests:
-    """The last ``capacity`` request ids and their answers."""
+    """The last ``capacity`` request ids and their answers (shared by every
+    transport of a task: a retry may come back another way)."""
 
-    def __init__(
-        self, capacity: int = RECENT_REQUESTS, max_bytes: int = _RECENT_BYTES
-    ):
+    def __init__(self, capacity: int = RECENT_REQUESTS,
+                 max_bytes: int = _RECENT_BYTES, size_of=message_size):
         self._capacity = capacity
         self._max_bytes = max_bytes
+        self._size_of = size_of
         self._bytes = 0
         self._lock = threading.Lock()
         self._entries: collections.OrderedDict = collections.OrderedDict()
 
-    def run(self, key, fn):
-        """``fn()`` once per key; returns its answer (or re-raises its error)."""
+    def run(self, key, fn, size_of=None):
+        """``fn()`` once per key; returns its answer (or re-raises its error).
+        ``key`` is ``(method, request_id)``."""
         with self._lock:
             entry = self._entries.get(key)
             first = entry is None
@@ -59,27 +75,25 @@ class RecentRequests:
         if first:
             try:
                 entry.response = fn()
-            except StatusError as e:
-                entry.error = (e.code, e.message)
+            except Exception as e:  # noqa: BLE001 - the retry gets the same error
+                entry.error = e
             finally:
-                self._store(entry)
+                self._store(entry, size_of or self._size_of)
         else:
             if entry.event is not None:
                 entry.event.wait(UNBOUNDED_S)
             if entry.dropped:
-                raise StatusError(
-                    grpc.StatusCode.ABORTED,
-                    f"Request {key[1]} was already executed and its "
-                    "answer is no longer kept",
-                )
+                raise errors.AbortedError(
+                    None, None, f"Request {key[1]} was already executed and its "
+                    "answer is no longer kept")
         if entry.error is not None:
-            raise StatusError(*entry.error)
+            raise entry.error
         return entry.response
 
-    def _store(self, entry: _Done):
+    def _store(self, entry: _Done, size_of):
         with self._lock:
             if entry.response is not None:
-                entry.size = message_size(entry.response)
+                entry.size = size_of(entry.response)
                 self._bytes += entry.size
             if self._bytes > self._max_bytes:
                 for old in self._entries.values():
@@ -94,4 +108,4 @@ class RecentRequests:
             event.set()
 
 
-__all__ = ["RECENT_REQUESTS", "RecentRequests"]
+__all__ = ["RECENT_REQUESTS", "RecentRequests", "message_size"]

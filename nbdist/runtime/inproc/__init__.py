@@ -1,0 +1,318 @@
+"""The in-process transport (dask's ``comm/inproc.py``): servers of one process
+talk without sockets, for tests of multi-task graphs in one process.
+
+``nd.Server(cluster, job_name=..., task_index=..., protocol="inproc")`` serves
+one task; its target is ``inproc://<its address in the cluster>`` (any
+distinct name: nothing listens). A task reaches its peers through the same
+``runtime.router.PeerRouter`` (and so the same tap) as a gRPC server, and every
+call goes through the peer's ``runtime.service`` handlers, which own what
+serving means: only the encoding is gone. Tensors crossing tasks are copied,
+as a wire would, so no two tasks share an array.
+
+>>> import nbdist as nd
+>>> cluster = {"ps": ["ps0"], "worker": ["w0"]}
+>>> ps = nd.Server(cluster, job_name="ps", task_index=0, protocol="inproc")
+>>> w = nd.Server(cluster, job_name="worker", task_index=0, protocol="inproc")
+>>> with nd.Graph().as_default():
+...     with nd.device("/job:ps/task:0"):
+...         a = nd.constant(20.0)
+...     with nd.device("/job:worker/task:0"):
+...         b = a + 1.0
+...     with nd.Session(w.target) as sess:
+...         print(sess.run(b))
+21.0
+>>> w.stop(); ps.stop()
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from nbdist import errors
+from nbdist.executor.limits import Limits
+from nbdist.proto import config_pb2, server_def_pb2
+from nbdist.runtime import transports
+from nbdist.runtime.cluster_spec import ClusterSpec, task_device
+from nbdist.runtime.master import Master
+from nbdist.runtime.router import PeerRouter
+from nbdist.runtime.server_lib import Server
+from nbdist.runtime.service import (
+    Admission,
+    MasterHandler,
+    RecentRequests,
+    WorkerHandler,
+)
+from nbdist.runtime.timeouts import STATUS_TIMEOUT_S, ms_from_seconds, step_time_left
+from nbdist.runtime.worker import Worker
+
+__all__ = ["InprocProtocol", "InprocServer"]
+
+_RECV_POLL_S = 0.1  # a waiting pull checks for its step's cancellation this often
+
+# The servers of this process by address: what an inproc "connection" finds.
+_servers: dict[str, InprocServer] = {}
+_servers_changed = threading.Condition()
+
+
+def _address(target: str) -> str:
+    return target.removeprefix("inproc://")
+
+
+def _server_at(address: str, timeout_s: float = 0.0) -> InprocServer:
+    """The started server at ``address``, waiting up to ``timeout_s`` for it."""
+    with _servers_changed:
+        if not _servers_changed.wait_for(lambda: address in _servers, timeout_s):
+            raise errors.UnavailableError(
+                None, None, f"No in-process server at inproc://{address}")
+        return _servers[address]
+
+
+def _copied(value):
+    return np.array(value, copy=True) if isinstance(value, np.ndarray) else value
+
+
+class InprocWorkerClient:
+    """A peer's ``WorkerInterface``: its ``WorkerHandler``, called directly."""
+
+    def __init__(self, task_name: str, address: str):
+        self.task_name = task_name
+        self._address = address
+
+    def _handler(self, timeout_s: float = 0.0) -> WorkerHandler:
+        return _server_at(self._address, timeout_s).worker_handler
+
+    @property
+    def incarnation(self) -> int:
+        return self._handler().worker.incarnation
+
+    def get_status(self, timeout_s: float | None = None) -> list[tuple[str, int]]:
+        return self._handler(timeout_s or STATUS_TIMEOUT_S).get_status()
+
+    def create_worker_session(self, session_handle: str) -> None:
+        self._handler().create_worker_session(session_handle)
+
+    def delete_worker_session(self, session_handle: str) -> None:
+        self._handler().delete_worker_session(session_handle)
+
+    def register_graph(self, session_handle: str, graph_def, config=None) -> str:
+        cfg = config_pb2.ConfigProto()
+        if config is not None:
+            cfg.CopyFrom(config)
+        return self._handler().register_graph(session_handle, graph_def, cfg)
+
+    def deregister_graph(self, session_handle: str, graph_handle: str) -> None:
+        self._handler().deregister_graph(session_handle, graph_handle)
+
+    def start_run_graph(self, *args):
+        return None  # the master calls run_graph from a pool thread
+
+    def run_graph(self, session_handle, graph_handle, step_id, feeds, fetch_keys,
+                  trace=False, timeout_s=None, op_timeout_s=None):
+        handler = self._handler()
+        with handler.admission.admit("RunGraph"):
+            out, stats = handler.run_graph(
+                session_handle, graph_handle, step_id,
+                [(k, _copied(v)) for k, v in feeds.items()], fetch_keys, trace,
+                ms_from_seconds(timeout_s))
+        return {k: _copied(v) for k, v in out.items()}, stats
+
+    def abort_step(self, step_id: int, error=None) -> None:
+        self._handler().cleanup_graph(step_id, error)
+
+    def cleanup_graph(self, step_id: int) -> None:
+        self._handler().cleanup_graph(step_id)
+
+    def cleanup_all(self, containers=None) -> None:
+        self._handler().cleanup_all(list(containers or []))
+
+    def close(self) -> None:
+        pass
+
+
+class InprocTensorTransport:
+    """``TensorTransport`` over the peers' handlers: ``peer(task)`` is the
+    ``InprocWorkerClient`` of a task of the cluster."""
+
+    def __init__(self, address_of):
+        self._address_of = address_of
+
+    def _recv(self, step, src_task: str, step_id: int, key: str):
+        handler = _server_at(self._address_of(src_task)).worker_handler
+        while True:  # bounded by the step's time: a pending pull comes back
+            if step.cancelled:
+                step.check()
+            left = step_time_left(step)
+            value = handler.recv_tensor(step_id, key, left, min(_RECV_POLL_S, left))
+            if value is not None:
+                return _copied(value)
+            if left <= _RECV_POLL_S:
+                raise errors.DeadlineExceededError(
+                    None, None, f"Timed out waiting for tensor {key[:200]} from "
+                    f"{src_task}")
+
+    def recv(self, step, src_task: str, key: str, siblings=()):
+        value, extras = self.exchange(step, src_task, key, siblings)
+        if extras:
+            raise errors.InternalError(None, None, "recv with siblings: use the "
+                                       "router's transport, which keeps them")
+        return value
+
+    def exchange(self, step, src_task: str, key: str, siblings=()):
+        """``(value of key, {sibling: value} already sent)``: as a remote
+        pull, the ready siblings come along."""
+        value = self._recv(step, src_task, step.step_id, key)
+        extras = {}
+        if siblings:
+            handler = _server_at(self._address_of(src_task)).worker_handler
+            extras = {k: _copied(v) for k, v in handler.take_siblings(
+                step.step_id, key, siblings).items()}
+        return value, extras
+
+    def recv_collective(self, step, src_task: str, exec_id: int, key: str):
+        return self._recv(step, src_task, exec_id, key)
+
+    def pull(self, ref, timeout_s: float, on_cancel=None):
+        from_task = ref.src_device.split("/device:")[0]
+        handler = _server_at(self._address_of(from_task)).worker_handler
+        return _copied(handler.recv_tensor(ref.step_id, ref.key, timeout_s))
+
+    def close(self) -> None:
+        pass
+
+
+def _task_of(sd_or_cluster, job_name, task_index) -> tuple[ClusterSpec, str, int]:
+    if isinstance(sd_or_cluster, server_def_pb2.ServerDef):
+        return (ClusterSpec(sd_or_cluster.cluster), job_name or sd_or_cluster.job_name,
+                task_index if task_index is not None else sd_or_cluster.task_index)
+    cluster = ClusterSpec(sd_or_cluster)
+    if job_name is None:
+        if len(cluster.jobs) != 1:
+            raise ValueError("Must specify an explicit `job_name`.")
+        job_name = cluster.jobs[0]
+    if task_index is None:
+        indices = cluster.task_indices(job_name)
+        if len(indices) != 1:
+            raise ValueError("Must specify an explicit `task_index`.")
+        task_index = indices[0]
+    return cluster, job_name, task_index
+
+
+class InprocServer(Server):
+    """``nd.Server(..., protocol="inproc")``: one task, reached by the other
+    servers and sessions of this process without sockets."""
+
+    def __init__(self, server_or_cluster_def, job_name=None, task_index=None,
+                 protocol=None, config=None, start=True):
+        cluster, job_name, task_index = _task_of(server_or_cluster_def, job_name,
+                                                 task_index)
+        self._cluster = cluster
+        self.task_name = task_device(job_name, task_index)
+        self._address = cluster.task_address(job_name, task_index)
+        session_config = config_pb2.ConfigProto()
+        if config is not None:
+            session_config.CopyFrom(config)
+        limits = Limits.from_config(session_config)
+        self._router = PeerRouter(self.task_name, self._connect, [])
+        self._worker = Worker(
+            self.task_name,
+            num_cpus=max(1, int(session_config.device_count.get("CPU", 1))),
+            transport=self._router.tensor_transport(
+                InprocTensorTransport(self._address_of)),
+            limits=limits)
+        self._master = Master(self.task_name, self._worker,
+                              worker_for=self._worker_for,
+                              cluster_tasks=cluster.task_names,
+                              default_config=session_config)
+        recent, admission = RecentRequests(), Admission(self.task_name)
+        self._admission_counts = admission
+        self.worker_handler = WorkerHandler(self._worker, recent, admission)
+        self.master_handler = MasterHandler(self._master, recent, admission)
+        self._state_lock = threading.Lock()
+        self._started = False
+        self._stopped = threading.Event()
+        if start:
+            self.start()
+
+    def _address_of(self, task: str) -> str:
+        job, _, index = task.removeprefix("/job:").partition("/replica:0/task:")
+        return self._cluster.task_address(job, int(index))
+
+    def _connect(self, task: str) -> InprocWorkerClient:
+        return InprocWorkerClient(task, self._address_of(task))
+
+    def _worker_for(self, task: str):
+        return self._worker if task == self.task_name else self._router.worker(task)
+
+    @property
+    def target(self) -> str:
+        return "inproc://" + self._address
+
+    @property
+    def cluster_spec(self) -> ClusterSpec:
+        return self._cluster
+
+    @property
+    def master(self) -> Master:
+        return self._master
+
+    @property
+    def tap(self):
+        """``runtime.tap.Tap`` of this task's calls and tensors to its peers."""
+        return self._router.tap
+
+    def start(self):
+        with self._state_lock:
+            if self._stopped.is_set():
+                raise errors.FailedPreconditionError(
+                    None, None, f"Server {self.task_name} has been stopped")
+            if self._started:
+                return
+            with _servers_changed:
+                if self._address in _servers:
+                    raise errors.UnknownError(
+                        None, None, f"inproc://{self._address} is already served "
+                        "in this process")
+                _servers[self._address] = self
+                _servers_changed.notify_all()
+            self._started = True
+
+    def stop(self, grace: float = 0.0):
+        with self._state_lock:
+            if self._stopped.is_set():
+                return
+            self._stopped.set()
+        with _servers_changed:
+            if _servers.get(self._address) is self:
+                del _servers[self._address]
+        self._worker.abort_all_steps(
+            errors.CancelledError(None, None, f"Server {self.task_name} stopped"))
+        self._master.close()
+        self._router.close()
+
+    def __repr__(self) -> str:
+        return f"<nbdist.Server {self.task_name} at {self.target}>"
+
+
+class InprocProtocol:
+    """``inproc://name`` targets: a server of this process, its master."""
+
+    server_class = InprocServer
+
+    @staticmethod
+    def connect_master(target: str, config=None):
+        return _server_at(_address(target)).master, False
+
+    @staticmethod
+    def connect_worker(task: str, address: str, token=None, tls=None):
+        return InprocWorkerClient(task, _address(address))
+
+    @staticmethod
+    def connect_coordination(target: str, token=None, tls=None, config=None,
+                             task=None):
+        raise errors.UnimplementedError(
+            None, None, "The in-process transport has no coordination service")
+
+
+transports.register_protocol("inproc", InprocProtocol())

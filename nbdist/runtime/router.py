@@ -1,0 +1,218 @@
+"""``PeerRouter``: how one task reaches each other task of its cluster.
+
+For every peer task the router keeps one ``RoutedWorker``, made on first use:
+the peer's protocol client (gRPC) for everything, and the step paths of the
+peer paths registered in ``runtime.transports`` (the same-host transport) for
+the calls that have a faster way when the peer answers there (RunGraph and
+step aborts): a path that does not answer (the peer is on another host, or
+its socket answers with another token) leaves the call on the protocol.
+Nothing here imports a transport: the server hands the router its protocol's
+``connect(task)`` and its peer paths' ``peers`` objects. Every peer client and
+the tensor transport go through the router's ``tap.Tap``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Callable, Protocol
+
+from nbdist import errors
+from nbdist.runtime.interfaces import WorkerInterface
+from nbdist.runtime.tap import Tap, TapEvent, nbytes_of
+from nbdist.runtime.tensor_store import MISSING, StepExtras
+
+__all__ = ["PeerRouter", "RoutedWorker", "StepPath", "TappedTransport"]
+
+
+class StepPath(Protocol):
+    """A peer path's way to one peer's steps."""
+
+    task_name: str
+
+    def start_run_graph(self, session_handle: str, graph_handle: str, step_id: int,
+                        feeds: dict, fetch_keys, trace: bool = False,
+                        timeout_s: float | None = None,
+                        op_timeout_s: float | None = None):
+        """``finish()`` (waits for ``run_graph``'s outcome), or None when the
+        peer is not reachable this way (nothing was sent)."""
+        ...
+
+    def abort_step(self, step_id: int, error: errors.OpError) -> bool:
+        """Whether the abort went out this way."""
+        ...
+
+
+class RoutedWorker:
+    """A peer's ``WorkerInterface``: steps over its first answering step path,
+    everything else (and steps no path took) through ``client``."""
+
+    def __init__(self, client: WorkerInterface, paths: list[StepPath],
+                 tap: Tap | None = None, own_task: str = ""):
+        self._client = client
+        self._paths = paths
+        self.task_name = client.task_name
+        self._tap = tap or Tap()
+        self._own_task = own_task
+
+    @property
+    def incarnation(self):
+        return self._client.incarnation
+
+    def get_status(self, timeout_s: float | None = None) -> list[tuple[str, int]]:
+        return self._client.get_status(timeout_s)
+
+    def create_worker_session(self, session_handle: str) -> None:
+        self._client.create_worker_session(session_handle)
+
+    def delete_worker_session(self, session_handle: str) -> None:
+        self._client.delete_worker_session(session_handle)
+
+    def register_graph(self, session_handle: str, graph_def, config=None) -> str:
+        return self._client.register_graph(session_handle, graph_def, config)
+
+    def deregister_graph(self, session_handle: str, graph_handle: str) -> None:
+        self._client.deregister_graph(session_handle, graph_handle)
+
+    def start_run_graph(self, *args):
+        for path in self._paths:
+            finish = path.start_run_graph(*args)
+            if finish is not None:
+                if self._tap.listening:
+                    return self._tapped(finish, args[2], args[3], time.monotonic())
+                return finish
+        return None
+
+    def _tapped(self, finish, step_id: int, feeds: dict, start: float):
+        def tapped_finish():
+            out, stats = finish()
+            self._tap.emit(TapEvent(
+                "RunGraph", self._own_task, self.task_name, step_id,
+                nbytes_of(feeds.values()) + nbytes_of(out.values()), start,
+                time.monotonic()))
+            return out, stats
+        return tapped_finish
+
+    def run_graph(self, session_handle, graph_handle, step_id, feeds, fetch_keys,
+                  trace=False, timeout_s=None, op_timeout_s=None):
+        args = (session_handle, graph_handle, step_id, feeds, fetch_keys, trace,
+                timeout_s, op_timeout_s)
+        finish = self.start_run_graph(*args)
+        if finish is not None:
+            return finish()
+        if not self._tap.listening:
+            return self._client.run_graph(*args)
+        return self._tapped(lambda: self._client.run_graph(*args), step_id, feeds,
+                            time.monotonic())()
+
+    def abort_step(self, step_id: int, error=None) -> None:
+        error = error or errors.CancelledError(None, None, "Step was cancelled")
+        if self._tap.listening:
+            now = time.monotonic()
+            self._tap.emit(TapEvent("AbortStep", self._own_task, self.task_name,
+                                    step_id, 0, now, now))
+        for path in self._paths:
+            if path.abort_step(step_id, error):
+                return
+        self._client.abort_step(step_id, error)
+
+    def cleanup_graph(self, step_id: int) -> None:
+        self._client.cleanup_graph(step_id)
+
+    def cleanup_all(self, containers=None) -> None:
+        self._client.cleanup_all(containers)
+
+    def close(self) -> None:
+        self._client.close()
+
+
+class TappedTransport:
+    """A ``TensorTransport`` whose every exchange shows on ``tap``: a ``_Recv``
+    whose tensor came along with an earlier one of its step (a sibling) is
+    answered here, from the step's extras, without an exchange."""
+
+    def __init__(self, inner, tap: Tap, own_task: str):
+        self._inner = inner
+        self._tap = tap
+        self._own_task = own_task
+        self._extras = StepExtras()
+
+    def _emit(self, kind: str, src: str, step_id: int, value, start: float):
+        self._tap.emit(TapEvent(kind, src, self._own_task, step_id,
+                                int(getattr(value, "nbytes", 0)), start,
+                                time.monotonic()))
+
+    def recv(self, step, src_task: str, key: str, siblings=()):
+        value = self._extras.take(step, key)
+        if value is not MISSING:
+            return value
+        if not self._tap.listening:
+            value, extras = self._inner.exchange(step, src_task, key, siblings)
+        else:
+            start = time.monotonic()
+            value, extras = self._inner.exchange(step, src_task, key, siblings)
+            self._tap.emit(TapEvent(
+                "RecvTensor", src_task, self._own_task, step.step_id,
+                int(getattr(value, "nbytes", 0)) + nbytes_of(extras.values()),
+                start, time.monotonic()))
+        self._extras.keep(step, extras)
+        return value
+
+    def recv_collective(self, step, src_task: str, exec_id: int, key: str):
+        if not self._tap.listening:
+            return self._inner.recv_collective(step, src_task, exec_id, key)
+        start = time.monotonic()
+        value = self._inner.recv_collective(step, src_task, exec_id, key)
+        self._emit("RecvCollective", src_task, exec_id, value, start)
+        return value
+
+    def pull(self, ref, timeout_s: float, on_cancel=None):
+        if not self._tap.listening:
+            return self._inner.pull(ref, timeout_s, on_cancel)
+        start = time.monotonic()
+        value = self._inner.pull(ref, timeout_s, on_cancel)
+        self._emit("PullTensor", ref.src_device, ref.step_id, value, start)
+        return value
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+class PeerRouter:
+    """One ``RoutedWorker`` per peer task of ``own_task``: ``connect(task)`` makes
+    the protocol's client, ``path_peers`` are the peer paths' per-task channels
+    (``transports`` peer paths' ``peers(...)``); ``tap`` sees every call."""
+
+    def __init__(self, own_task: str, connect: Callable[[str], WorkerInterface],
+                 path_peers: list, tap: Tap | None = None):
+        self._own_task = own_task
+        self._connect = connect
+        self.path_peers = tuple(path_peers)
+        self.tap = tap or Tap()
+        self._workers: dict[str, WorkerInterface] = {}
+        self._lock = threading.Lock()
+
+    def worker(self, task: str) -> WorkerInterface:
+        worker = self._workers.get(task)
+        if worker is None:
+            with self._lock:
+                worker = self._workers.get(task)
+                if worker is None:
+                    worker = self._workers[task] = RoutedWorker(
+                        self._connect(task),
+                        [p.step_path(task) for p in self.path_peers],
+                        self.tap, self._own_task)
+        return worker
+
+    def tensor_transport(self, inner):
+        """``inner`` (the protocol's ``TensorTransport``) behind every path's,
+        through the tap."""
+        for peers in self.path_peers:
+            inner = peers.tensor_transport(inner)
+        return TappedTransport(inner, self.tap, self._own_task)
+
+    def close(self) -> None:
+        with self._lock:
+            self._workers.clear()
+        for peers in self.path_peers:
+            peers.close()

@@ -1,0 +1,75 @@
+"""The same-host path: tasks on one host move a step's tensors over a Unix socket
+and shared memory instead of gRPC.
+
+Every server listens, besides its gRPC port, on the abstract Unix socket
+``\\0nbdist/<its address>``. Abstract sockets belong to a network namespace, so
+a peer reaches it exactly when both run on the same host (or the same network
+namespace): a peer elsewhere finds nothing there and stays on gRPC. A raw
+grpcio unary call costs ~0.75 ms of CPU here, a Unix-socket round trip tens of
+microseconds (issue 11's measurements), and most steps are several such calls.
+
+What travels here: a master's ``RunGraph`` to a worker (feeds in, fetches
+out), a ``_Recv``'s pull of the tensors a peer sends it (all the keys its
+partition expects from that peer, in one exchange: ``Worker.recv`` passes them
+as ``siblings``), step aborts, and pulls of parked tensors. Frames are
+``samehost.wire``'s: small tensors inline, large ones in a memfd. The rest
+(sessions, graphs, status) stays on the protocol's own client: a transport
+beside ``runtime/grpc`` (TF's ``grpc+verbs``; dask's ``comm/uds.py`` beside
+``comm/tcp.py``), registered into ``runtime.transports`` as a *peer path*
+that servers serve and ``runtime.router`` picks per peer.
+
+Every connection starts with the server's token (when it has one), checked in
+constant time before anything else is read; a task without it gets
+``UNAUTHENTICATED`` and no tensor. ``NBDIST_SAME_HOST=0`` turns the path off
+(both serving and using it).
+"""
+
+from __future__ import annotations
+
+from nbdist.runtime import transports
+from nbdist.runtime.samehost.channel import SameHostChannel, client_channel
+from nbdist.runtime.samehost.common import ChannelBroken, enabled, socket_name
+from nbdist.runtime.samehost.peers import (
+    SameHostPeers,
+    SameHostStepPath,
+    SameHostTransport,
+)
+from nbdist.runtime.samehost.service import SameHostService
+
+
+class SameHostPath:
+    """The same-host transport as ``runtime.transports`` knows it (a peer path)."""
+
+    name = "samehost"
+
+    @staticmethod
+    def usable(tls: bool) -> bool:
+        """Whether servers and clients of this process use it: on unless
+        ``NBDIST_SAME_HOST=0``, and never with TLS (certificates decide whom a
+        task trusts; this path has none)."""
+        return enabled() and not tls
+
+    @staticmethod
+    def serve(worker_handler, master_handler, address: str, token, limits):
+        """The task's service on this host's abstract socket for ``address``
+        (``start()``/``stop()``)."""
+        return SameHostService(worker_handler, address, token, limits,
+                               master_handler=master_handler)
+
+    @staticmethod
+    def peers(address_of, own_task: str, token) -> SameHostPeers:
+        """One task's channels to its peers on this host."""
+        return SameHostPeers(address_of, own_task, token)
+
+    @staticmethod
+    def master_channel(address: str, token):
+        """A session's channel to the master at ``address`` when it runs on this
+        host, else None."""
+        return client_channel(address, token)
+
+
+transports.register_peer_path("samehost", SameHostPath())
+
+__all__ = ["ChannelBroken", "SameHostChannel", "SameHostPath", "SameHostPeers",
+           "SameHostService", "SameHostStepPath", "SameHostTransport",
+           "client_channel", "enabled", "socket_name"]

@@ -1,0 +1,41 @@
+"""What the same-host transport's server and clients share: whether it is on,
+where a server listens, and how a broken connection is reported."""
+
+from __future__ import annotations
+
+import os
+
+from nbdist import errors
+from nbdist.runtime import env
+from nbdist.runtime.transports import ChannelBroken
+
+MAX_CONNECTIONS = 512  # per server: each holds a thread while it waits
+HELLO_BYTES = 1 << 12
+HELLO_TIMEOUT_S = 10.0
+RECV_POLL_MS = 100  # a blocked pull answers "pending" this often
+RETRY_CONNECT_S = 2.0  # a peer that did not answer here is tried again after
+
+
+def enabled() -> bool:
+    """Whether servers of this process serve and use the same-host path."""
+    return (env.get(env.SAME_HOST) or "1").lower() not in ("0", "off", "false", "no")
+
+
+NAME_PREFIX = "\0nbdist/"
+
+
+def socket_name(address: str) -> str:
+    """The abstract Unix socket of the server at ``address`` (``host:port``)."""
+    return NAME_PREFIX + address.removeprefix("grpc://")
+
+
+def went_away(task: str, what: str, e: ChannelBroken) -> errors.OpError:
+    return errors.UnavailableError(
+        None, None, f"{task} went away during {what} (same-host channel: {e})")
+
+
+def close_fd(fd: int) -> None:
+    os.close(fd)
+
+
+__all__ = ["ChannelBroken", "enabled", "socket_name", "went_away"]

@@ -1,0 +1,197 @@
+"""A task's same-host paths to the other tasks of its cluster: ``SameHostPeers``
+(one channel per peer on this host), the ``TensorTransport`` over them and each
+peer's step path (RunGraph and aborts; the rest of a peer's calls stay on its
+protocol's client, ``runtime.router.RoutedWorker`` joins the two)."""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+
+from nbdist import errors
+from nbdist.runtime.samehost.channel import SameHostChannel
+from nbdist.runtime.samehost.common import (
+    RECV_POLL_MS,
+    RETRY_CONNECT_S,
+    ChannelBroken,
+    went_away,
+)
+from nbdist.runtime.samehost.wire import Outgoing
+from nbdist.runtime.tensor_store import MISSING, StepExtras
+from nbdist.runtime.timeouts import ms_from_seconds, step_time_left
+
+
+class SameHostPeers:
+    """The same-host channels of one task to the other tasks of its cluster:
+    ``channel(task)`` is None for a peer not on this host (tried again later)."""
+
+    def __init__(self, address_of, own_task: str, token: str | None):
+        self._address_of = address_of
+        self._own_task = own_task
+        self._token = token
+        self._channels: dict[str, SameHostChannel] = {}
+        self._unreachable: dict[str, float] = {}
+        self._lock = threading.Lock()
+        self.calls: collections.Counter = collections.Counter()  # (peer, op) -> n
+
+    def channel(self, task: str) -> SameHostChannel | None:
+        ch = self._channels.get(task)
+        if ch is not None:
+            return ch
+        with self._lock:
+            ch = self._channels.get(task)
+            if ch is not None:
+                return ch
+            if time.monotonic() < self._unreachable.get(task, 0.0):
+                return None
+            ch = SameHostChannel(task, self._address_of(task), self._token, self.calls)
+            try:
+                ch.open()
+            except ChannelBroken:
+                self._unreachable[task] = time.monotonic() + RETRY_CONNECT_S
+                return None
+            self._channels[task] = ch
+            return ch
+
+    def forget(self, task: str):
+        """Drops a broken channel: the next call connects again (or falls back)."""
+        with self._lock:
+            ch = self._channels.pop(task, None)
+            self._unreachable[task] = time.monotonic() + RETRY_CONNECT_S
+        if ch is not None:
+            ch.close()
+
+    def step_path(self, task: str) -> SameHostStepPath:
+        return SameHostStepPath(task, self)
+
+    def tensor_transport(self, inner) -> SameHostTransport:
+        """A ``TensorTransport`` over these channels, ``inner`` for the rest."""
+        return SameHostTransport(inner, self)
+
+    def close(self):
+        with self._lock:
+            chans, self._channels = list(self._channels.values()), {}
+        for ch in chans:
+            ch.close()
+
+
+class SameHostTransport:
+    """``TensorTransport`` over same-host channels, ``inner`` for other peers."""
+
+    def __init__(self, inner, peers: SameHostPeers):
+        self._inner = inner
+        self._peers = peers
+        self._extras = StepExtras()
+
+    def recv(self, step, src_task: str, key: str, siblings=()):
+        value = self._extras.take(step, key)
+        if value is not MISSING:
+            return value
+        value, got = self.exchange(step, src_task, key, siblings)
+        self._extras.keep(step, got)
+        return value
+
+    def exchange(self, step, src_task: str, key: str, siblings=()):
+        """One exchange with ``src_task``: ``(value of key, {sibling: value}
+        that came along)``; over the protocol when the peer is not here."""
+        ch = self._peers.channel(src_task)
+        if ch is None:
+            return self._inner.exchange(step, src_task, key, siblings)
+        try:
+            got = self._recv(ch, step, key, siblings)
+        except ChannelBroken as e:
+            self._peers.forget(src_task)
+            if e.sent:  # the peer may have handed the tensor over: do not wait
+                raise went_away(src_task, f"RecvTensor for {key.split(';')[3]}",
+                                 e) from None
+            return self._inner.exchange(step, src_task, key, siblings)
+        value = got.pop(key)
+        return value, got
+
+    def _recv(self, ch, step, key, siblings) -> dict:
+        timeout = step_time_left(step)
+        start = time.monotonic()
+        header = {"step": step.step_id, "key": key, "siblings": list(siblings),
+                  "wait_ms": RECV_POLL_MS}
+        while True:
+            if step.cancelled:
+                step.check()
+            left = start + timeout - time.monotonic()
+            if left <= 0:
+                raise errors.DeadlineExceededError(
+                    None, None, f"Timed out after {time.monotonic() - start:.1f} s "
+                    f"waiting for tensor {key.split(';')[3]} from {ch.task}")
+            header["wait_ms"] = max(1, min(RECV_POLL_MS, int(left * 1000)))
+            reply, tensors = ch.call("recv", dict(header), timeout_s=left + 10.0)
+            if not reply.get("pending"):
+                return dict(tensors)
+
+    def recv_collective(self, step, src_task: str, exec_id: int, key: str):
+        return self._inner.recv_collective(step, src_task, exec_id, key)
+
+    def pull(self, ref, timeout_s: float, on_cancel=None):
+        return self._inner.pull(ref, timeout_s, on_cancel)
+
+    def close(self):
+        self._peers.close()
+        self._inner.close()
+
+
+class SameHostStepPath:
+    """A peer's steps over the same-host channel (``router.StepPath``):
+    ``start_run_graph`` and ``abort_step`` answer None/False when the peer is
+    not reachable here, and the caller uses the peer's protocol client."""
+
+    def __init__(self, task: str, peers: SameHostPeers):
+        self._peers = peers
+        self.task_name = task
+
+    def start_run_graph(self, session_handle, graph_handle, step_id, feeds,
+                        fetch_keys, trace=False, timeout_s=None, op_timeout_s=None):
+        """Sends RunGraph and returns ``finish()``, which waits for its outcome
+        (``run_graph``'s): the master sends to every peer from its own thread,
+        no handoff. None when the peer is not reachable here."""
+        ch = self._peers.channel(self.task_name)
+        if ch is None:
+            return None
+        out = Outgoing()
+        for k, v in feeds.items():
+            out.add(k, v)
+        header = {"session": session_handle, "graph": graph_handle, "step": step_id,
+                  "fetch": list(fetch_keys),
+                  "trace": bool(trace), "t": out.entries,
+                  "timeout_ms": ms_from_seconds(timeout_s),
+                  "op_timeout_ms": ms_from_seconds(op_timeout_s)}
+        try:
+            sent = ch.send("run", header, out, timeout_s + 10.0 if timeout_s else None)
+        except ChannelBroken:
+            self._peers.forget(self.task_name)
+            return None
+
+        def finish():
+            try:
+                reply, tensors = ch.receive(sent)
+            except ChannelBroken as e:  # it may have run: not again
+                self._peers.forget(self.task_name)
+                raise went_away(self.task_name, "RunGraph", e) from None
+            stats = [tuple(s) for s in reply["stats"]] if reply.get("stats") else None
+            return dict(tensors), stats
+
+        return finish
+
+    def abort_step(self, step_id, error) -> bool:
+        """Whether the abort went out here."""
+        ch = self._peers.channel(self.task_name)
+        if ch is None:
+            return False
+        try:
+            ch.call("abort", {"step": step_id, "code": int(error.error_code),
+                              "message": error.message}, timeout_s=10.0)
+            return True
+        except (ChannelBroken, errors.OpError):
+            self._peers.forget(self.task_name)
+            return False
+
+
+__all__ = ["SameHostPeers", "SameHostStepPath", "SameHostTransport"]

@@ -1,0 +1,367 @@
+"""``SameHostService``: a task's handlers served on its abstract Unix socket
+(see the package's docstring); a codec over ``runtime.service``'s handlers."""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import os
+import select
+import socket
+import threading
+
+from nbdist import errors
+from nbdist.proto import config_pb2
+from nbdist.runtime.samehost.common import (
+    HELLO_BYTES,
+    HELLO_TIMEOUT_S,
+    MAX_CONNECTIONS,
+    RECV_POLL_MS,
+    close_fd,
+    socket_name,
+)
+from nbdist.runtime.samehost.wire import (
+    ChannelClosed,
+    Link,
+    Outgoing,
+    check_sizes,
+    decode_tensors,
+    error_header,
+    recv_frame,
+    send_frame,
+)
+from nbdist.runtime.service.worker_handler import PARKED_WAIT_S
+from nbdist.runtime.timeouts import UNBOUNDED_S
+
+_log = logging.getLogger("nbdist")
+
+
+class _Hangups:
+    """Calls ``fn`` when a connection waiting for its step hangs up (its client
+    died or gave up): the step is cancelled, as a gRPC call's end cancels it."""
+
+    def __init__(self):
+        self._poll = select.epoll()
+        self._wake_r, self._wake_w = os.pipe()
+        self._poll.register(self._wake_r, select.EPOLLIN)
+        self._fns: dict[int, object] = {}
+        self._thread = threading.Thread(target=self._run, daemon=True,
+                                        name="nbdist-samehost-hangups")
+        self._thread.start()
+
+    def watch(self, conn, fn) -> None:
+        self._fns[conn.fileno()] = fn
+        self._poll.register(conn.fileno(), select.EPOLLRDHUP | select.EPOLLHUP)
+
+    def unwatch(self, conn) -> None:
+        if self._fns.pop(conn.fileno(), None) is not None:
+            try:
+                self._poll.unregister(conn.fileno())
+            except OSError:
+                pass
+
+    def _run(self):
+        while True:
+            for fd, _ in self._poll.poll():
+                if fd == self._wake_r:
+                    os.close(self._wake_r)
+                    self._poll.close()
+                    return
+                fn = self._fns.pop(fd, None)
+                try:
+                    self._poll.unregister(fd)
+                except OSError:
+                    pass
+                if fn is not None:
+                    fn()
+
+    def close(self):
+        os.write(self._wake_w, b"x")
+        os.close(self._wake_w)
+
+
+# Same-host calls by the method whose admission class they count in.
+_METHODS = {"run": "RunGraph", "step": "RunStep", "recv": "RecvTensorUnary",
+            "pull": "RecvTensor", "push": "PushTensors", "abort": "CleanupGraph"}
+
+
+def _values_nbytes(answer) -> int:
+    values = answer[0].values() if isinstance(answer[0], dict) else answer[0]
+    return sum(int(getattr(v, "nbytes", 0)) for v in values)
+
+
+class SameHostService:
+    """Serves a task's ``WorkerHandler`` (and ``MasterHandler``: a session's
+    steps) on this host's abstract socket for ``address``: a codec over the
+    handlers, which own validation, timeouts, de-duplication and admission."""
+
+    def __init__(self, worker_handler, address: str, token: str | None, limits,
+                 master_handler=None):
+        """``limits`` (``executor.limits.Limits``) bound what a request may
+        bring: its inline bytes, each tensor, all of them together."""
+        self.handler = worker_handler
+        self.master_handler = master_handler
+        self.worker = worker_handler.worker
+        self._admission = worker_handler.admission
+        self._recent = worker_handler.recent
+        self._hangups = None
+        self._token = token.encode() if token else None
+        self._max_payload = limits.max_request_bytes
+        self._max_tensor = limits.max_tensor_bytes
+        self._max_total = max(limits.max_request_bytes,
+                              limits.max_pushed_bytes_per_client)
+        self._address = address.removeprefix("grpc://")
+        self._listener: socket.socket | None = None
+        self._conns: set = set()
+        self._lock = threading.Lock()
+        self._stopped = False
+        self._thread = threading.Thread(target=self._accept, daemon=True,
+                                        name=f"nbdist-samehost{self.worker.task_name}")
+
+    def start(self):
+        """Listens (when the server starts: a server that never starts holds no
+        name). A name another process holds leaves this server on gRPC alone."""
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            listener.bind(socket_name(self._address))
+            listener.listen(128)
+        except OSError as e:
+            listener.close()
+            _log.warning("%s: no same-host path (%s is taken: %s); peers use gRPC",
+                         self.worker.task_name, socket_name(self._address)[1:], e)
+            return
+        self._listener = listener
+        self._hangups = _Hangups()
+        self._thread.start()
+
+    def stop(self):
+        with self._lock:
+            self._stopped = True
+            conns, self._conns = list(self._conns), set()
+        if self._listener is not None:
+            try:
+                self._listener.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            self._listener.close()
+        for conn in conns:
+            _shut(conn)
+        if self._hangups is not None:
+            self._hangups.close()
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:
+                return  # stopped
+            with self._lock:
+                if self._stopped or len(self._conns) >= MAX_CONNECTIONS:
+                    conn.close()
+                    continue
+                self._conns.add(conn)
+            threading.Thread(target=self._serve, args=(conn,), daemon=True,
+                             name="nbdist-samehost-conn").start()
+
+    def _serve(self, conn: socket.socket):
+        link = Link()
+        try:
+            if self._hello(conn):
+                while True:
+                    header, payload, fds = recv_frame(conn, self._max_payload)
+                    reply, out = self._dispatch(header, payload, fds, conn, link)
+                    send_frame(conn, reply, out, link)
+        except (OSError, ChannelClosed, ValueError, errors.OpError):
+            pass  # the peer went away or broke the protocol: drop the connection
+        finally:
+            with self._lock:
+                self._conns.discard(conn)
+            conn.close()
+            link.close()
+
+    def _hello(self, conn) -> bool:
+        conn.settimeout(HELLO_TIMEOUT_S)  # a silent connection is not kept
+        header, _, fds = recv_frame(conn, 0, HELLO_BYTES)
+        conn.settimeout(None)
+        for fd in fds:
+            close_fd(fd)
+        given = str(header.get("token") or "").encode()
+        if header.get("op") != "hello" or (
+                self._token is not None and not hmac.compare_digest(given, self._token)):
+            send_frame(conn, error_header(errors.UnauthenticatedError(
+                None, None, f"Missing or wrong nbdist token for the same-host "
+                f"channel of {self.worker.task_name}")))
+            return False
+        send_frame(conn, {"task": self.worker.task_name, "address": self._address,
+                          "incarnation": self.worker.incarnation})
+        return True
+
+    def _dispatch(self, header, payload, fds, conn, link):
+        op = header.get("op")
+        method = _METHODS.get(op, "samehost")
+        count = self._admission.class_of(method)
+        if count.full:  # refused: the task's class is full, whichever transport
+            for fd in fds:
+                close_fd(fd)
+            return error_header(errors.ResourceExhaustedError(
+                None, None, self._admission.refusal(method, count))), None
+        count.enter()
+        try:
+            # Closes the request's fds that it did not hand to a tensor.
+            return self._dispatch_admitted(op, header, payload, fds, conn, link)
+        finally:
+            count.leave()
+
+    def _dispatch_admitted(self, op, header, payload, fds, conn, link):
+        try:
+            entries = header.get("t", ())
+            check_sizes(entries, self._max_tensor, self._max_total)
+            if op == "push":  # before the pushed segments are mapped
+                self._admit_push(header, conn)
+            tensors = decode_tensors(header.get("t", ()), payload, fds,
+                                     header.get("seg"), link)
+            fds = ()
+            if op == "recv":
+                return self._recv(header)
+            if op == "run":
+                return self._run(header, tensors, conn)
+            if op == "step" and self.master_handler is not None:
+                return self._step(header, tensors, conn)
+            if op == "abort":
+                self.handler.cleanup_graph(int(header["step"]), errors.make_error(
+                    int(header.get("code", 1)), str(header.get("message", ""))))
+                return {}, None
+            if op == "pull":
+                return self._pull(header)
+            if op == "push":
+                return self._push(header, tensors, conn)
+            raise errors.InvalidArgumentError(
+                None, None, f"Unknown same-host call {str(op)[:100]!r} to "
+                f"{self.worker.task_name}")
+        except errors.OpError as e:
+            return error_header(e), None
+        except (KeyError, TypeError, ValueError) as e:
+            return error_header(errors.InvalidArgumentError(
+                None, None, f"Malformed same-host {str(op)[:100]} request to "
+                f"{self.worker.task_name}: {e}")), None
+        finally:
+            for fd in fds:
+                close_fd(fd)
+
+    def _recv(self, header):
+        step_id, key = int(header["step"]), str(header["key"])
+        wait_s = max(1, int(header.get("wait_ms", RECV_POLL_MS))) / 1000.0
+        value = self.handler.recv_tensor(step_id, key, UNBOUNDED_S, wait_s)
+        if value is None:
+            return {"pending": True}, None
+        out = Outgoing()
+        out.add(key, value)
+        siblings = header.get("siblings", ())
+        if siblings:
+            for k, v in self.handler.take_siblings(step_id, key, siblings).items():
+                out.add(k, v)
+        return {"t": out.entries}, out
+
+    def _on_hangup(self, conn):
+        """The codec's cancel-on-hang-up: an epoll watch of the connection."""
+        def register(fn) -> bool:
+            self._hangups.watch(conn, fn)
+            return True
+        return register
+
+    def _once(self, method: str, header, fn):
+        """``fn()``, once per request id (a retried request gets the answer of
+        the first): the handlers' ``RecentRequests``, shared with gRPC. This
+        transport's own clients never retry a call that went out, so they send
+        no ``rid`` (keeping answers costs a step time and memory)."""
+        rid = int(header.get("rid", 0))
+        if not rid:
+            return fn()
+        return self._recent.run(("samehost/" + method, rid), fn,
+                                size_of=_values_nbytes)
+
+    def _run(self, header, tensors, conn):
+        step_id = int(header["step"])
+
+        def run():
+            try:
+                return self.handler.run_graph(
+                    str(header["session"]), str(header["graph"]), step_id,
+                    tensors, [str(k) for k in header["fetch"]],
+                    bool(header.get("trace")), int(header.get("timeout_ms", 0)),
+                    on_hangup=self._on_hangup(conn))
+            finally:
+                self._hangups.unwatch(conn)
+
+        out_values, stats = self._once("RunGraph", header, run)
+        out = Outgoing()
+        for k, v in out_values.items():
+            out.add(k, v)
+        reply = {"t": out.entries}
+        if stats:
+            reply["stats"] = [list(s) for s in stats]
+        return reply, out
+
+    def _step(self, header, tensors, conn):
+        """A session's RunStep (one without trace or partition graphs)."""
+        handle = str(header["session"])
+        fetches = [str(f) for f in header["fetch"]]
+        timeout_ms = int(header.get("timeout_ms", 0))
+        options = None
+        if timeout_ms > 0:
+            options = config_pb2.RunOptions(timeout_in_ms=timeout_ms)
+
+        def run():
+            try:
+                return (self.master_handler.run_step(
+                    handle, tensors, fetches,
+                    [str(t) for t in header.get("target", ())], options, None,
+                    on_hangup=self._on_hangup(conn)),)
+            finally:
+                self._hangups.unwatch(conn)
+
+        (values,) = self._once("RunStep", header, run)
+        out = Outgoing()
+        for i, v in enumerate(values):
+            out.add(str(i), v)
+        return {"t": out.entries}, out
+
+    def _admit_push(self, header, conn):
+        nbytes = sum(int(e.get("n", 0)) for e in header.get("t", ()))
+        self.worker.pushed.admit(nbytes, _peer(conn))
+
+    def _push(self, header, tensors, conn):
+        """A client's large feeds, kept for the RunStep naming them (as
+        PushTensors): tensor names are push ids."""
+        keys = [self.worker.pushed.put(int(name, 16), value, _peer(conn))
+                for name, value in tensors]
+        return {"keys": keys}, None
+
+    def _pull(self, header):
+        step_id, key = int(header["step"]), str(header["key"])
+        timeout = max(0.001, float(header.get("timeout_s", PARKED_WAIT_S)))
+        value = self.handler.recv_tensor(step_id, key, timeout)
+        out = Outgoing()
+        out.add(key, value)
+        return {"t": out.entries}, out
+
+
+def _peer(conn) -> str:
+    """Who pushed, for the per-client caps: the peer process."""
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+    pid = int.from_bytes(creds[:4], "little")
+    return f"samehost:pid{pid}"
+
+
+def close_fd(fd: int) -> None:
+    os.close(fd)
+
+
+def _shut(conn) -> None:
+    try:
+        conn.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
+__all__ = ["SameHostService"]

@@ -1,0 +1,178 @@
+"""``WorkerHandler``: what serving a ``Worker`` means, whatever the transport.
+
+A transport is a codec: it decodes a call into these methods' arguments and
+encodes their answers. The handler owns the rest, once: validation (a tensor
+sent twice, an empty session handle), timeouts (milliseconds to seconds,
+clamped to ``timeouts.UNBOUNDED_S``; a step's timeout counts from its call's
+arrival, ``admission.queued_s``), per-graph state (each registered graph's
+``operation_timeout_in_ms``), per-step state (steps their master cancelled: a
+RunGraph arriving after its CleanupGraph fails at once), de-duplication
+(``recent``: one ``RecentRequests`` for every transport of the task) and
+cancel-on-hang-up (``on_hangup``, see ``hangup.HangupWatch``).
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+
+from nbdist import errors
+from nbdist.runtime.service.admission import Admission, queued_s
+from nbdist.runtime.service.hangup import HangupWatch, OnHangup
+from nbdist.runtime.service.recent_requests import RECENT_REQUESTS, RecentRequests
+from nbdist.runtime.timeouts import clamp_ms, seconds_from_ms
+
+__all__ = ["PARKED_WAIT_S", "WorkerHandler", "invalid", "step_timeout_ms"]
+
+# A parked tensor is there before its reference is announced, or gone: wait briefly.
+PARKED_WAIT_S = 5.0
+
+
+def invalid(what: str, detail) -> errors.InvalidArgumentError:
+    return errors.InvalidArgumentError(
+        None, None, f"Malformed {what} request: {detail}")
+
+
+def step_timeout_ms(timeout_ms: int) -> int:
+    """A step's ``timeout_in_ms`` as it is to be run: clamped to a week, and
+    counted from its call's arrival (the time it waited for a thread is taken
+    off)."""
+    timeout_ms = clamp_ms(timeout_ms)
+    if timeout_ms > 0:
+        timeout_ms = max(1, timeout_ms - int(queued_s() * 1000))
+    return timeout_ms
+
+
+def is_parked_key(key: str) -> bool:
+    parts = key.split(";")
+    return len(parts) == 5 and parts[3].startswith("_park/")
+
+
+class WorkerHandler:
+    """Serves ``worker`` (a ``runtime.worker.Worker``) to every transport."""
+
+    def __init__(self, worker, recent: RecentRequests | None = None,
+                 admission: Admission | None = None):
+        self.worker = worker
+        self.recent = recent or RecentRequests()
+        self.admission = admission or Admission(worker.task_name)
+        self._lock = threading.Lock()
+        self._op_timeouts: dict[str, float | None] = {}
+        # Steps cancelled by their master; a RunGraph arriving late fails at once.
+        self._cancelled: collections.OrderedDict = collections.OrderedDict()
+
+    @property
+    def task_name(self) -> str:
+        return self.worker.task_name
+
+    # -- sessions and graphs -----------------------------------------------------
+    def get_status(self) -> list[tuple[str, int]]:
+        return self.worker.get_status()
+
+    def create_worker_session(self, session_handle: str) -> None:
+        if not session_handle:
+            raise invalid("CreateWorkerSession", "empty session_handle")
+        self.worker.create_worker_session(session_handle)
+
+    def delete_worker_session(self, session_handle: str) -> None:
+        self.worker.delete_worker_session(session_handle)
+        prefix = session_handle + "/"
+        with self._lock:
+            for h in [h for h in self._op_timeouts if h.startswith(prefix)]:
+                del self._op_timeouts[h]
+
+    def register_graph(self, session_handle: str, graph_def, config) -> str:
+        """``config``: a ``ConfigProto`` (its ``operation_timeout_in_ms`` is
+        clamped in place) or None."""
+        if config is not None:
+            config.operation_timeout_in_ms = clamp_ms(config.operation_timeout_in_ms)
+        handle = self.worker.register_graph(session_handle, graph_def, config)
+        ms = config.operation_timeout_in_ms if config is not None else 0
+        with self._lock:
+            self._op_timeouts[handle] = seconds_from_ms(ms)
+        return handle
+
+    def deregister_graph(self, session_handle: str, graph_handle: str) -> None:
+        self.worker.deregister_graph(session_handle, graph_handle)
+        with self._lock:
+            self._op_timeouts.pop(graph_handle, None)
+
+    # -- steps -----------------------------------------------------------------
+    def run_graph(self, session_handle: str, graph_handle: str, step_id: int,
+                  feeds, fetch_keys, trace: bool = False, timeout_ms: int = 0,
+                  on_hangup: OnHangup | None = None, resolve=None):
+        """``(outputs, stats)`` of one step of a registered graph. ``feeds``:
+        ``[(key, value)]`` as they came (``resolve(feeds)`` turns references
+        into values, after the step is known not to be cancelled already);
+        ``timeout_ms`` the step's own."""
+        with self._lock:
+            cancelled = self._cancelled.get(step_id)
+        if cancelled is not None:
+            raise cancelled
+        if resolve is not None:
+            feeds = resolve(feeds)
+        feed_dict = dict(feeds)
+        if len(feed_dict) != len(feeds):
+            raise invalid("RunGraph", "a tensor is sent twice")
+        timeout_s = seconds_from_ms(step_timeout_ms(timeout_ms))
+        # The master went away mid-step (its call ended): cancel.
+        watch = HangupWatch(on_hangup, self.worker.abort_step, "master")
+        watch.started(step_id)
+        try:
+            return self.worker.run_graph(
+                session_handle, graph_handle, step_id, feed_dict, list(fetch_keys),
+                trace, timeout_s, self._op_timeouts.get(graph_handle))
+        finally:
+            watch.finished()
+
+    def cleanup_graph(self, step_id: int, error: errors.OpError | None = None) -> None:
+        """Cancels ``step_id`` here, now or when its RunGraph arrives."""
+        err = error or errors.CancelledError(
+            None, None, f"Step {step_id:x} was cancelled on {self.task_name} by "
+            "its master")
+        with self._lock:
+            self._cancelled[step_id] = err
+            while len(self._cancelled) > RECENT_REQUESTS:
+                self._cancelled.popitem(last=False)
+        self.worker.abort_step(step_id, err)
+
+    def cleanup_all(self, containers) -> None:
+        self.worker.cleanup_all(list(containers))
+
+    # -- tensors ------------------------------------------------------------------
+    def recv_tensor(self, step_id: int, key: str, timeout_s: float,
+                    wait_s: float | None = None, is_cancelled=None):
+        """The value this task sends as ``key`` in ``step_id``; None (pending)
+        when ``wait_s`` passed first. ``timeout_s``: what the caller has left.
+        A parked tensor is there or gone: ``NotFoundError`` after
+        ``PARKED_WAIT_S``."""
+        polling = wait_s is not None and wait_s < timeout_s
+        timeout = wait_s if polling else timeout_s
+        parked = is_parked_key(key)
+        if parked:  # parked before it was announced: there, or gone
+            timeout = min(timeout, PARKED_WAIT_S)
+        try:
+            return self.worker.recv_tensor(step_id, key, timeout,
+                                           is_cancelled or _never)
+        except errors.DeadlineExceededError:
+            if parked:
+                raise errors.NotFoundError(
+                    None, None, f"Tensor {key[:200]} is not parked on "
+                    f"{self.task_name} (already pulled, or expired)") from None
+            if polling:
+                return None
+            raise
+
+    def take_siblings(self, step_id: int, key: str, siblings) -> dict:
+        return self.worker.take_siblings(step_id, key, list(siblings))
+
+    def park(self, value) -> tuple[str, int]:
+        return self.worker.parked.park(value)
+
+    def pull(self, ref, timeout_s: float, on_cancel=None):
+        """A tensor a peer parked for this task (a large feed of a step)."""
+        return self.worker.pull(ref, timeout_s, on_cancel)
+
+
+def _never() -> bool:
+    return False
