@@ -262,6 +262,9 @@ def cluster_child(role: str, framework: str, cluster: dict, job: str, index: int
             uninitialized = tf.report_uninitialized_variables()
         config = tf.ConfigProto(
             device_filters=["/job:ps", f"/job:worker/task:{index}"], **pools)
+        # TF's servers start beside this client (importing TF is most of a
+        # cluster run): its master must listen before the session is made.
+        wait_for_port(target, time.monotonic() + START_TIMEOUT_S)
         sess = tf.Session(target, config=config)
         wait_for_chief(sess, init, uninitialized, index, START_TIMEOUT_S)
         x0, y0 = data[0]
@@ -275,6 +278,21 @@ def cluster_child(role: str, framework: str, cluster: dict, job: str, index: int
         loss1 = sess.run(loss, {images: x0, labels: y0, keep_prob: 1.0})
         print(f"steps {steps} loss {loss0} {loss1}", flush=True)
         sess.close()
+
+
+def wait_for_port(target: str, deadline: float) -> None:
+    """Return once ``target`` (grpc://host:port) accepts a TCP connection."""
+    import socket
+
+    host, port = target.split("://")[-1].rsplit(":", 1)
+    while True:
+        try:
+            socket.create_connection((host, int(port)), timeout=5).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
 
 
 def cluster_task(python: str, role: str, framework: str, cluster: dict, job: str,
@@ -293,6 +311,7 @@ def run_cluster(framework: str, python: str, args) -> dict:
     steps/s, "cpu_ms": CPU ms per global step of all processes, "per": by
     process}."""
     tasks: list[Task] = []
+    servers: list[Task] = []  # TensorFlow's (nbdist's are the LocalCluster's)
     local = None
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
@@ -315,13 +334,13 @@ def run_cluster(framework: str, python: str, args) -> dict:
                                     args)
                        for job, n in (("ps", 1), ("worker", 2)) for i in range(n)]
             tasks += servers
-            for s in servers:
-                s.expect("ready", deadline)
             targets = [f"grpc://{a}" for a in cluster["worker"]]
             pids = {t.name: t.pid for t in servers}
         clients = [cluster_task(python, "client", framework, cluster, "worker", i,
                                 targets[i], args) for i in range(2)]
         tasks += clients
+        for s in servers:  # started with the clients, which wait for them
+            s.expect("ready", deadline)
         pids.update({c.name: c.pid for c in clients})
         reports, cpu_s = time_window(clients, pids, args.seconds, deadline)
         counts = []
@@ -345,7 +364,9 @@ def run_cluster(framework: str, python: str, args) -> dict:
 
 
 def tf_importable(python: str) -> bool:
-    r = subprocess.run([python, "-c", "import tensorflow.compat.v1"],
+    # find_spec, not an import: importing TensorFlow takes seconds.
+    r = subprocess.run([python, "-c", "import importlib.util, sys; "
+                        "sys.exit(importlib.util.find_spec('tensorflow') is None)"],
                        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
                        capture_output=True, check=False)
     return r.returncode == 0
@@ -369,7 +390,7 @@ def main(argv=None) -> int:
     p.add_argument("--configs", default=",".join(CONFIGS),
                    help="subset of 1proc,1ps2w")
     p.add_argument("--quick", action="store_true",
-                   help="one short round (--repeats=1 --steps=8 --seconds=3)")
+                   help="one short round (--repeats=1 --steps=5 --seconds=2)")
     p.add_argument("--cpu", action="store_true",
                    help="print the cluster's CPU ms per global step by process")
     p.add_argument("--tf_python", default=sys.executable,
@@ -382,7 +403,7 @@ def main(argv=None) -> int:
         child_main(args.child, args.batch, args.steps, args.tf_threads)
         return 0
     if args.quick:
-        args.repeats, args.steps, args.seconds = 1, 8, 3.0
+        args.repeats, args.steps, args.seconds = 1, 5, 2.0
     configs = [c for c in args.configs.split(",") if c]
     if bad := [c for c in configs if c not in CONFIGS]:
         p.error(f"unknown configs {bad}: expected {list(CONFIGS)}")
