@@ -105,8 +105,6 @@ def batches(np, batch: int, seed: int = 0):
              rng.integers(0, 10, batch).astype(np.int64)) for _ in range(8)]
 
 
-
-
 def import_framework(framework: str, tf_threads: int):
     """(the module bound to ``tf``, kwargs capping TF's thread pools)."""
     if framework == "tensorflow":
