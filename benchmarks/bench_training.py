@@ -35,21 +35,17 @@ milliseconds each process spent per global step in the window (from
 from __future__ import annotations
 
 import argparse
-import bisect
-import contextlib
 import json
 import os
-import queue
 import statistics
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 from pathlib import Path
 
 import numpy as np
-from _children import free_port, stop_by_pid
+from _children import free_port
+from _cluster_tasks import Task, step_in_window, time_window, wait_for_chief
 
 ROOT = Path(__file__).resolve().parent.parent
 BATCH = 128
@@ -116,100 +112,26 @@ def trainer(framework: str, cluster: dict | None, job: str, index: int, warmup: 
         uninitialized = tf.report_uninitialized_variables()
 
     sess = tf.Session(target, config=config)
-    if index == 0:
-        sess.run(init)
-    else:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while len(sess.run(uninitialized)):
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"worker {index}: variables never initialised")
-            time.sleep(0.05)
+    wait_for_chief(sess, init, uninitialized, index, START_TIMEOUT_S)
     loss0 = sess.run(loss, {x: xs[0], y: ys[0]})
-
-    stop = threading.Event()
-    window: list[float] = []
-
-    def read_window():
-        line = sys.stdin.readline()  # "t0 t1" from the parent, or EOF
-        window.extend(float(t) for t in line.split())
-        stop.set()
-
-    threading.Thread(target=read_window, daemon=True).start()
-    stamps: list[float] = []
-    step = 0
-    t_warm = time.monotonic() + warmup
-    while not stop.is_set():
-        sess.run(train_op, {x: xs[step % BATCHES], y: ys[step % BATCHES]})
-        step += 1
-        now = time.monotonic()
-        stamps.append(now)
-        if t_warm is not None and now >= t_warm and step >= 10:
-            print(f"warm {now}", flush=True)
-            t_warm = None
+    steps = step_in_window(
+        lambda step: sess.run(train_op, {x: xs[step % BATCHES], y: ys[step % BATCHES]}),
+        warmup,
+    )
     loss1 = sess.run(loss, {x: xs[0], y: ys[0]})
-    steps = bisect.bisect(stamps, window[1]) - bisect.bisect(stamps, window[0])
     print(f"steps {steps} loss {loss0} {loss1}", flush=True)
     sess.close()
 
 
 # -- the parent ----------------------------------------------------------------------------
-class Task:
-    """One child process running ``trainer``; stopped by PID (SIGTERM, SIGKILL)."""
-
-    def __init__(self, framework, cluster, job, index, warmup):
-        env = dict(os.environ, PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="2")
-        for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-            env[var] = "1"
-        self.name = f"{job}{index}"
-        self.err = tempfile.TemporaryFile("w+")  # noqa: SIM115 - closed in stop()
-        args = [framework, json.dumps(cluster), job, str(index), str(warmup)]
-        self.proc = subprocess.Popen(
-            [sys.executable, __file__, "--child", *args],
-            cwd=ROOT,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self.err,
-            text=True,
-        )
-        self.pid = self.proc.pid
-        # Lines read by a thread, so that waiting on a silent child is bounded.
-        self.lines: queue.Queue = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self):
-        with contextlib.suppress(ValueError, OSError):
-            for line in self.proc.stdout:
-                self.lines.put(line)
-        self.lines.put("")
-
-    def expect(self, word: str, deadline: float) -> list[str]:
-        """The fields after ``word`` of the child's next line starting with it."""
-        with contextlib.suppress(queue.Empty):
-            while (left := deadline - time.monotonic()) > 0:
-                line = self.lines.get(timeout=left)
-                if not line:
-                    break
-                if line.startswith(word + " ") or line.strip() == word:
-                    return line.split()[1:]
-        stop_by_pid(self.proc)
-        self.err.seek(0)
-        tail = self.err.read()[-2000:]
-        self.stop()
-        raise RuntimeError(f"{self.name} did not report {word!r}; stderr:\n{tail}")
-
-    def stop(self):
-        stop_by_pid(self.proc)
-        for f in (self.proc.stdin, self.proc.stdout, self.err):
-            with contextlib.suppress(Exception):
-                f.close()
-
-
-def cpu_seconds(pid: int) -> float:
-    """user + system CPU seconds of a process (Linux)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def trainer_task(framework, cluster, job, index, warmup) -> Task:
+    """One child process running ``trainer`` (BLAS one thread)."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="2")
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[var] = "1"
+    args = [framework, json.dumps(cluster), job, str(index), str(warmup)]
+    return Task(f"{job}{index}", [sys.executable, __file__, "--child", *args], env,
+                cwd=ROOT)
 
 
 def run_once(framework: str, config: str, seconds: float, warmup: float):
@@ -225,31 +147,24 @@ def run_once(framework: str, config: str, seconds: float, warmup: float):
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
         for i in range(n_ps):
-            tasks.append(Task(framework, cluster, "ps", i, warmup))
+            tasks.append(trainer_task(framework, cluster, "ps", i, warmup))
             tasks[-1].expect("ready", deadline)
         workers = [
-            Task(framework, cluster, "worker", i, warmup)
+            trainer_task(framework, cluster, "worker", i, warmup)
             for i in range(max(n_workers, 1))
         ]
         tasks += workers
-        t0 = max(float(w.expect("warm", deadline)[0]) for w in workers)
-        t0 = max(t0, time.monotonic())
-        cpu0 = {t.name: cpu_seconds(t.pid) for t in tasks}
-        time.sleep(seconds)  # the window: the workers time-stamp their steps
-        cpu1 = {t.name: cpu_seconds(t.pid) for t in tasks}
-        t1 = t0 + seconds
-        for w in workers:
-            w.proc.stdin.write(f"{t0} {t1}\n")
-            w.proc.stdin.flush()
+        reports, cpu_s = time_window(
+            workers, {t.name: t.pid for t in tasks}, seconds, deadline
+        )
         steps = 0
-        for w in workers:
-            n, _, loss0, loss1 = w.expect("steps", time.monotonic() + 60)
+        for w, (n, _, loss0, loss1) in zip(workers, reports):
             if not (np.isfinite(float(loss1)) and float(loss1) < float(loss0)):
                 raise RuntimeError(f"{w.name}: loss went {loss0} -> {loss1}")
             steps += int(n)
         if not steps:
             raise RuntimeError(f"{framework} {config}: no step inside the window")
-        cpu = {k: (cpu1[k] - cpu0[k]) / steps * 1e3 for k in cpu0}
+        cpu = {k: v / steps * 1e3 for k, v in cpu_s.items()}
         return steps / seconds, cpu
     finally:
         for t in reversed(tasks):
