@@ -35,8 +35,8 @@ class GrpcPeers:
         self._lock = threading.Lock()
 
     def address(self, task: str) -> str:
-        spec = DeviceSpec.from_string(task)
         try:
+            spec = DeviceSpec.from_string(task)  # a hostile ref's device may not parse
             return self.cluster.task_address(spec.job, spec.task or 0)
         except ValueError:
             raise errors.InvalidArgumentError(
