@@ -22,11 +22,14 @@ wall-clock wait.
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 import signal
+import sys
 import threading
 import time
+import traceback
 
 import numpy as np
 import pytest
@@ -66,6 +69,10 @@ class Chaos:
         self.log: list[str] = []
         self._seen()
 
+    def _note(self, what: str):
+        self.log.append(what)
+        logging.getLogger("nbdist").info("chaos: %s", what)
+
     def _seen(self):
         self.pids.update(t.pid for t in self.cluster.tasks if t.pid)
 
@@ -74,23 +81,23 @@ class Chaos:
                     if t.job == job and t.index == index)
 
     def kill(self, job, index):
-        self.log.append(f"SIGKILL {job}:{index}")
+        self._note(f"SIGKILL {job}:{index}")
         self.cluster.kill(job, index)
 
     def restart(self, job, index):
-        self.log.append(f"restart {job}:{index}")
+        self._note(f"restart {job}:{index}")
         self.cluster.restart(job, index)
         self._seen()
 
     def stop(self, job, index):
         pid = self.pid(job, index)
-        self.log.append(f"SIGSTOP {job}:{index}")
+        self._note(f"SIGSTOP {job}:{index}")
         os.kill(pid, signal.SIGSTOP)
         self.stopped.add(pid)
 
     def resume(self, job, index):
         pid = self.pid(job, index)
-        self.log.append(f"SIGCONT {job}:{index}")
+        self._note(f"SIGCONT {job}:{index}")
         os.kill(pid, signal.SIGCONT)
         self.stopped.discard(pid)
 
@@ -336,7 +343,8 @@ class Clock:
         end = time.monotonic() + EVENT_TIMEOUT_S
         while not predicate():
             if time.monotonic() > end:
-                raise AssertionError(f"timed out waiting for {what}")
+                raise AssertionError(f"timed out waiting for {what} (steps of the "
+                                     f"loops {self.steps}, done {self.done})")
             self._cond.wait(0.1)
 
 
@@ -352,6 +360,13 @@ def _training_schedule(rng: random.Random):
     rng.shuffle(actions)
     moments = sorted(rng.sample(range(5, 60, 2), len(actions)))
     return [(m, a, task) for m, (a, task) in zip(moments, actions)]
+
+
+def where_stuck(threads) -> str:
+    """The stacks of the live ``threads``: where a loop that did not finish is."""
+    frames = sys._current_frames()
+    return "\n".join(f"{t.name}:\n" + "".join(traceback.format_stack(frames[t.ident]))
+                     for t in threads if t.is_alive() and t.ident in frames)
 
 
 def _linear_regression(spec, i):
@@ -429,7 +444,8 @@ def test_training_completes_under_kills_stops_and_restarts(make_cluster, tmp_pat
         chaos.resume_all()
         for t in trainers:
             t.join(150)
-    assert not any(t.is_alive() for t in trainers), "a training loop did not finish"
+    assert not any(t.is_alive() for t in trainers), \
+        f"a training loop did not finish; steps {clock.steps}\n{where_stuck(trainers)}"
     assert not errors_seen, errors_seen
     assert len(chaos.log) == sum(2 for _ in plan), chaos.log  # every action, whole
     assert all(clock.steps), "both loops took part"

@@ -22,6 +22,7 @@ class StepContext:
         "fetches",
         "node_name",
         "op_timeout_s",
+        "recv_extras",
         "stats",
         "step_id",
         "trace",
@@ -40,6 +41,9 @@ class StepContext:
         self._cancel_event = threading.Event()
         self._on_cancel: list | None = None
         self.node_name = ""
+        # Tensors a remote pull brought along for later _Recvs of this step
+        # (runtime.tensor_store.StepExtras).
+        self.recv_extras: dict | None = None
 
     def cancel(self, error: errors.OpError | None = None):
         if self._cancel_error is None:

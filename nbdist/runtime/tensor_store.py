@@ -220,36 +220,37 @@ class PushedTensors:
 
 class StepExtras:
     """Tensors a remote pull brought along for later ``_Recv``s of the same
-    step (``Worker.take_siblings`` on the sender); a cancelled step's are
-    dropped with it."""
+    step (``Worker.take_siblings`` on the sender), kept on the step itself
+    (``StepContext.recv_extras``): every transport of the task finds them. A
+    step's pulls from one peer may take different paths (the same-host channel
+    was down for the first and is back for the next), and the sender handed a
+    sibling over with the pull that brought it: a later pull that missed it
+    would wait for it forever. They go with the step; a cancelled step's at
+    once."""
 
-    def __init__(self):
-        self._by_step: dict[int, dict] = {}
-        self._lock = threading.Lock()
+    _lock = threading.Lock()  # one for all: transports share the steps' extras
 
     def take(self, step, key: str):
         """The value kept for ``key`` in ``step``, or ``MISSING``."""
-        extras = self._by_step.get(step.step_id)
-        if extras is None:
+        if not step.recv_extras:
             return MISSING
         with self._lock:
-            value = extras.pop(key, MISSING)
-            if not extras:
-                self._by_step.pop(step.step_id, None)
-        return value
+            return step.recv_extras.pop(key, MISSING)
 
     def keep(self, step, values: dict) -> None:
         if not values:
             return
         with self._lock:
-            new = step.step_id not in self._by_step
-            self._by_step.setdefault(step.step_id, {}).update(values)
+            new = step.recv_extras is None
+            if new:
+                step.recv_extras = {}
+            step.recv_extras.update(values)
         if new:
-            step.add_cancel_callback(lambda: self._drop(step.step_id))
+            step.add_cancel_callback(lambda: self._drop(step))
 
-    def _drop(self, step_id: int) -> None:
+    def _drop(self, step) -> None:
         with self._lock:
-            self._by_step.pop(step_id, None)
+            step.recv_extras = {}
 
 
 MISSING = object()
