@@ -5,6 +5,7 @@ text/plain forms for places where widgets do not render (nbconvert, GitHub)."""
 from __future__ import annotations
 
 import html
+import re
 import threading
 import time
 import weakref
@@ -16,9 +17,18 @@ from nbdist.notebook.events import (
     event_source_for,
 )
 
-__all__ = ["LiveView", "clock", "esc", "freeze_views", "in_kernel", "short_task"]
+__all__ = [
+    "LiveView",
+    "clock",
+    "esc",
+    "freeze_views",
+    "in_kernel",
+    "inline_table_styles",
+    "short_task",
+]
 
 _live_views: weakref.WeakSet = weakref.WeakSet()  # for freeze_views
+_shown_this_cell: list = []  # views that follow nothing, shown by the running cell
 
 
 def freeze_views(cluster):
@@ -79,6 +89,39 @@ STYLE = (
     ".nbdist .muted{color:var(--jp-ui-font-color2,#59636e)}"
     "</style>"
 )
+
+# Where the <style> above is dropped (GitHub) or loses to the page's own table
+# style (JupyterLab and nbconvert right-align, stripe and centre tables), the
+# tables keep the live views' look through these inline styles.
+_TABLE_STYLES = {
+    "table": "border-collapse:collapse;margin:0;table-layout:auto;width:auto;"
+    "border:none",
+    "tr": "background:transparent;border:none",
+    "th": "text-align:left;padding:2px 10px 2px 0;border:none;white-space:nowrap;"
+    "font-weight:600;vertical-align:baseline;background:transparent",
+    "td": "text-align:left;padding:2px 10px 2px 0;border:none;white-space:nowrap;"
+    "vertical-align:baseline;background:transparent",
+}
+_TABLE_TAG = re.compile(r"<(table|tr|th|td)\b([^>]*)>")
+_STYLE_ATTR = re.compile(r"""\sstyle=(['"])(.*?)\1""")
+
+
+def inline_table_styles(markup: str) -> str:
+    """``markup`` with the live views' table look as inline styles on every
+    table, tr, th and td (before the tag's own style, which wins)."""
+
+    def one(m: re.Match) -> str:
+        tag, attrs = m.groups()
+        style = _TABLE_STYLES[tag]
+        own = _STYLE_ATTR.search(attrs)
+        if own is None:
+            return f"<{tag}{attrs} style='{style}'>"
+        q, rest = own.group(1), own.group(2)
+        merged = f" style={q}{style};{rest}{q}"
+        return f"<{tag}{attrs[: own.start()]}{merged}{attrs[own.end() :]}>"
+
+    return _TABLE_TAG.sub(one, markup)
+
 
 STATE_COLORS = {
     "running": "#1a7f37",
@@ -247,12 +290,15 @@ class LiveView:
         return self
 
     def _update_displays(self):
-        if not self._handles:
+        """Replaces each output this view was shown in by its static face: the
+        widget goes (its state is not saved with the notebook, so a reopened
+        notebook would say "model not found"); text/html (or an image) and
+        text/plain, which every renderer shows without JavaScript, stay."""
+        handles, self._handles = self._handles, []
+        if not handles:
             return
-        # The widget stays where it was shown (a kernel's page sees it stop);
-        # text/html and text/plain get the last state for static renders.
-        bundle = self._with_widget(self._static_bundle())
-        for handle in self._handles:
+        bundle = self._static_bundle()
+        for handle in handles:
             try:
                 handle.update(bundle, raw=True)
             except Exception:  # noqa: BLE001, S110 - the kernel is going away
@@ -289,7 +335,8 @@ class LiveView:
             if face
             else ""
         )
-        return f'{STYLE}<div class="nbdist">{self._html()}{mark}</div>'
+        body = inline_table_styles(self._html())
+        return f'{STYLE}<div class="nbdist">{body}{mark}</div>'
 
     def _repr_html_(self):
         with self._lock:
@@ -311,6 +358,8 @@ class LiveView:
         handle = display(self._repr_mimebundle_(), raw=True, display_id=True)
         if handle is not None and not self._closed:
             self._handles.append(handle)
+            if not self.live:  # nothing will freeze it: the cell's end does
+                _freeze_at_cell_end(self)
 
     def _static_bundle(self) -> dict:
         """The forms a static render (nbconvert, GitHub, no kernel) shows."""
@@ -322,9 +371,36 @@ class LiveView:
             data["text/plain"] = repr(self)
         return data
 
+    def _show_static(self):
+        """The outputs of a view that follows nothing get its static face when
+        the cell that showed it ends (the view itself stays usable)."""
+        with self._lock:
+            self._refresh()
+        self._update_displays()
+
     def _repr_mimebundle_(self, include=None, exclude=None):
         # A frozen view is shown without its widget: with saved widget state,
         # nbconvert and JupyterLab would draw the widget instead of the html.
         if self._closed:
             return self._static_bundle()
         return self._with_widget(self._static_bundle())
+
+
+def _freeze_at_cell_end(view: LiveView):
+    from IPython import get_ipython
+
+    ip = get_ipython()
+    if ip is None:
+        return
+    _shown_this_cell.append(view)
+    callbacks = ip.events.callbacks.get("post_run_cell", [])
+    if _show_static_faces not in callbacks:
+        ip.events.register("post_run_cell", _show_static_faces)
+
+
+def _show_static_faces(result=None):
+    """After each cell: the views it showed that follow nothing (a timeline, a
+    placement of a graph) keep their static face only."""
+    views, _shown_this_cell[:] = list(_shown_this_cell), []
+    for view in views:
+        view._show_static()
