@@ -147,6 +147,7 @@ class LiveView:
 
     kinds: tuple | None = None  # event kinds this view reads (None: all)
     refresh_s = 0.1
+    face_class = ""  # a class of the html face (as the live widget's, to find it)
 
     def __init__(
         self,
@@ -336,7 +337,8 @@ class LiveView:
             else ""
         )
         body = inline_table_styles(self._html())
-        return f'{STYLE}<div class="nbdist">{body}{mark}</div>'
+        classes = f"nbdist {self.face_class}".strip()
+        return f'{STYLE}<div class="{classes}">{body}{mark}</div>'
 
     def _repr_html_(self):
         with self._lock:
