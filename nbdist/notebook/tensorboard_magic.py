@@ -48,8 +48,14 @@ class TensorBoardProcess:
     """A TensorBoard started by ``%tensorboard``: its ``pid``, ``port``,
     ``url`` and ``logdir``; ``stop()`` ends it."""
 
-    def __init__(self, proc: subprocess.Popen, keepalive_fd: int, port: int,
-                 logdir: str, host: str):
+    def __init__(
+        self,
+        proc: subprocess.Popen,
+        keepalive_fd: int,
+        port: int,
+        logdir: str,
+        host: str,
+    ):
         self.proc, self.port, self.logdir, self.host = proc, port, logdir, host
         self._keepalive_fd = keepalive_fd  # closing it ends TensorBoard too
         self.pid = proc.pid
@@ -145,7 +151,10 @@ def start_tensorboard(args: list[str], timeout: float = START_TIMEOUT_S):
         os.close(read_fd)
         os.close(err_fd)
     board = TensorBoardProcess(
-        proc, keepalive_fd, 0, _option(args, "logdir") or "",
+        proc,
+        keepalive_fd,
+        0,
+        _option(args, "logdir") or "",
         _option(args, "host") or "127.0.0.1",
     )
     deadline = time.monotonic() + timeout
@@ -157,7 +166,10 @@ def start_tensorboard(args: list[str], timeout: float = START_TIMEOUT_S):
         if info is None:
             board.stop()
             with open(err_path, errors="replace") as f:
-                tail = f.read().strip().splitlines()[-5:]
+                lines = [line.strip() for line in f.read().strip().splitlines()]
+            # Its own error line (an argparse usage ends with it), else its end.
+            errors = [line for line in lines if "error" in line.lower()]
+            tail = errors[-1:] or lines[-3:]
             why = (
                 f"exited with {proc.returncode}"
                 if proc.returncode and proc.returncode > 0
@@ -196,15 +208,13 @@ def tensorboard(line: str):
     if args == ["stop"]:
         n = stop_all()
         print(f"stopped {n} TensorBoard{'s' if n != 1 else ''}")
-        return None
+        return
     try:
         board = start_tensorboard(args)
     except (RuntimeError, ValueError) as e:
         raise UsageError(str(e)) from None
-    display(
-        {"text/plain": board._text(), "text/html": board._repr_html_()}, raw=True
-    )
-    return None
+    display({"text/plain": board._text(), "text/html": board._repr_html_()}, raw=True)
+    return
 
 
 def register(ipython):
