@@ -235,15 +235,18 @@ def test_saved_notebook_holds_task_outputs_and_history(tmp_path, monkeypatch):
 
 
 def test_static_tables_are_left_aligned_inline_and_keep_their_own_styles():
-    from nbdist.notebook._live import inline_table_styles
+    from nbdist.notebook._live import inline_styles
 
-    out = inline_table_styles(
+    out = inline_styles(
         "<table><tr><th>a</th><td class='pid' style=\"color:red\">1</td></tr></table>"
+        "<span class='chip x'>c</span><b>b</b>"
     )
     assert re.match(r"<table style='[^']*margin:0", out)
     assert re.search(r"<th style='text-align:left;[^']*'>a</th>", out)
     # The cell's own style comes last, so it wins; its class stays first.
     assert re.search(r"<td class='pid' style=\"text-align:left;[^\"]*;color:red\">", out)
+    assert re.search(r"<span class='chip x' style='display:inline-block;[^']*'>", out)
+    assert "<b>b</b>" in out
 
 
 @pytest.mark.usefixtures("comm")

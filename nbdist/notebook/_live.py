@@ -23,7 +23,7 @@ __all__ = [
     "esc",
     "freeze_views",
     "in_kernel",
-    "inline_table_styles",
+    "inline_styles",
     "short_task",
 ]
 
@@ -90,10 +90,11 @@ STYLE = (
     "</style>"
 )
 
-# Where the <style> above is dropped (GitHub) or loses to the page's own table
-# style (JupyterLab and nbconvert right-align, stripe and centre tables), the
-# tables keep the live views' look through these inline styles.
-_TABLE_STYLES = {
+# Where the <style> above is dropped (GitHub, an untrusted notebook in
+# JupyterLab) or loses to the page's own table style (JupyterLab and nbconvert
+# right-align, stripe and centre tables), the faces keep the live views' look
+# through these inline styles.
+_TAG_STYLES = {
     "table": "border-collapse:collapse;margin:0;table-layout:auto;width:auto;"
     "border:none",
     "tr": "background:transparent;border:none",
@@ -102,17 +103,34 @@ _TABLE_STYLES = {
     "td": "text-align:left;padding:2px 10px 2px 0;border:none;white-space:nowrap;"
     "vertical-align:baseline;background:transparent",
 }
-_TABLE_TAG = re.compile(r"<(table|tr|th|td)\b([^>]*)>")
+_CLASS_STYLES = {
+    "chip": "display:inline-block;padding:0 6px;margin:1px 3px 1px 0;"
+    "border-radius:9px;font-size:12px;border:1px solid #d0d7de",
+    "dot": "display:inline-block;width:9px;height:9px;border-radius:50%;"
+    "margin-right:5px;vertical-align:baseline",
+    "muted": "color:#59636e",
+}
+_TAG = re.compile(r"<([a-z][a-z0-9]*)\b([^>]*)>")
+_CLASS_ATTR = re.compile(r"""\sclass=(['"])(.*?)\1""")
 _STYLE_ATTR = re.compile(r"""\sstyle=(['"])(.*?)\1""")
 
 
-def inline_table_styles(markup: str) -> str:
-    """``markup`` with the live views' table look as inline styles on every
-    table, tr, th and td (before the tag's own style, which wins)."""
+def inline_styles(markup: str) -> str:
+    """``markup`` with the live views' look as inline styles: on every table,
+    tr, th and td, and on elements of class chip, dot and muted (before the
+    element's own style, which wins)."""
 
     def one(m: re.Match) -> str:
         tag, attrs = m.groups()
-        style = _TABLE_STYLES[tag]
+        styles = [_TAG_STYLES[tag]] if tag in _TAG_STYLES else []
+        classes = _CLASS_ATTR.search(attrs)
+        if classes is not None:
+            styles += [
+                _CLASS_STYLES[c] for c in classes.group(2).split() if c in _CLASS_STYLES
+            ]
+        if not styles:
+            return m.group(0)
+        style = ";".join(styles)
         own = _STYLE_ATTR.search(attrs)
         if own is None:
             return f"<{tag}{attrs} style='{style}'>"
@@ -120,7 +138,7 @@ def inline_table_styles(markup: str) -> str:
         merged = f" style={q}{style};{rest}{q}"
         return f"<{tag}{attrs[: own.start()]}{merged}{attrs[own.end() :]}>"
 
-    return _TABLE_TAG.sub(one, markup)
+    return _TAG.sub(one, markup)
 
 
 STATE_COLORS = {
@@ -336,9 +354,9 @@ class LiveView:
             if face
             else ""
         )
-        body = inline_table_styles(self._html())
+        body = inline_styles(self._html() + mark)
         classes = f"nbdist {self.face_class}".strip()
-        return f'{STYLE}<div class="{classes}">{body}{mark}</div>'
+        return f'{STYLE}<div class="{classes}">{body}</div>'
 
     def _repr_html_(self):
         with self._lock:

@@ -19,7 +19,7 @@ import sys
 import tempfile
 import time
 
-from nbdist.notebook._live import STYLE, esc
+from nbdist.notebook._live import STYLE, esc, inline_styles
 
 __all__ = ["TensorBoardProcess", "register", "start_tensorboard", "stop_all"]
 
@@ -89,8 +89,8 @@ class TensorBoardProcess:
 
     def _repr_html_(self, height: int = 600) -> str:
         url = esc(self._frame_url())
-        return (
-            f"{STYLE}<div class='nbdist nbdist-tensorboard'>TensorBoard at "
+        return STYLE + inline_styles(
+            f"<div class='nbdist nbdist-tensorboard'>TensorBoard at "
             f"<a href='{url}' target='_blank'>{esc(self.url)}</a> "
             f"<span class='muted'>(pid {self.pid}), logdir "
             f"<code>{esc(self.logdir)}</code></span></div>"
