@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import os
 import pathlib
 import subprocess
 import sys
@@ -71,7 +70,9 @@ def run_notebook(
                     f"  [{n:2d}/{len(code)}] {time.perf_counter() - t:5.1f} s  "
                     f"{_first_line(cell)}"
                 )
-            client.set_widgets_metadata()
+            # No widget state is saved (JupyterLab's default too): every view
+            # leaves a static face in its outputs, which shows everywhere.
+            nb.metadata.pop("widgets", None)
     finally:
         if out_dir is not None:  # a failed run is kept to look at, never in place
             nbformat.write(nb, target)
@@ -97,11 +98,6 @@ def main(argv=None) -> int:
         help="notebooks run at once, each in its own kernel (default 2)",
     )
     args = p.parse_args(argv)
-    # Kernels find the scripts installed beside this interpreter (`%tensorboard`
-    # of notebook 07 runs `tensorboard`), even when its venv is not activated.
-    bin_dir = os.path.dirname(sys.executable)
-    if bin_dir not in os.environ.get("PATH", "").split(os.pathsep):
-        os.environ["PATH"] = os.pathsep.join([bin_dir, os.environ.get("PATH", "")])
     paths = sorted(
         q for q in NOTEBOOKS.glob("[0-9][0-9]-*.ipynb") if args.only in q.name
     )

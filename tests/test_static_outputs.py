@@ -232,3 +232,79 @@ def test_saved_notebook_holds_task_outputs_and_history(tmp_path, monkeypatch):
         timeout=120,
     ).stdout
     assert "printed by worker 1" in html and "killed" in html
+
+
+def test_static_tables_are_left_aligned_inline_and_keep_their_own_styles():
+    from nbdist.notebook._live import inline_styles
+
+    out = inline_styles(
+        "<table><tr><th>a</th><td class='pid' style=\"color:red\">1</td></tr></table>"
+        "<span class='chip x'>c</span><b>b</b>"
+    )
+    assert re.match(r"<table style='[^']*margin:0", out)
+    assert re.search(r"<th style='text-align:left;[^']*'>a</th>", out)
+    # The cell's own style comes last, so it wins; its class stays first.
+    assert re.search(r"<td class='pid' style=\"text-align:left;[^\"]*;color:red\">", out)
+    assert re.search(r"<span class='chip x' style='display:inline-block;[^']*'>", out)
+    assert "<b>b</b>" in out
+
+
+@pytest.mark.usefixtures("comm")
+def test_a_frozen_view_leaves_no_widget_and_tables_left_aligned():
+    from nbdist.notebook import ClusterView
+
+    view = ClusterView(FakeCluster(), live=False)
+    view.live = True
+    handle = FakeHandle()
+    view._handles.append(handle)
+    view.close()
+    (bundle,) = handle.updates
+    assert "application/vnd.jupyter.widget-view+json" not in bundle
+    assert set(bundle) == {"text/plain", "text/html"}
+    html = bundle["text/html"]
+    assert "class=\"nbdist nbdist-cluster-view\"" in html
+    cells = re.findall(r"<td\b[^>]*>", html)
+    assert cells and all("text-align:left" in c for c in cells)
+
+
+@pytest.mark.slow
+def test_every_output_of_a_run_notebook_is_static_once_its_cell_or_cluster_ends(
+    tmp_path, monkeypatch
+):
+    """A view that follows nothing (a timeline) is static after its cell, a
+    live one after its cluster stops: nothing left needs a widget's state."""
+    import json
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    spec = tmp_path / "kernels" / "nbdist-test"
+    spec.mkdir(parents=True)
+    argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    (spec / "kernel.json").write_text(
+        json.dumps({"argv": argv, "display_name": "nbdist", "language": "python"})
+    )
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path))
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(c)
+        for c in (
+            "%load_ext nbdist\n%cluster local",
+            (
+                "import nbdist as nd\nx = nd.constant(2.0, name='x') * 3.0\n"
+                "%cluster timeline x"
+            ),
+            "%cluster stop",
+        )
+    ]
+    NotebookClient(nb, kernel_name="nbdist-test", timeout=120).execute()
+    start, timeline, _ = nb.cells
+    for cell in nb.cells:
+        for out in cell.outputs:
+            assert "application/vnd.jupyter.widget-view+json" not in out.get(
+                "data", {}
+            ), cell.source
+    (face,) = [o.data for o in timeline.outputs if "data" in o]
+    assert "<svg class='nbdist-timeline'" in face["text/html"]
+    assert face["text/plain"].startswith("TimelineView:")
+    assert "final state at" in start.outputs[0].data["text/plain"]

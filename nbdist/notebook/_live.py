@@ -5,6 +5,7 @@ text/plain forms for places where widgets do not render (nbconvert, GitHub)."""
 from __future__ import annotations
 
 import html
+import re
 import threading
 import time
 import weakref
@@ -16,9 +17,18 @@ from nbdist.notebook.events import (
     event_source_for,
 )
 
-__all__ = ["LiveView", "clock", "esc", "freeze_views", "in_kernel", "short_task"]
+__all__ = [
+    "LiveView",
+    "clock",
+    "esc",
+    "freeze_views",
+    "in_kernel",
+    "inline_styles",
+    "short_task",
+]
 
 _live_views: weakref.WeakSet = weakref.WeakSet()  # for freeze_views
+_shown_this_cell: list = []  # views that follow nothing, shown by the running cell
 
 
 def freeze_views(cluster):
@@ -80,6 +90,57 @@ STYLE = (
     "</style>"
 )
 
+# Where the <style> above is dropped (GitHub, an untrusted notebook in
+# JupyterLab) or loses to the page's own table style (JupyterLab and nbconvert
+# right-align, stripe and centre tables), the faces keep the live views' look
+# through these inline styles.
+_TAG_STYLES = {
+    "table": "border-collapse:collapse;margin:0;table-layout:auto;width:auto;"
+    "border:none",
+    "tr": "background:transparent;border:none",
+    "th": "text-align:left;padding:2px 10px 2px 0;border:none;white-space:nowrap;"
+    "font-weight:600;vertical-align:baseline;background:transparent",
+    "td": "text-align:left;padding:2px 10px 2px 0;border:none;white-space:nowrap;"
+    "vertical-align:baseline;background:transparent",
+}
+_CLASS_STYLES = {
+    "chip": "display:inline-block;padding:0 6px;margin:1px 3px 1px 0;"
+    "border-radius:9px;font-size:12px;border:1px solid #d0d7de",
+    "dot": "display:inline-block;width:9px;height:9px;border-radius:50%;"
+    "margin-right:5px;vertical-align:baseline",
+    "muted": "color:#59636e",
+}
+_TAG = re.compile(r"<([a-z][a-z0-9]*)\b([^>]*)>")
+_CLASS_ATTR = re.compile(r"""\sclass=(['"])(.*?)\1""")
+_STYLE_ATTR = re.compile(r"""\sstyle=(['"])(.*?)\1""")
+
+
+def inline_styles(markup: str) -> str:
+    """``markup`` with the live views' look as inline styles: on every table,
+    tr, th and td, and on elements of class chip, dot and muted (before the
+    element's own style, which wins)."""
+
+    def one(m: re.Match) -> str:
+        tag, attrs = m.groups()
+        styles = [_TAG_STYLES[tag]] if tag in _TAG_STYLES else []
+        classes = _CLASS_ATTR.search(attrs)
+        if classes is not None:
+            styles += [
+                _CLASS_STYLES[c] for c in classes.group(2).split() if c in _CLASS_STYLES
+            ]
+        if not styles:
+            return m.group(0)
+        style = ";".join(styles)
+        own = _STYLE_ATTR.search(attrs)
+        if own is None:
+            return f"<{tag}{attrs} style='{style}'>"
+        q, rest = own.group(1), own.group(2)
+        merged = f" style={q}{style};{rest}{q}"
+        return f"<{tag}{attrs[: own.start()]}{merged}{attrs[own.end() :]}>"
+
+    return _TAG.sub(one, markup)
+
+
 STATE_COLORS = {
     "running": "#1a7f37",
     "starting": "#9a6700",
@@ -104,6 +165,7 @@ class LiveView:
 
     kinds: tuple | None = None  # event kinds this view reads (None: all)
     refresh_s = 0.1
+    face_class = ""  # a class of the html face (as the live widget's, to find it)
 
     def __init__(
         self,
@@ -247,12 +309,15 @@ class LiveView:
         return self
 
     def _update_displays(self):
-        if not self._handles:
+        """Replaces each output this view was shown in by its static face: the
+        widget goes (its state is not saved with the notebook, so a reopened
+        notebook would say "model not found"); text/html (or an image) and
+        text/plain, which every renderer shows without JavaScript, stay."""
+        handles, self._handles = self._handles, []
+        if not handles:
             return
-        # The widget stays where it was shown (a kernel's page sees it stop);
-        # text/html and text/plain get the last state for static renders.
-        bundle = self._with_widget(self._static_bundle())
-        for handle in self._handles:
+        bundle = self._static_bundle()
+        for handle in handles:
             try:
                 handle.update(bundle, raw=True)
             except Exception:  # noqa: BLE001, S110 - the kernel is going away
@@ -289,7 +354,9 @@ class LiveView:
             if face
             else ""
         )
-        return f'{STYLE}<div class="nbdist">{self._html()}{mark}</div>'
+        body = inline_styles(self._html() + mark)
+        classes = f"nbdist {self.face_class}".strip()
+        return f'{STYLE}<div class="{classes}">{body}</div>'
 
     def _repr_html_(self):
         with self._lock:
@@ -311,6 +378,8 @@ class LiveView:
         handle = display(self._repr_mimebundle_(), raw=True, display_id=True)
         if handle is not None and not self._closed:
             self._handles.append(handle)
+            if not self.live:  # nothing will freeze it: the cell's end does
+                _freeze_at_cell_end(self)
 
     def _static_bundle(self) -> dict:
         """The forms a static render (nbconvert, GitHub, no kernel) shows."""
@@ -322,9 +391,36 @@ class LiveView:
             data["text/plain"] = repr(self)
         return data
 
+    def _show_static(self):
+        """The outputs of a view that follows nothing get its static face when
+        the cell that showed it ends (the view itself stays usable)."""
+        with self._lock:
+            self._refresh()
+        self._update_displays()
+
     def _repr_mimebundle_(self, include=None, exclude=None):
         # A frozen view is shown without its widget: with saved widget state,
         # nbconvert and JupyterLab would draw the widget instead of the html.
         if self._closed:
             return self._static_bundle()
         return self._with_widget(self._static_bundle())
+
+
+def _freeze_at_cell_end(view: LiveView):
+    from IPython import get_ipython
+
+    ip = get_ipython()
+    if ip is None:
+        return
+    _shown_this_cell.append(view)
+    callbacks = ip.events.callbacks.get("post_run_cell", [])
+    if _show_static_faces not in callbacks:
+        ip.events.register("post_run_cell", _show_static_faces)
+
+
+def _show_static_faces(result=None):
+    """After each cell: the views it showed that follow nothing (a timeline, a
+    placement of a graph) keep their static face only."""
+    views, _shown_this_cell[:] = list(_shown_this_cell), []
+    for view in views:
+        view._show_static()

@@ -510,8 +510,11 @@ def _one_line(e: BaseException) -> str:
 
 def load_ipython_extension(ipython):
     """Registers ``%cluster`` / ``%%cluster`` (``%load_ext nbdist``)."""
+    from nbdist.notebook import tensorboard_magic
+
     magics = ClusterMagics(ipython)
     ipython.register_magics(magics)
+    tensorboard_magic.register(ipython)
     _active[:] = [magics]
 
 

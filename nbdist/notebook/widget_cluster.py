@@ -206,6 +206,7 @@ class ClusterView(LiveView):
     """
 
     kinds = ("task_state", "step")
+    face_class = "nbdist-cluster-view"  # the static face, as the widget
     poll_s = 0.25
 
     def __init__(
