@@ -168,7 +168,8 @@ def test_tensorboard_starts_without_the_venv_on_path_and_stops_with_its_kernel(
 def test_tensorboard_is_stopped_by_its_pid_and_by_percent_tensorboard_stop(
     tmp_path,
 ):
-    from IPython.core.interactiveshell import InteractiveShell
+    from IPython import get_ipython
+    from IPython.testing.globalipapp import start_ipython
 
     from nbdist.notebook import tensorboard_magic
 
@@ -188,7 +189,8 @@ def test_tensorboard_is_stopped_by_its_pid_and_by_percent_tensorboard_stop(
             ["--logdir", str(logdir), "--load_fast", "false"]
         )
         assert again.pid != board.pid and again.running()
-        ip = InteractiveShell.instance()
+        start_ipython()  # IPython's one test shell per process, shared with
+        ip = get_ipython()  # the magics' tests (a second instance is an error)
         tensorboard_magic.register(ip)
         ip.run_line_magic("tensorboard", "stop")
         assert not again.running()

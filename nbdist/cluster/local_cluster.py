@@ -215,6 +215,10 @@ class LocalCluster(ClusterTargets):
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait(timeout=10)
+        # All at once, so a view polling meanwhile never sees some "stopped" and
+        # the others still "running" (or "exited": _refresh_states leaves a
+        # closing cluster alone).
+        for key, _ in procs:
             self._tasks[key].state = "stopped"
 
     close = shutdown
@@ -285,6 +289,8 @@ class LocalCluster(ClusterTargets):
                         for job in self._spec.jobs)
 
     def _refresh_states(self):
+        if self._closed:  # shutdown() marks every task "stopped" when it is done
+            return
         for key, p in self._procs.items():
             t = self._tasks[key]
             if t.state in ("running", "starting") and p.poll() is not None:

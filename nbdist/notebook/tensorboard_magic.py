@@ -62,7 +62,15 @@ class TensorBoardProcess:
         self.url = f"http://{host}:{port}/"
 
     def running(self) -> bool:
-        return self.proc.poll() is None
+        if self.proc.poll() is not None:
+            return False
+        # poll() answers None while another thread waits on the process, so a
+        # TensorBoard killed from outside is checked in /proc where there is one.
+        try:
+            with open(f"/proc/{self.pid}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+        except FileNotFoundError:
+            return not os.path.isdir("/proc/self")
 
     def stop(self, timeout: float = 10.0):
         if self.proc.poll() is None:
