@@ -4,14 +4,16 @@ python benchmarks/bench_collective.py [--quick]
 Prints one table: a 64 MiB float32 all-reduce (sum) across 2 and 3 worker
 processes on 127.0.0.1, each running its own session on its own server, in
 MB/s of the reduced tensor (64 MiB / the slowest worker's time, minus the
-same step without the all-reduce, as the raw rate subtracts its ops), each beside
-the transport's raw rate measured in the same run: a plain 64 MiB transfer
-between two of its tasks (a tensor made on worker 1 and consumed on worker 0,
-minus the same step with both ops on worker 1). ``x raw`` is their ratio;
-``bound`` is the ring's, N / (2(N-1)) (each worker sends and receives
-2(N-1)/N x size). Each figure is the best of several rounds.
-``NBDIST_SAME_HOST=0`` in the environment measures the gRPC-only path. Every process the
-benchmark starts is stopped by PID.
+same step without the all-reduce), each beside the transport's raw rate
+measured in the same run: a plain 64 MiB transfer between two of its tasks (a
+tensor made on worker 1 and consumed on worker 0, minus the same step with
+both ops on worker 1). ``x raw`` is their ratio; ``bound`` the ring's,
+N / (2(N-1)) (each worker sends and receives 2(N-1)/N x size). Each figure is
+the best of several rounds, less the best of its local step (on a busy
+machine, differences of pairs are noise). ``NBDIST_SAME_HOST=0`` in the
+environment measures the gRPC-only path; ``BENCH_SEGMENT_BYTES`` and
+``BENCH__PIPELINE`` override the ring's piece size and pieces in flight.
+Every process the benchmark starts is stopped by PID.
 """
 
 from __future__ import annotations
@@ -49,13 +51,16 @@ with nd.Graph().as_default():
             setattr(collective, name, int(os.environ["BENCH_" + name]))
     with nd.Session(server.target) as sess:
         sess.run(x)
-        times = []
+        times, local_times = [], []
         for _ in range(rounds):
             start = time.perf_counter()
             first = sess.run(check)
             middle = time.perf_counter()
             sess.run(local)
-            times.append((middle - start) - (time.perf_counter() - middle))
+            times.append(middle - start)
+            local_times.append(time.perf_counter() - middle)
+        # Best against best: a busy machine makes differences of pairs noisy.
+        times = [t - min(local_times) for t in times]
         expected = n * (n + 1) / 2
         assert abs(first - expected) < 1e-6, (first, expected)
         if index == 0:  # the raw rate: a transfer from worker 1
@@ -64,13 +69,15 @@ with nd.Graph().as_default():
                 near_sum = nd.reduce_sum(nd.fill([elements], 1.0))
             with nd.device("/job:worker/task:0"):
                 far_sum = nd.reduce_sum(far)
-            raw = []
+            far_times, near_times = [], []
             for _ in range(rounds):
                 t0 = time.perf_counter()
                 sess.run(far_sum)
                 t1 = time.perf_counter()
                 sess.run(near_sum)
-                raw.append((t1 - t0) - (time.perf_counter() - t1))
+                far_times.append(t1 - t0)
+                near_times.append(time.perf_counter() - t1)
+            raw = [t - min(near_times) for t in far_times]
             print("RAW " + json.dumps(raw), flush=True)
         print("TIMES " + json.dumps(times), flush=True)
         sys.stdin.readline()  # the others may still pull from this task
