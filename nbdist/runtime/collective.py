@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import mmap
 import threading
 import time
 from collections.abc import Callable
@@ -43,7 +42,6 @@ DIRECT_BYTES = 256 << 10  # all-reduces sending at most this go direct, not roun
 _PIPELINE = 4  # pieces of one all-reduce in flight at once
 _WATCH_S = 0.25  # how often the watchdog reads task states (no push API for one task)
 _DEAD_STATES = ("DISCONNECTED", "ERROR")
-_HUGE_BYTES = 2 << 20  # results this large go on transparent huge pages
 _MERGE = {"Add": np.add, "Mul": np.multiply, "Min": np.minimum, "Max": np.maximum}
 
 
@@ -251,7 +249,7 @@ class CollectiveExecutor:
         segments or buffers just received (reduced in place), never the
         result, so a peer still pulling never sees it change."""
         n = run.group.size
-        out = _result_buffer(flat)
+        out = np.empty_like(flat)
         if flat.nbytes * (n - 1) <= DIRECT_BYTES:
             self._direct_all_reduce(run, flat, out, merge)
             return out
@@ -374,11 +372,13 @@ class CollectiveExecutor:
             tasks = sorted({t for r in runs for t in r.group.members if t != self.task})
             try:
                 records = self._task_states(tasks)
-            except errors.OpError as e:  # the coordination service is gone
+            except errors.UnavailableError as e:  # the coordination service is gone
                 for r in runs:
                     r.step.cancel(errors.UnavailableError(
                         None, None, f"{r.what} failed: {e.message}"))
                 records = []
+            except errors.OpError:  # one read cancelled or slow on a busy host:
+                records = []  # read again next tick (deadlines still apply)
             for r in runs:
                 try:
                     r.check_deadline()
@@ -455,13 +455,3 @@ def _like(run: _Execution, src: str, got: np.ndarray, mine: np.ndarray) -> np.nd
             "members' tensors must have the same shape and dtype")
     return got
 
-
-def _result_buffer(like: np.ndarray) -> np.ndarray:
-    """A new array shaped as ``like``; a large one on transparent huge pages:
-    faulting a 64 MiB result in 2 MiB at a time instead of 4 KiB takes a few
-    milliseconds off every all-reduce."""
-    if like.nbytes < _HUGE_BYTES or not hasattr(mmap, "MADV_HUGEPAGE"):
-        return np.empty_like(like)
-    m = mmap.mmap(-1, like.nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-    m.madvise(mmap.MADV_HUGEPAGE)
-    return np.frombuffer(m, dtype=like.dtype).reshape(like.shape)
