@@ -35,9 +35,10 @@ import numpy as np
 from nbdist import errors
 from nbdist.executor.rendezvous import make_key
 
-__all__ = ["SEGMENT_BYTES", "CollectiveExecutor", "CollectiveGroup"]
+__all__ = ["DIRECT_BYTES", "SEGMENT_BYTES", "CollectiveExecutor", "CollectiveGroup"]
 
 SEGMENT_BYTES = 4 << 20  # one ring message per member and piece
+DIRECT_BYTES = 256 << 10  # all-reduces sending at most this go direct, not round
 _PIPELINE = 4  # pieces of one all-reduce in flight at once
 _WATCH_S = 0.25  # how often the watchdog reads task states (no push API for one task)
 _DEAD_STATES = ("DISCONNECTED", "ERROR")
@@ -104,9 +105,10 @@ class _Execution:
         self.owner._rendezvous.send(self.exec_id, self.key(self.owner.task, dst, tag),
                                     value)
 
-    def recv(self, src: str, tag: str):
+    def recv(self, src: str, tag: str) -> np.ndarray:
         key = self.key(src, self.owner.task, tag)
-        return self.owner._transport.recv_collective(self.step, src, self.exec_id, key)
+        return np.asarray(self.owner._transport.recv_collective(
+            self.step, src, self.exec_id, key))
 
 
 class CollectiveExecutor:
@@ -238,27 +240,55 @@ class CollectiveExecutor:
                 f"{list(got.shape)}, expected {np.dtype(dtype).name}{list(shape)}")
         return got
 
-    # -- the ring ------------------------------------------------------------------------
+    # -- the all-reduce algorithms -----------------------------------------------------
     def _ring_all_reduce(self, run: _Execution, flat: np.ndarray, merge):
+        """``flat`` reduced across the group: small tensors by a direct exchange
+        (one round instead of the ring's 2(N-1)), others by the ring, in pieces
+        of ``SEGMENT_BYTES`` per member pipelined on the pool. The result is
+        written once into a fresh buffer; what is sent on is the input's own
+        segments or buffers just received (reduced in place), never the
+        result, so a peer still pulling never sees it change."""
         n = run.group.size
+        out = np.empty_like(flat)
+        if flat.nbytes * (n - 1) <= DIRECT_BYTES:
+            self._direct_all_reduce(run, flat, out, merge)
+            return out
         per_piece = max(1, SEGMENT_BYTES // max(1, flat.itemsize)) * n
-        bounds = list(range(0, flat.size, per_piece)) or [0]
-        pieces = [flat[b:b + per_piece] for b in bounds]
-        if len(pieces) == 1:
-            return self._ring_piece(run, 0, pieces[0], merge)
-        out = list(self._map_pieces(run, merge, pieces))
-        return np.concatenate(out)
+        bounds = range(0, flat.size, per_piece)
+        if len(bounds) == 1:
+            self._ring_piece(run, 0, flat, out, merge)
+        else:
+            self._map_pieces(run, [(i, flat[b:b + per_piece], out[b:b + per_piece],
+                                    merge) for i, b in enumerate(bounds)])
+        return out
 
-    def _map_pieces(self, run, merge, pieces):
+    def _direct_all_reduce(self, run: _Execution, flat, out, merge) -> None:
+        """Every member sends its tensor to every other and reduces them all in
+        rank order, so every member computes the same bits."""
+        g = run.group
+        for dst in g.members:
+            if dst != self.task:
+                run.send(dst, "direct", flat)
+        first = True
+        for src in g.members:
+            part = flat if src == self.task else _like(
+                run, src, run.recv(src, "direct"), flat)
+            if first:
+                np.copyto(out, part)
+                first = False
+            else:
+                merge(out, part, out=out)
+
+    def _map_pieces(self, run, pieces) -> None:
         with self._lock:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(
                     _PIPELINE, thread_name_prefix=f"nbdist-collective{self.task}")
             pool = self._pool
-        futures = [pool.submit(self._ring_piece, run, i, p, merge)
-                   for i, p in enumerate(pieces)]
+        futures = [pool.submit(self._ring_piece, run, *p) for p in pieces]
         try:
-            return [f.result() for f in futures]
+            for f in futures:
+                f.result()
         except Exception as e:
             error = e if isinstance(e, errors.OpError) else errors.InternalError(
                 None, None, f"{run.what}: {type(e).__name__}: {e}")
@@ -267,18 +297,31 @@ class CollectiveExecutor:
                 f.exception()
             raise
 
-    def _ring_piece(self, run: _Execution, piece: int, data: np.ndarray, merge):
+    def _ring_piece(self, run: _Execution, piece: int, data: np.ndarray,
+                    out: np.ndarray, merge) -> None:
+        """Reduce-scatter then all-gather of ``data`` into ``out``: at step k a
+        member sends one segment right and receives one from the left, merged
+        in place into the buffer it arrived in, which is what it sends next."""
         g = run.group
         n, r = g.size, g.rank
-        segs = list(np.array_split(data, n))
+        cuts = [len(data) * j // n for j in range(n + 1)]
+        right, left = g.right(), g.left()
+        moving = data[cuts[r]:cuts[r + 1]]  # the input's own segment r goes first
         for k in range(n - 1):  # reduce-scatter: segment r+1 ends complete here
-            run.send(g.right(), f"p{piece}rs{k}", segs[(r - k) % n])
+            run.send(right, f"p{piece}rs{k}", moving)
             i = (r - k - 1) % n
-            segs[i] = merge(segs[i], np.asarray(run.recv(g.left(), f"p{piece}rs{k}")))
+            own = data[cuts[i]:cuts[i + 1]]
+            got = _like(run, left, run.recv(left, f"p{piece}rs{k}"), own)
+            moving = merge(got, own, out=got) if got.flags.writeable else merge(
+                got, own)
+        i = (r + 1) % n
+        out[cuts[i]:cuts[i + 1]] = moving
         for k in range(n - 1):  # all-gather of the complete segments
-            run.send(g.right(), f"p{piece}ag{k}", segs[(r + 1 - k) % n])
-            segs[(r - k) % n] = np.asarray(run.recv(g.left(), f"p{piece}ag{k}"))
-        return np.concatenate(segs)
+            run.send(right, f"p{piece}ag{k}", moving)
+            i = (r - k) % n
+            moving = _like(run, left, run.recv(left, f"p{piece}ag{k}"),
+                           out[cuts[i]:cuts[i + 1]])
+            out[cuts[i]:cuts[i + 1]] = moving
 
     # -- starting, liveness and failure ----------------------------------------------------
     def _start(self, step, group, instance_key, what, timeout_s) -> _Execution:
@@ -329,11 +372,13 @@ class CollectiveExecutor:
             tasks = sorted({t for r in runs for t in r.group.members if t != self.task})
             try:
                 records = self._task_states(tasks)
-            except errors.OpError as e:  # the coordination service is gone
+            except errors.UnavailableError as e:  # the coordination service is gone
                 for r in runs:
                     r.step.cancel(errors.UnavailableError(
                         None, None, f"{r.what} failed: {e.message}"))
                 records = []
+            except errors.OpError:  # one read cancelled or slow on a busy host:
+                records = []  # read again next tick (deadlines still apply)
             for r in runs:
                 try:
                     r.check_deadline()
@@ -399,3 +444,14 @@ def _check_numeric(value: np.ndarray, op: str) -> None:
     if value.dtype == object or value.dtype.kind not in "biuf":
         raise errors.InvalidArgumentError(
             None, None, f"{op}: expected a numeric tensor, got {value.dtype}")
+
+
+def _like(run: _Execution, src: str, got: np.ndarray, mine: np.ndarray) -> np.ndarray:
+    """``got`` from ``src``, checked to match this member's ``mine``."""
+    if got.shape != mine.shape or got.dtype != mine.dtype:
+        raise errors.InvalidArgumentError(
+            None, None, f"{run.what}: {src} sent {got.dtype.name}{list(got.shape)} "
+            f"where this member has {mine.dtype.name}{list(mine.shape)}: the "
+            "members' tensors must have the same shape and dtype")
+    return got
+

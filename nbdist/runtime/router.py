@@ -163,7 +163,7 @@ class TappedTransport:
             return self._inner.recv_collective(step, src_task, exec_id, key)
         start = time.monotonic()
         value = self._inner.recv_collective(step, src_task, exec_id, key)
-        self._emit("RecvCollective", src_task, exec_id, value, start)
+        self._emit("collective", src_task, exec_id, value, start)
         return value
 
     def pull(self, ref, timeout_s: float, on_cancel=None):

@@ -3,7 +3,7 @@
 A server's ``runtime.router.PeerRouter`` wraps every peer client and its
 tensor transport with the server's tap, so whatever transport a call takes
 (gRPC, same-host), a subscriber sees one ``TapEvent`` per call: its kind
-(``RunGraph``, ``AbortStep``, ``RecvTensor``, ``RecvCollective``,
+(``RunGraph``, ``AbortStep``, ``RecvTensor``, ``collective`` (one ring chunk),
 ``PullTensor``), source and destination task, step id, tensor bytes moved, and
 start and end (``time.monotonic``). Nobody listening costs one check of the
 subscriber tuple per call.

@@ -109,10 +109,11 @@ class SameHostTransport:
         value = got.pop(key)
         return value, got
 
-    def _recv(self, ch, step, key, siblings) -> dict:
+    def _recv(self, ch, step, key, siblings, step_id=None) -> dict:
         timeout = step_time_left(step)
         start = time.monotonic()
-        header = {"step": step.step_id, "key": key, "siblings": list(siblings),
+        header = {"step": step.step_id if step_id is None else step_id, "key": key,
+                  "siblings": list(siblings),
                   "wait_ms": RECV_POLL_MS}
         while True:
             if step.cancelled:
@@ -128,7 +129,19 @@ class SameHostTransport:
                 return dict(tensors)
 
     def recv_collective(self, step, src_task: str, exec_id: int, key: str):
-        return self._inner.recv_collective(step, src_task, exec_id, key)
+        """A collective's chunk (left under ``exec_id``) over the channel when
+        ``src_task`` is on this host, else over the protocol."""
+        ch = self._peers.channel(src_task)
+        if ch is None:
+            return self._inner.recv_collective(step, src_task, exec_id, key)
+        try:
+            return self._recv(ch, step, key, (), exec_id)[key]
+        except ChannelBroken as e:
+            self._peers.forget(src_task)
+            if e.sent:
+                raise went_away(src_task, f"RecvTensor for {key.split(';')[3]}",
+                                 e) from None
+            return self._inner.recv_collective(step, src_task, exec_id, key)
 
     def pull(self, ref, timeout_s: float, on_cancel=None):
         return self._inner.pull(ref, timeout_s, on_cancel)
