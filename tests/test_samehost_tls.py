@@ -217,15 +217,19 @@ class _Impostor:
         self._address = address
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock.bind(samehost.socket_name(address))
-        self._sock.listen(1)
+        self._sock.listen(4)
         self._thread = threading.Thread(target=self._serve, daemon=True)
         self._thread.start()
 
     def _serve(self):
-        try:
-            conn, _ = self._sock.accept()
-        except OSError:
-            return
+        while True:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                return  # closed
+            self._answer(conn)
+
+    def _answer(self, conn):
         with conn:
             conn.settimeout(30.0)
             try:
@@ -246,6 +250,7 @@ class _Impostor:
                 self.done.set()
 
     def close(self):
+        self._sock.shutdown(socket.SHUT_RDWR)
         self._sock.close()
         self._thread.join(30)
 
