@@ -9,7 +9,9 @@ environment every task inherits: ``token`` (``NBDIST_TOKEN``), ``tls``
 (``NBDIST_TLS_CERT/KEY/CA`` of a throwaway CA made here, plus the token) and,
 for reference, ``tls, no same-host`` (``NBDIST_SAME_HOST=0``: every call over
 gRPC with TLS). The modes alternate within each round; the median global
-steps/s of each is printed in ONE table with TLS's ratio to the token run.
+steps/s of each, and CPU ms per global step summed over the tasks (from
+``/proc``: steadier than steps/s on a shared machine), are printed in ONE table
+with TLS's ratio to the token run.
 Needs the ``cryptography`` package (the ``test`` extra) for the certificates.
 """
 
@@ -22,11 +24,8 @@ import os
 import statistics
 import sys
 import tempfile
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from bench_training import CONFIGS, LABELS, run_once  # noqa: E402
+from bench_training import LABELS, run_once
 
 TOKEN = "bench-token"
 MODES = ("token", "tls", "tls, no same-host")
@@ -96,6 +95,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     configs = [c for c in args.configs.split(",") if c]
     rates: dict = {(m, c): [] for m in MODES for c in configs}
+    cpus: dict = {(m, c): [] for m in MODES for c in configs}
     saved = {k: os.environ.get(k) for k in
              ("NBDIST_TOKEN", "NBDIST_SAME_HOST", "NBDIST_TLS_CA",
               "NBDIST_TLS_CERT", "NBDIST_TLS_KEY")}
@@ -108,21 +108,26 @@ def main(argv=None) -> int:
                         for k in saved:
                             os.environ.pop(k, None)
                         os.environ.update(mode_env(mode, pki))
-                        rate, _ = run_once("nbdist", config, args.seconds, args.warmup)
+                        rate, cpu = run_once("nbdist", config, args.seconds,
+                                             args.warmup)
                         rates[(mode, config)].append(rate)
-                        print(f"round {r + 1} {config} {mode}: {rate:.1f} steps/s",
+                        cpus[(mode, config)].append(sum(cpu.values()))
+                        print(f"round {r + 1} {config} {mode}: {rate:.1f} steps/s, "
+                              f"{sum(cpu.values()):.2f} CPU ms/step",
                               file=sys.stderr, flush=True)
         finally:
             for k, v in saved.items():
                 os.environ.pop(k, None)
                 if v is not None:
                     os.environ[k] = v
-    print(f"\nglobal steps/s, median of {args.repeats} (window {args.seconds:g} s)\n")
-    print(f"| config | {' | '.join(MODES)} | tls / token |")
+    print(f"\nmedian of {args.repeats} rounds (window {args.seconds:g} s): global "
+          "steps/s, and CPU ms per global step of all tasks (in brackets)\n")
+    print(f"| config | {' | '.join(MODES)} | tls / token (steps/s) |")
     print("|---" * (len(MODES) + 2) + "|")
     for config in configs:
         med = {m: statistics.median(rates[(m, config)]) for m in MODES}
-        cells = " | ".join(f"{med[m]:.1f}" for m in MODES)
+        cpu = {m: statistics.median(cpus[(m, config)]) for m in MODES}
+        cells = " | ".join(f"{med[m]:.1f} ({cpu[m]:.1f} ms)" for m in MODES)
         print(f"| {LABELS[config]} | {cells} | {med['tls'] / med['token']:.2f} |")
     return 0
 
