@@ -17,12 +17,12 @@ from nbdist.runtime.samehost.common import (
     ChannelBroken,
     went_away,
 )
-
-RETRY_REFUSED_S = 60.0  # a peer that refused our credentials is tried again after
 from nbdist.runtime.samehost.handshake import Refused
 from nbdist.runtime.samehost.wire import Outgoing
 from nbdist.runtime.tensor_store import MISSING, StepExtras
 from nbdist.runtime.timeouts import ms_from_seconds, step_time_left
+
+RETRY_REFUSED_S = 60.0  # a peer that refused our credentials is tried again after
 
 
 class SameHostPeers:
