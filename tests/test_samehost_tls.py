@@ -160,8 +160,12 @@ def test_a_task_with_another_key_is_refused_and_uses_grpc(servers, pki, caplog):
 
 def _connect(address) -> socket.socket:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(30.0)
-    sock.connect(samehost.socket_name(address))
+    try:
+        sock.settimeout(30.0)
+        sock.connect(samehost.socket_name(address))
+    except OSError:
+        sock.close()
+        raise
     return sock
 
 
