@@ -16,6 +16,7 @@ from conftest import local_cluster
 
 import nbdist as nd
 from nbdist.runtime import samehost
+from nbdist.runtime.samehost.handshake import client_handshake, cluster_key
 from nbdist.runtime.samehost.wire import (
     Link,
     Outgoing,
@@ -224,9 +225,9 @@ def test_a_client_without_the_token_gets_no_tensor(servers, graph, token):
         header, _, fds = recv_frame(sock, 0)
         assert fds == [] and "error" in header
     assert worker.rendezvous.holds(7, key)  # nobody took it
-    with _raw_connect(address) as sock:  # with the token it is served
-        send_frame(sock, {"op": "hello", "token": "s3cret"})
-        assert recv_frame(sock, 0)[0]["task"] == worker.task_name
+    with _raw_connect(address) as sock:  # proving the token, it is served
+        answer = client_handshake(sock, address, cluster_key("s3cret"))
+        assert answer["task"] == worker.task_name
         send_frame(sock, {"op": "recv", "step": 7, "key": key})
         header, payload, fds = recv_frame(sock, 1 << 30)
         assert len(fds) == 1  # the staging segment, sent with its first use

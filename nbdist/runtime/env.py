@@ -18,7 +18,8 @@ test or a notebook cell) is seen by the next server or client created.
                     DISCONNECTED (default 2000)
 ``NBDIST_COORDINATION_MAX_EVENTS``  events the service keeps (default 20000)
 ``NBDIST_SAME_HOST``  ``0``: servers neither serve nor use the same-host path
-                    (Unix socket and shared memory between tasks of one host)
+                    (Unix socket and shared memory between tasks of one host;
+                    with TLS too: peers prove a secret derived from the key)
 ==================  ==========================================================
 """
 

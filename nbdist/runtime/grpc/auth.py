@@ -34,7 +34,10 @@ True
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import hmac
+import re
 from dataclasses import dataclass
 
 import grpc
@@ -44,6 +47,7 @@ __all__ = [
     "TlsConfig",
     "TokenInterceptor",
     "call_metadata",
+    "peer_path_secret",
     "resolve_tls",
     "resolve_token",
 ]
@@ -155,6 +159,30 @@ class TlsConfig:
             private_key=_pem(self.key) if self.cert and self.key else None,
             certificate_chain=_pem(self.cert) if self.cert and self.key else None,
         )
+
+
+_PEM_BODY = re.compile(rb"-----BEGIN [^-]+-----(.*?)-----END [^-]+-----",
+                       re.DOTALL)
+
+
+def peer_path_secret(token: str | None, tls: TlsConfig | None) -> str | None:
+    """The secret a task's peer paths (the same-host socket) prove, never send:
+    the token without TLS; with TLS, an HMAC keyed by the task's private key
+    (its DER bytes, whatever the PEM's line breaks) over the token, so only
+    holders of the cluster's key (and token) pass. None: no secret (no TLS and
+    no token, or TLS without a key: such a client stays on gRPC)."""
+    if tls is None:
+        return token or None
+    if not (tls.cert and tls.key):
+        return None
+    pem = _pem(tls.key)
+    try:
+        der = b"".join(base64.b64decode(b"".join(body.split()))
+                       for body in _PEM_BODY.findall(pem)) or pem
+    except ValueError:  # not plain base64 (headers): the file's bytes, then
+        der = pem
+    return hmac.new(der, b"nbdist peer path v1\0" + (token or "").encode(),
+                    hashlib.sha256).hexdigest()
 
 
 def resolve_tls(tls) -> TlsConfig | None:

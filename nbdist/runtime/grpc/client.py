@@ -524,9 +524,11 @@ class GrpcMasterClient:
             response_deserializer=master_pb2.PushTensorsResponse.FromString,
         )
         self._token = auth.resolve_token(token, config)
-        # With TLS the server's certificate is what a client trusts: peer paths
-        # (the same-host channel, which has none) are not used.
-        self._tls = auth.resolve_tls(tls) is not None
+        # Peer paths (the same-host channel) prove the cluster's secret; with
+        # TLS a client without the key has none and trusts only certificates.
+        tls_config = auth.resolve_tls(tls)
+        self._peer_secret = auth.peer_path_secret(self._token, tls_config)
+        self._tls = tls_config is not None and self._peer_secret is None
         self._same_host_tried = False
         self._same_host_channel = None
 
@@ -537,7 +539,7 @@ class GrpcMasterClient:
             self._same_host_tried = True
             for path in transports.peer_paths(tls=self._tls):
                 self._same_host_channel = path.master_channel(
-                    _address(self.target), self._token)
+                    _address(self.target), self._peer_secret)
                 if self._same_host_channel is not None:
                     break
         return self._same_host_channel

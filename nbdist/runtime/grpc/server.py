@@ -284,11 +284,14 @@ class GrpcServer(Server):
         self._incarnation = new_incarnation()
         self._peers = GrpcPeers(self._cluster, self.task_name, token=self._token,
                                 tls=self._tls or False, park=self._park)
-        # Peer paths (same-host) beside gRPC; TLS: certificates decide, none.
-        self._paths = transports.peer_paths(tls=self._tls is not None)
+        # Peer paths (same-host) beside gRPC: their peers prove the cluster's
+        # secret (the token; with TLS, derived from the key and the token).
+        self._peer_secret = auth.peer_path_secret(self._token, self._tls)
+        self._paths = transports.peer_paths(
+            tls=self._tls is not None and self._peer_secret is None)
         self._router = PeerRouter(
             self.task_name, self._peers.client,
-            [p.peers(self._peers.address, self.task_name, self._token)
+            [p.peers(self._peers.address, self.task_name, self._peer_secret)
              for p in self._paths])
         transport = self._router.tensor_transport(GrpcTensorTransport(self._peers))
         self._worker = Worker(
@@ -387,7 +390,7 @@ class GrpcServer(Server):
         self._address = _join(host, bound)
         self._path_services = [
             p.serve(self._worker_handler, self._master_handler, self._address,
-                    self._token, self._limits) for p in self._paths]
+                    self._peer_secret, self._limits) for p in self._paths]
         self._bind_address = _join(bind, bound)
         self._target = "grpc://" + self._address
         if self._coordination is not None:

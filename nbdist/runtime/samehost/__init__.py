@@ -18,10 +18,15 @@ beside ``runtime/grpc`` (TF's ``grpc+verbs``; dask's ``comm/uds.py`` beside
 ``comm/tcp.py``), registered into ``runtime.transports`` as a *peer path*
 that servers serve and ``runtime.router`` picks per peer.
 
-Every connection starts with the server's token (when it has one), checked in
-constant time before anything else is read; a task without it gets
-``UNAUTHENTICATED`` and no tensor. ``NBDIST_SAME_HOST=0`` turns the path off
-(both serving and using it).
+Every connection starts with a handshake (``samehost.handshake``): when the
+cluster has a secret (its token; with TLS, a key derived from the tasks' TLS
+private key and the token: ``auth.peer_path_secret``), client and server each
+prove they hold it by an HMAC over both ends' fresh challenges, compared in
+constant time, before a request is sent or read; the secret never travels. A
+process without it gets ``UNAUTHENTICATED`` and no tensor, and cannot pass for
+a server: its peers log the refusal and use gRPC (TLS). So a TLS cluster on one
+host keeps shared memory. ``NBDIST_SAME_HOST=0`` turns the path off (both
+serving and using it).
 """
 
 from __future__ import annotations
@@ -45,8 +50,10 @@ class SameHostPath:
     @staticmethod
     def usable(tls: bool) -> bool:
         """Whether servers and clients of this process use it: on unless
-        ``NBDIST_SAME_HOST=0``, and never with TLS (certificates decide whom a
-        task trusts; this path has none)."""
+        ``NBDIST_SAME_HOST=0``. ``tls``: TLS is on but the caller holds no
+        peer-path secret (a client with only the CA: it could neither prove
+        itself nor check a server here, so it stays on gRPC). A TLS task with
+        its key uses the path, proving the secret derived from that key."""
         return enabled() and not tls
 
     @staticmethod

@@ -12,9 +12,13 @@ from nbdist import errors
 from nbdist.runtime.samehost.common import (
     NAME_PREFIX,
     ChannelBroken,
-    close_fd,
     enabled,
     socket_name,
+)
+from nbdist.runtime.samehost.handshake import (
+    Refused,
+    client_handshake,
+    cluster_key,
 )
 from nbdist.runtime.samehost.wire import (
     ChannelClosed,
@@ -34,9 +38,10 @@ class SameHostChannel:
 
     def __init__(self, task: str | None, address: str, token: str | None,
                  calls: collections.Counter):
+        """``token``: the peer-path secret (``auth.peer_path_secret``)."""
         self.task = task
         self._name = socket_name(address)
-        self._token = token or ""
+        self._key = cluster_key(token)
         self._idle: list[tuple[socket.socket, Link]] = []
         self._lock = threading.Lock()
         self._calls = calls
@@ -53,11 +58,8 @@ class SameHostChannel:
         try:
             sock.settimeout(10.0)
             sock.connect(self._name)
-            send_frame(sock, {"op": "hello", "token": self._token})
-            header, _, fds = recv_frame(sock, 0)
-            for fd in fds:
-                close_fd(fd)
-            raise_if_error(header)
+            # Both ends prove the cluster's secret before a request goes out.
+            header = client_handshake(sock, self._name[len(NAME_PREFIX):], self._key)
             if (self.task is not None and header.get("task") != self.task) or \
                     header.get("address") != self._name[len(NAME_PREFIX):]:
                 raise ChannelBroken(f"{self._name[1:]!r} is {header.get('task')} at "
@@ -65,6 +67,9 @@ class SameHostChannel:
             self.incarnation = header.get("incarnation")
             sock.settimeout(None)
             return sock, Link()
+        except Refused:
+            sock.close()
+            raise
         except (OSError, ChannelClosed, ValueError) as e:
             sock.close()
             raise ChannelBroken(str(e)) from None

@@ -17,9 +17,12 @@ from nbdist.runtime.samehost.common import (
     ChannelBroken,
     went_away,
 )
+from nbdist.runtime.samehost.handshake import Refused
 from nbdist.runtime.samehost.wire import Outgoing
 from nbdist.runtime.tensor_store import MISSING, StepExtras
 from nbdist.runtime.timeouts import ms_from_seconds, step_time_left
+
+RETRY_REFUSED_S = 60.0  # a peer that refused our credentials is tried again after
 
 
 class SameHostPeers:
@@ -48,6 +51,9 @@ class SameHostPeers:
             ch = SameHostChannel(task, self._address_of(task), self._token, self.calls)
             try:
                 ch.open()
+            except Refused:  # other credentials: not soon again (it is logged)
+                self._unreachable[task] = time.monotonic() + RETRY_REFUSED_S
+                return None
             except ChannelBroken:
                 self._unreachable[task] = time.monotonic() + RETRY_CONNECT_S
                 return None

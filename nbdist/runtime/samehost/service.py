@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import hmac
 import logging
 import os
 import select
@@ -13,13 +12,12 @@ import threading
 from nbdist import errors
 from nbdist.proto import config_pb2
 from nbdist.runtime.samehost.common import (
-    HELLO_BYTES,
-    HELLO_TIMEOUT_S,
     MAX_CONNECTIONS,
     RECV_POLL_MS,
     close_fd,
     socket_name,
 )
+from nbdist.runtime.samehost.handshake import cluster_key, server_handshake
 from nbdist.runtime.samehost.wire import (
     ChannelClosed,
     Link,
@@ -105,7 +103,7 @@ class SameHostService:
         self._admission = worker_handler.admission
         self._recent = worker_handler.recent
         self._hangups = None
-        self._token = token.encode() if token else None
+        self._key = cluster_key(token)  # the peer-path secret's HMAC key
         self._max_payload = limits.max_request_bytes
         self._max_tensor = limits.max_tensor_bytes
         self._max_total = max(limits.max_request_bytes,
@@ -180,21 +178,10 @@ class SameHostService:
             link.close()
 
     def _hello(self, conn) -> bool:
-        conn.settimeout(HELLO_TIMEOUT_S)  # a silent connection is not kept
-        header, _, fds = recv_frame(conn, 0, HELLO_BYTES)
-        conn.settimeout(None)
-        for fd in fds:
-            close_fd(fd)
-        given = str(header.get("token") or "").encode()
-        if header.get("op") != "hello" or (
-                self._token is not None and not hmac.compare_digest(given, self._token)):
-            send_frame(conn, error_header(errors.UnauthenticatedError(
-                None, None, f"Missing or wrong nbdist token for the same-host "
-                f"channel of {self.worker.task_name}")))
-            return False
-        send_frame(conn, {"task": self.worker.task_name, "address": self._address,
-                          "incarnation": self.worker.incarnation})
-        return True
+        """The handshake (``samehost.handshake``): whether the peer proved the
+        cluster's secret; nothing of a request is read before."""
+        return server_handshake(conn, self._address, self.worker.task_name,
+                                self.worker.incarnation, self._key, _peer(conn))
 
     def _dispatch(self, header, payload, fds, conn, link):
         op = header.get("op")
@@ -351,10 +338,6 @@ def _peer(conn) -> str:
     creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
     pid = int.from_bytes(creds[:4], "little")
     return f"samehost:pid{pid}"
-
-
-def close_fd(fd: int) -> None:
-    os.close(fd)
 
 
 def _shut(conn) -> None:

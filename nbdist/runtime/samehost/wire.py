@@ -12,8 +12,8 @@ the peer's next frame arrives (it has copied out by then); it is freed with its
 connection, and one over ``KEEP_SEGMENT_BYTES`` (or beyond the process's
 budget) is used for one frame only. A memfd has no name in ``/dev/shm``: the
 kernel frees it when its last descriptor and mapping go, so a process that dies
-leaks nothing, and only a peer it was sent to (over a connection that passed
-the token) can reach it. Nothing is pickled: headers are JSON, string tensors
+leaks nothing, and only a peer it was sent to (over a connection whose ends
+proved the cluster's secret: ``samehost.handshake``) can reach it. Nothing is pickled: headers are JSON, string tensors
 travel as ``TensorProto`` bytes.
 """
 
