@@ -295,8 +295,7 @@ class GrpcServer(Server):
             self.task_name,
             num_cpus=max(1, int(session_config.device_count.get("CPU", 1))),
             incarnation=self._incarnation,
-            transport=transports.tensor_transport(
-                transport, self._cluster, self.task_name),
+            transport=transport,
             publish=self._publish,
             task_states=self._task_states,
             limits=self._limits,
