@@ -44,6 +44,8 @@ class StepPath(Protocol):
         """Whether the abort went out this way."""
         ...
 
+    def close(self) -> None: ...
+
 
 class RoutedWorker:
     """A peer's ``WorkerInterface``: steps over its first answering step path,
@@ -53,7 +55,8 @@ class RoutedWorker:
                  tap: Tap | None = None, own_task: str = ""):
         self.client = client  # the protocol's client of the peer
         self._client = client
-        self._paths = paths
+        # The peer paths' ways to the peer, in the router's path_peers' order.
+        self._paths = self.paths = tuple(paths)
         self.task_name = client.task_name
         self._tap = tap or Tap()
         self._own_task = own_task
@@ -126,6 +129,8 @@ class RoutedWorker:
         self._client.cleanup_all(containers)
 
     def close(self) -> None:
+        for path in self._paths:
+            path.close()
         self._client.close()
 
 
@@ -215,8 +220,9 @@ class PeerRouter:
     def tensor_transport(self, inner):
         """``inner`` (the protocol's ``TensorTransport``) behind every path's,
         through the tap."""
-        for peers in self.path_peers:
-            inner = peers.tensor_transport(inner)
+        for i, peers in enumerate(self.path_peers):
+            inner = peers.tensor_transport(
+                inner, lambda task, i=i: self.worker(task).paths[i])
         return TappedTransport(inner, self.tap, self._own_task)
 
     def close(self) -> None:
