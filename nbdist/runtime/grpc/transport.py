@@ -33,8 +33,8 @@ class GrpcPeers:
         self._park = park
 
     def address(self, task: str) -> str:
-        spec = DeviceSpec.from_string(task)
         try:
+            spec = DeviceSpec.from_string(task)
             return self._cluster.task_address(spec.job, spec.task or 0)
         except ValueError:
             raise errors.InvalidArgumentError(
