@@ -61,24 +61,26 @@ class _HandedOver:
 
 
 class _ChannelBackAfterFirstPull:
-    """``SameHostPeers`` whose channel to the ps is down for the first call (a
-    restarted ps, retried 2 s later) and back from the second on."""
+    """The ps's same-host path (``SameHostStepPath``) whose channel is down for
+    the first call (a restarted ps, retried 2 s later) and back from the second
+    on."""
 
     def __init__(self):
         self.calls = 0
 
-    def channel(self, task):
+    def channel(self):
         self.calls += 1
         return None if self.calls == 1 else _HandedOver()
 
-    def forget(self, task):
+    def forget(self):
         pass
 
 
 def test_sibling_brought_over_grpc_is_found_once_the_same_host_channel_is_back():
     grpc_peers = _PsOverGrpc({W: np.float32(1.5), B: np.float32(-2.0)})
     peers = _ChannelBackAfterFirstPull()
-    transport = SameHostTransport(GrpcTensorTransport(grpc_peers), peers)
+    transport = SameHostTransport(GrpcTensorTransport(grpc_peers.client),
+                                  lambda task: peers)
     step = StepContext(7)
 
     assert transport.recv(step, PS, W, (W, B)) == np.float32(1.5)

@@ -56,28 +56,14 @@ def test_a_registered_protocol_serves_sessions():
         transports.protocol("loopback")
 
 
-def test_a_registered_tensor_transport_carries_cross_task_tensors():
-    """Servers made after ``register_tensor_transport`` pull through it."""
-    seen = []
-
-    class Recording:
-        def __init__(self, inner, cluster, task):
-            self.inner, self.task = inner, task
-
-        def recv(self, step, src_task, key, siblings=()):
-            seen.append((self.task, src_task))
-            return self.inner.recv(step, src_task, key)
-
-        def pull(self, ref, timeout_s, on_cancel=None):
-            return self.inner.pull(ref, timeout_s, on_cancel)
-
-        def close(self):
-            self.inner.close()
-
-    transports.register_tensor_transport("recording", Recording)
+def test_every_cross_task_tensor_shows_on_the_servers_tap():
+    """Whatever carries a tensor between tasks, the consumer's ``server.tap``
+    sees it (``runtime.router``): the one place to observe tensor traffic."""
     cluster = local_cluster(ps=1, worker=1)
     ps = nd.Server(cluster, job_name="ps", task_index=0)
     worker = nd.Server(cluster, job_name="worker", task_index=0)
+    seen = []
+    stop = worker.tap.subscribe(seen.append)
     try:
         g = nd.Graph()
         with g.as_default():
@@ -87,12 +73,14 @@ def test_a_registered_tensor_transport_carries_cross_task_tensors():
                 b = a * 2.0
         with nd.Session(worker.target, graph=g) as sess:
             np.testing.assert_array_equal(sess.run(b), np.arange(4.0) * 2)
-        assert (WORKER, PS) in seen
     finally:
-        transports.register_tensor_transport("recording", None)
+        stop()
         worker.stop()
         ps.stop()
-    assert transports.tensor_transport("inner", None, WORKER) == "inner"
+    recvs = [(e.source, e.destination, e.nbytes) for e in seen
+             if e.kind == "RecvTensor"]
+    assert recvs == [(PS, WORKER, np.arange(4.0).nbytes)]
+    assert not hasattr(transports, "register_tensor_transport")
 
 
 def test_in_process_session_needs_no_rpc():
@@ -174,3 +162,47 @@ def test_server_join_returns_when_stopped():
     assert not joined.wait(0.2)
     server.stop()
     assert joined.wait(30.0)
+
+
+def test_step_cancelling_is_a_capability_of_an_in_process_master():
+    """``MasterInterface.run_step(on_step=)`` and ``cancel_step``: a master of
+    this process cancels a step by id; a remote one says it cannot (its step
+    ids stay on the server)."""
+    from nbdist import errors
+    from nbdist.runtime.grpc.client import GrpcMasterClient
+
+    server = nd.Server.create_local_server()
+    g = nd.Graph()
+    with g.as_default():
+        q = nd.FIFOQueue(1, nd.float32, shapes=[[]])
+        take = q.dequeue()
+    try:
+        master = server.master
+        handle, _ = master.create_session(g.as_graph_def(), None)
+        started = threading.Event()
+        step_ids = []
+
+        def on_step(step_id):
+            step_ids.append(step_id)
+            started.set()
+
+        caught = []
+        runner = threading.Thread(target=lambda: caught.append(pytest.raises(
+            errors.CancelledError, master.run_step, handle, {}, [take.name], [],
+            None, None, on_step)))
+        runner.start()
+        assert started.wait(30)
+        master.cancel_step(handle, step_ids[0])
+        runner.join(30)
+        assert not runner.is_alive() and caught
+        master.close_session(handle)
+        client = GrpcMasterClient(server.target)
+        try:
+            with pytest.raises(errors.UnimplementedError, match="step ids"):
+                client.cancel_step(handle, 1)
+            with pytest.raises(errors.UnimplementedError, match="step ids"):
+                client.run_step(handle, {}, [], [], on_step=on_step)
+        finally:
+            client.close()
+    finally:
+        server.stop()

@@ -51,7 +51,7 @@ class CoordinationAgent:
         self.incarnation = incarnation
         self.address = address
         self._client = client
-        self._in_process = bool(getattr(client, "in_process", False))
+        self._in_process = client.in_process
         self._interval_s = config.heartbeat_interval_ms / 1000.0
         self._timeout_s = config.heartbeat_timeout_ms / 1000.0
         self._steps_served = steps_served

@@ -33,7 +33,16 @@ class MasterInterface(Protocol):
     def extend_session(self, handle: str, graph_def, current_version: int) -> int: ...
 
     def run_step(self, handle: str, feeds: dict, fetches: list, targets: list,
-                 options=None, metadata=None) -> list: ...
+                 options=None, metadata=None, on_step=None) -> list:
+        """The fetched values. ``on_step(step_id)``, called before the step
+        starts, lets a caller cancel it (``cancel_step``): a master of this
+        process supports it, a remote one raises ``UnimplementedError`` (its
+        step ids never leave the server: a client cancels by going away)."""
+        ...
+
+    def cancel_step(self, handle: str, step_id: int, error=None) -> None:
+        """Cancels a running step (see ``run_step``'s ``on_step``)."""
+        ...
 
     def close_session(self, handle: str) -> None: ...
 
@@ -132,6 +141,10 @@ class TensorTransport(Protocol):
 class CoordinationClient(Protocol):
     """A client of the cluster's coordination service (liveness, barriers,
     key-value, events), wherever the service runs."""
+
+    # The service is in this process (the leader's own client): its task
+    # registers before it serves, and publishes without batching.
+    in_process: bool
 
     def register_task(self, task: str, incarnation: int, address: str = "",
                       pid: int = 0, timeout_s: float | None = None,

@@ -1,6 +1,8 @@
 """``PeerRouter``: how one task reaches each other task of its cluster.
 
-For every peer task the router keeps one ``RoutedWorker``, made on first use:
+For every peer task the router keeps one ``RoutedWorker``, made on first use
+(the task's one cache of peer clients: transports make clients, the router
+keeps and closes them):
 the peer's protocol client (gRPC) for everything, and the step paths of the
 peer paths registered in ``runtime.transports`` (the same-host transport) for
 the calls that have a faster way when the peer answers there (RunGraph and
@@ -42,6 +44,8 @@ class StepPath(Protocol):
         """Whether the abort went out this way."""
         ...
 
+    def close(self) -> None: ...
+
 
 class RoutedWorker:
     """A peer's ``WorkerInterface``: steps over its first answering step path,
@@ -49,8 +53,10 @@ class RoutedWorker:
 
     def __init__(self, client: WorkerInterface, paths: list[StepPath],
                  tap: Tap | None = None, own_task: str = ""):
+        self.client = client  # the protocol's client of the peer
         self._client = client
-        self._paths = paths
+        # The peer paths' ways to the peer, in the router's path_peers' order.
+        self._paths = self.paths = tuple(paths)
         self.task_name = client.task_name
         self._tap = tap or Tap()
         self._own_task = own_task
@@ -123,6 +129,8 @@ class RoutedWorker:
         self._client.cleanup_all(containers)
 
     def close(self) -> None:
+        for path in self._paths:
+            path.close()
         self._client.close()
 
 
@@ -192,7 +200,12 @@ class PeerRouter:
         self._workers: dict[str, WorkerInterface] = {}
         self._lock = threading.Lock()
 
-    def worker(self, task: str) -> WorkerInterface:
+    def client(self, task: str) -> WorkerInterface:
+        """The protocol's client of ``task`` (for its tensor transport): the
+        router's, made once with its ``RoutedWorker``."""
+        return self.worker(task).client
+
+    def worker(self, task: str) -> RoutedWorker:
         worker = self._workers.get(task)
         if worker is None:
             with self._lock:
@@ -207,12 +220,16 @@ class PeerRouter:
     def tensor_transport(self, inner):
         """``inner`` (the protocol's ``TensorTransport``) behind every path's,
         through the tap."""
-        for peers in self.path_peers:
-            inner = peers.tensor_transport(inner)
+        for i, peers in enumerate(self.path_peers):
+            inner = peers.tensor_transport(
+                inner, lambda task, i=i: self.worker(task).paths[i])
         return TappedTransport(inner, self.tap, self._own_task)
 
     def close(self) -> None:
+        """Closes the peers' clients and paths."""
         with self._lock:
-            self._workers.clear()
+            workers, self._workers = list(self._workers.values()), {}
+        for worker in workers:
+            worker.close()
         for peers in self.path_peers:
             peers.close()

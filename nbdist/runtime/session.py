@@ -146,7 +146,7 @@ class BaseSession:
         self._closing = True
         if self._active_runs:
             self._runs_done.wait(_CLOSE_WAIT_S)
-        if self._owns_master and hasattr(self._master, "close"):
+        if self._owns_master:
             self._master.close()
 
     def __del__(self):
@@ -368,7 +368,7 @@ class BaseSession:
             master.reset(list(containers or []),
                          timeout_s=ms / 1000.0 if ms > 0 else None)
         finally:
-            if owned and hasattr(master, "close"):
+            if owned:
                 master.close()
 
 

@@ -24,9 +24,9 @@ imports another: they meet here.
 ``grpc`` is built in: its module is imported by name the first time a ``grpc://``
 target (or ``protocol="grpc"``) is used, so nothing here imports it. A new
 transport is one module that calls ``register_protocol("name", protocol)`` when
-imported, plus its line in ``_BUILT_IN``. A transport for tensor bytes only
-(a test's recording one, say) is one module that calls
-``register_tensor_transport``: servers wrap their protocol's transport with it.
+imported, plus its line in ``_BUILT_IN``. Every tensor between tasks goes
+through the server's ``runtime.router.PeerRouter`` (a peer path's transport in
+front of the protocol's), where ``runtime.tap`` shows it.
 
 >>> from nbdist.runtime import transports
 >>> transports.scheme_of("grpc://localhost:2222")
@@ -46,7 +46,6 @@ _BUILT_IN = {"grpc": "nbdist.runtime.grpc.protocol",
 _BUILT_IN_PATHS = {"samehost": "nbdist.runtime.samehost"}
 
 _protocols: dict[str, object] = {}
-_tensor_transports: dict[str, object] = {}
 _peer_paths: dict[str, object] = {}
 _paths_loaded = False
 _lock = threading.Lock()
@@ -102,30 +101,6 @@ def connect_coordination(target: str, token=None, tls=None, config=None,
         target, token=token, tls=tls, config=config, task=task)
 
 
-def register_tensor_transport(name: str, wrap) -> None:
-    """Adds a tensor transport to the servers made from now on in this process.
-
-    ``wrap(inner, cluster, task) -> TensorTransport`` gets the transport built so
-    far (the protocol's own, and any registered before) and returns one that
-    moves the tensors it can (say, from tasks on this host) and hands the rest to
-    ``inner``. Registering ``name`` again replaces it; ``None`` removes it.
-    """
-    with _lock:
-        if wrap is None:
-            _tensor_transports.pop(name, None)
-        else:
-            _tensor_transports[name] = wrap
-
-
-def tensor_transport(inner, cluster, task: str):
-    """``inner`` wrapped by every registered tensor transport, oldest innermost."""
-    with _lock:
-        wraps = list(_tensor_transports.values())
-    for wrap in wraps:
-        inner = wrap(inner, cluster, task)
-    return inner
-
-
 class ChannelBroken(ConnectionError):
     """A peer path's connection failed before an answer. ``sent``: after the
     request went out (its effect is unknown: a tensor it took may be lost, a
@@ -165,6 +140,5 @@ def server_class(name: str | None = None):
 
 __all__ = ["DEFAULT_PROTOCOL", "ChannelBroken", "connect_coordination",
            "connect_master", "connect_worker", "peer_paths", "protocol",
-           "register_peer_path", "register_protocol",
-           "register_tensor_transport", "scheme_of", "server_class",
-           "tensor_transport"]
+           "register_peer_path", "register_protocol", "scheme_of",
+           "server_class"]

@@ -493,6 +493,13 @@ def _decode_run_step_response(data: bytes):
     return coding.decode_message(data, master_pb2.RunStepResponse, 1)
 
 
+def _no_step_ids(what: str) -> errors.UnimplementedError:
+    return errors.UnimplementedError(
+        None, None, f"{what} needs the master's step ids, which a remote master "
+        "keeps to itself; cancel a step by ending its call (the server cancels "
+        "the step of a client that went away)")
+
+
 class GrpcMasterClient:
     """The master interface of a server in another process.
 
@@ -601,7 +608,10 @@ class GrpcMasterClient:
         targets: list,
         options=None,
         metadata=None,
+        on_step=None,
     ):
+        if on_step is not None:
+            raise _no_step_ids("run_step(on_step=...)")
         req = master_pb2.RunStepRequest(
             session_handle=handle,
             fetch=list(fetches),
@@ -656,6 +666,11 @@ class GrpcMasterClient:
             metadata.MergeFrom(resp.metadata)
         by_name = dict(tensors)
         return [by_name[f] for f in fetches]
+
+    def cancel_step(self, handle: str, step_id: int, error=None) -> None:
+        """Unsupported: a remote master's step ids never reach its clients (a
+        client cancels its step by going away: the server cancels it)."""
+        raise _no_step_ids("cancel_step")
 
     def _push(self, values: list, timeout_s: float):
         """Streams ``values`` to the master (PushTensors); returns the ``park``

@@ -83,6 +83,8 @@ class GrpcCoordinationClient:
     is the task this client speaks for at barriers, unless a call names one.
     """
 
+    in_process = False  # the service is another process's
+
     def __init__(self, target_or_address: str, token: str | None = None, tls=None,
                  config=None, task: str | None = None):
         self.task = task

@@ -84,6 +84,12 @@ def first_line(text: str) -> str:
     return text.strip().splitlines()[0] if text and text.strip() else ""
 
 
+# How gRPC refuses a message over the server's max_receive_message_length
+# (set from server_limits.max_request_bytes).
+_TOO_LARGE_RE = re.compile(
+    r"SERVER: Received message larger than max \((\d+) vs\. (\d+)\)")
+
+
 def error_from_status(code: int, message: str) -> errors.OpError:
     """The error a body status (RunStep/RunGraph) stands for, with its op name."""
     m = _NODE_RE.search(message or "")
@@ -135,6 +141,12 @@ class Rpc:
             return errors.UnauthenticatedError(
                 None, None, f"{who} rejected {method}: {details}"
             )
+        too_large = _TOO_LARGE_RE.match(details)
+        if code == grpc.StatusCode.RESOURCE_EXHAUSTED and too_large:
+            # gRPC's own words name no limit: say which of server_limits it is.
+            details = (f"{method} request of {too_large.group(1)} bytes exceeds "
+                       f"the server's max_request_bytes = {too_large.group(2)} "
+                       "(ConfigProto.server_limits)")
         cls = errors.exception_type_from_error_code(code.value[0])
         m = _NODE_RE.search(details)
         return cls(

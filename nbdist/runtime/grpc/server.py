@@ -4,8 +4,9 @@ A server holds one ``Worker`` (this task's devices, resources and registered
 graph partitions) and one ``Master`` (sessions whose target is this task),
 and serves both over gRPC. Sessions in the same process reach its master
 without RPC (``protocol.connect_master`` finds it with ``live_server_at``); the
-master reaches the other tasks of the cluster through ``GrpcPeers``, and a
-``_Recv`` pulls tensors from them through the ``GrpcTensorTransport``.
+master reaches the other tasks of the cluster through its ``PeerRouter`` (one
+client per peer, made by ``GrpcPeers``, and the peer paths), and a ``_Recv``
+pulls tensors from them through the router's ``GrpcTensorTransport``.
 
 The leader task of the cluster (``coordination.leader_task``: the chief, else
 worker 0, else the first ps; a single-task server is its own) also hosts the
@@ -245,18 +246,17 @@ class GrpcServer(Server):
         sd = _make_server_def(
             server_or_cluster_def, job_name, task_index, protocol, config
         )
-        self._cluster = ClusterSpec(sd.cluster)
         self.task_name = task_device(sd.job_name, sd.task_index)
         session_config = self._session_config(sd, token, tls)
+        self._limits = Limits.from_config(session_config)
+        # The port is bound first: everything after it is made with the
+        # cluster as it is (a port 0 resolved).
+        self._admission_counts = Admission(self.task_name)
+        self._grpc = self._make_grpc_server()
+        self._listen(sd)
         self._make_runtime(session_config)
         self._make_coordination_service(coordination_config)
-        self._grpc = self._make_grpc_server()
-        try:
-            self._listen(sd)
-        except errors.OpError:
-            if self._coordination is not None:
-                self._coordination.stop()
-            raise
+        self._serve_handlers()
         self._agent = self._make_agent()
         self._state_lock = threading.Lock()
         self._started = False
@@ -280,7 +280,6 @@ class GrpcServer(Server):
 
     def _make_runtime(self, session_config):
         """This task's worker (pulling from peers over gRPC) and master."""
-        self._limits = Limits.from_config(session_config)
         self._incarnation = new_incarnation()
         self._peers = GrpcPeers(self._cluster, self.task_name, token=self._token,
                                 tls=self._tls or False, park=self._park)
@@ -293,13 +292,12 @@ class GrpcServer(Server):
             self.task_name, self._peers.client,
             [p.peers(self._peers.address, self.task_name, self._peer_secret)
              for p in self._paths])
-        transport = self._router.tensor_transport(GrpcTensorTransport(self._peers))
+        transport = self._router.tensor_transport(GrpcTensorTransport(self._router.client))
         self._worker = Worker(
             self.task_name,
             num_cpus=max(1, int(session_config.device_count.get("CPU", 1))),
             incarnation=self._incarnation,
-            transport=transports.tensor_transport(
-                transport, self._cluster, self.task_name),
+            transport=transport,
             publish=self._publish,
             task_states=self._task_states,
             limits=self._limits,
@@ -314,7 +312,6 @@ class GrpcServer(Server):
         # What every transport of this task serves through: one set of handlers
         # (one de-duplication window, one admission count).
         recent = RecentRequests()
-        self._admission_counts = Admission(self.task_name)
         self._worker_handler = WorkerHandler(self._worker, recent,
                                              self._admission_counts)
         self._master_handler = MasterHandler(self._master, recent,
@@ -350,19 +347,31 @@ class GrpcServer(Server):
             futures.ThreadPoolExecutor(
                 _OTHER_RPC_THREADS, thread_name_prefix=f"nbdist-rpc{self.task_name}"
             ),
-            handlers=[
-                MasterServicer(self._master_handler).handler(),
-                WorkerServicer(self._worker_handler).handler(),
-                self._coordination_servicer.handler(),
-            ],
             interceptors=interceptors,
             options=_server_options(self._limits),
         )
 
+    def _serve_handlers(self):
+        """The task's services on its gRPC server and on its peer paths."""
+        self._grpc.add_generic_rpc_handlers([
+            MasterServicer(self._master_handler).handler(),
+            WorkerServicer(self._worker_handler).handler(),
+            self._coordination_servicer.handler(),
+        ])
+        self._path_services = [
+            p.serve(self._worker_handler, self._master_handler, self._address,
+                    self._peer_secret, self._limits) for p in self._paths]
+        if self._coordination is not None:
+            self._coordination_target = self._target
+        else:
+            self._coordination_target = "grpc://" + self._peers.address(self._leader)
+
     def _listen(self, sd):
-        """Binds the task's port (a free one for port 0, written into the cluster)."""
+        """Binds the task's port (a free one for port 0, written into the
+        cluster): sets the task's cluster, address and target."""
         host, port = split_address(
-            self._cluster.task_address(sd.job_name, sd.task_index), self.task_name)
+            ClusterSpec(sd.cluster).task_address(sd.job_name, sd.task_index),
+            self.task_name)
         port = sd.port or port
         bind = sd.bind_address or DEFAULT_BIND
         if port:
@@ -384,19 +393,11 @@ class GrpcServer(Server):
             for job in sd.cluster.job:
                 if job.name == sd.job_name:
                     job.tasks[sd.task_index] = _join(host, bound)
-            self._cluster = ClusterSpec(sd.cluster)
-            self._peers.cluster = self._cluster
+        self._cluster = ClusterSpec(sd.cluster)
         self._server_def = sd
         self._address = _join(host, bound)
-        self._path_services = [
-            p.serve(self._worker_handler, self._master_handler, self._address,
-                    self._peer_secret, self._limits) for p in self._paths]
         self._bind_address = _join(bind, bound)
         self._target = "grpc://" + self._address
-        if self._coordination is not None:
-            self._coordination_target = self._target
-        else:
-            self._coordination_target = "grpc://" + self._peers.address(self._leader)
 
     def _make_agent(self) -> CoordinationAgent:
         """Registers this task with the coordination service and heartbeats."""
@@ -504,7 +505,6 @@ class GrpcServer(Server):
                 grace = 0  # only by stopping it after a start
             self._grpc.stop(grace).wait(grace + 5.0)
             self._admission.shutdown()
-            self._peers.close()
             self._router.close()
 
     def __repr__(self) -> str:

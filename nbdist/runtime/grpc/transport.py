@@ -1,14 +1,14 @@
 """The gRPC ``TensorTransport``: tensors from the other tasks of a cluster.
 
-``GrpcPeers`` keeps one ``GrpcWorkerClient`` per other task (made on first use,
-closed with the server); the master reaches remote workers through it and
-``GrpcTensorTransport`` pulls tensors through it: ``RecvTensorUnary`` for small
+``GrpcPeers`` knows the other tasks' addresses and makes a ``GrpcWorkerClient``
+for one (``client(task)``: a new one per call, cached by the server's
+``runtime.router.PeerRouter``, the one cache of a task's peer clients). The
+master reaches remote workers through the router, and ``GrpcTensorTransport``
+pulls tensors through the router's clients: ``RecvTensorUnary`` for small
 values, a chunked ``RecvTensor`` stream for large ones and for parked references.
 """
 
 from __future__ import annotations
-
-import threading
 
 from nbdist import errors
 from nbdist.graph.device import DeviceSpec
@@ -26,44 +26,33 @@ class GrpcPeers:
 
     def __init__(self, cluster: ClusterSpec, own_task: str, *, token=None, tls=False,
                  park=None):
-        self.cluster = cluster
+        self._cluster = cluster
         self._own_task = own_task
         self._token = token
         self._tls = tls
         self._park = park
-        self._clients: dict[str, GrpcWorkerClient] = {}
-        self._lock = threading.Lock()
 
     def address(self, task: str) -> str:
         try:
-            spec = DeviceSpec.from_string(task)  # a hostile ref's device may not parse
-            return self.cluster.task_address(spec.job, spec.task or 0)
+            spec = DeviceSpec.from_string(task)
+            return self._cluster.task_address(spec.job, spec.task or 0)
         except ValueError:
             raise errors.InvalidArgumentError(
                 None, None, f"Task {task} is not in the cluster of {self._own_task}: "
-                f"{self.cluster}") from None
+                f"{self._cluster}") from None
 
     def client(self, task: str) -> GrpcWorkerClient:
-        with self._lock:
-            client = self._clients.get(task)
-            if client is None:
-                client = self._clients[task] = GrpcWorkerClient(
-                    task, self.address(task), token=self._token, tls=self._tls,
-                    park=self._park)
-            return client
-
-    def close(self):
-        with self._lock:
-            clients, self._clients = list(self._clients.values()), {}
-        for client in clients:
-            client.close()
+        """A new client of ``task`` (the caller keeps and closes it)."""
+        return GrpcWorkerClient(task, self.address(task), token=self._token,
+                                tls=self._tls, park=self._park)
 
 
 class GrpcTensorTransport:
-    """``interfaces.TensorTransport`` over the peers' WorkerService."""
+    """``interfaces.TensorTransport`` over the peers' WorkerService:
+    ``client_of(task)`` is the (cached) ``GrpcWorkerClient`` of a peer."""
 
-    def __init__(self, peers: GrpcPeers):
-        self._peers = peers
+    def __init__(self, client_of):
+        self._client_of = client_of
         self._extras = StepExtras()
 
     def recv(self, step, src_task: str, key: str, siblings=()):
@@ -81,19 +70,19 @@ class GrpcTensorTransport:
         """One RecvTensorUnary: ``(value of key, {sibling: value} that came
         along)``."""
         extras: dict = {}
-        value = self._peers.client(src_task).recv_tensor(
+        value = self._client_of(src_task).recv_tensor(
             step, key, siblings=siblings, extras=extras)
         return value, extras
 
     def recv_collective(self, step, src_task: str, exec_id: int, key: str):
-        return self._peers.client(src_task).recv_tensor(step, key, step_id=exec_id)
+        return self._client_of(src_task).recv_tensor(step, key, step_id=exec_id)
 
     def pull(self, ref, timeout_s: float, on_cancel=None):
-        client = self._peers.client(task_of(ref.src_device))
+        client = self._client_of(task_of(ref.src_device))
         return client.pull(ref.step_id, ref.key, timeout_s, on_cancel)
 
     def close(self):
-        self._peers.close()
+        pass  # the clients are their cache's (the router's) to close
 
 
 __all__ = ["GrpcPeers", "GrpcTensorTransport"]

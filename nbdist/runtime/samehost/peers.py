@@ -1,7 +1,9 @@
 """A task's same-host paths to the other tasks of its cluster: ``SameHostPeers``
-(one channel per peer on this host), the ``TensorTransport`` over them and each
-peer's step path (RunGraph and aborts; the rest of a peer's calls stay on its
-protocol's client, ``runtime.router.RoutedWorker`` joins the two)."""
+makes each peer's ``SameHostStepPath`` (its channel when the peer is on this
+host: RunGraph, aborts and tensors; the rest of a peer's calls stay on its
+protocol's client) and the ``TensorTransport`` over them. The step paths are
+kept (and closed) by ``runtime.router.PeerRouter``, the one cache of a task's
+ways to its peers: nothing here caches a channel by task."""
 
 from __future__ import annotations
 
@@ -26,68 +28,35 @@ RETRY_REFUSED_S = 60.0  # a peer that refused our credentials is tried again aft
 
 
 class SameHostPeers:
-    """The same-host channels of one task to the other tasks of its cluster:
-    ``channel(task)`` is None for a peer not on this host (tried again later)."""
+    """How one task reaches its peers on this host: ``step_path(task)`` makes
+    a peer's path (the router keeps it), ``tensor_transport`` carries tensors
+    over the router's paths. ``calls`` counts the calls sent, by (peer, op)."""
 
     def __init__(self, address_of, own_task: str, token: str | None):
         self._address_of = address_of
         self._own_task = own_task
         self._token = token
-        self._channels: dict[str, SameHostChannel] = {}
-        self._unreachable: dict[str, float] = {}
-        self._lock = threading.Lock()
         self.calls: collections.Counter = collections.Counter()  # (peer, op) -> n
 
-    def channel(self, task: str) -> SameHostChannel | None:
-        ch = self._channels.get(task)
-        if ch is not None:
-            return ch
-        with self._lock:
-            ch = self._channels.get(task)
-            if ch is not None:
-                return ch
-            if time.monotonic() < self._unreachable.get(task, 0.0):
-                return None
-            ch = SameHostChannel(task, self._address_of(task), self._token, self.calls)
-            try:
-                ch.open()
-            except Refused:  # other credentials: not soon again (it is logged)
-                self._unreachable[task] = time.monotonic() + RETRY_REFUSED_S
-                return None
-            except ChannelBroken:
-                self._unreachable[task] = time.monotonic() + RETRY_CONNECT_S
-                return None
-            self._channels[task] = ch
-            return ch
-
-    def forget(self, task: str):
-        """Drops a broken channel: the next call connects again (or falls back)."""
-        with self._lock:
-            ch = self._channels.pop(task, None)
-            self._unreachable[task] = time.monotonic() + RETRY_CONNECT_S
-        if ch is not None:
-            ch.close()
-
     def step_path(self, task: str) -> SameHostStepPath:
-        return SameHostStepPath(task, self)
+        return SameHostStepPath(task, lambda: SameHostChannel(
+            task, self._address_of(task), self._token, self.calls))
 
-    def tensor_transport(self, inner) -> SameHostTransport:
-        """A ``TensorTransport`` over these channels, ``inner`` for the rest."""
-        return SameHostTransport(inner, self)
+    def tensor_transport(self, inner, path_of) -> SameHostTransport:
+        """A ``TensorTransport`` over the peers' paths (``path_of(task)``: the
+        router's ``SameHostStepPath`` of a task), ``inner`` for the rest."""
+        return SameHostTransport(inner, path_of)
 
     def close(self):
-        with self._lock:
-            chans, self._channels = list(self._channels.values()), {}
-        for ch in chans:
-            ch.close()
+        pass  # the paths are the router's to close
 
 
 class SameHostTransport:
     """``TensorTransport`` over same-host channels, ``inner`` for other peers."""
 
-    def __init__(self, inner, peers: SameHostPeers):
+    def __init__(self, inner, path_of):
         self._inner = inner
-        self._peers = peers
+        self._path_of = path_of
         self._extras = StepExtras()
 
     def recv(self, step, src_task: str, key: str, siblings=()):
@@ -101,13 +70,14 @@ class SameHostTransport:
     def exchange(self, step, src_task: str, key: str, siblings=()):
         """One exchange with ``src_task``: ``(value of key, {sibling: value}
         that came along)``; over the protocol when the peer is not here."""
-        ch = self._peers.channel(src_task)
+        path = self._path_of(src_task)
+        ch = path.channel()
         if ch is None:
             return self._inner.exchange(step, src_task, key, siblings)
         try:
             got = self._recv(ch, step, key, siblings)
         except ChannelBroken as e:
-            self._peers.forget(src_task)
+            path.forget()
             if e.sent:  # the peer may have handed the tensor over: do not wait
                 raise went_away(src_task, f"RecvTensor for {key.split(';')[3]}",
                                  e) from None
@@ -137,13 +107,14 @@ class SameHostTransport:
     def recv_collective(self, step, src_task: str, exec_id: int, key: str):
         """A collective's chunk (left under ``exec_id``) over the channel when
         ``src_task`` is on this host, else over the protocol."""
-        ch = self._peers.channel(src_task)
+        path = self._path_of(src_task)
+        ch = path.channel()
         if ch is None:
             return self._inner.recv_collective(step, src_task, exec_id, key)
         try:
             return self._recv(ch, step, key, (), exec_id)[key]
         except ChannelBroken as e:
-            self._peers.forget(src_task)
+            path.forget()
             if e.sent:
                 raise went_away(src_task, f"RecvTensor for {key.split(';')[3]}",
                                  e) from None
@@ -153,25 +124,64 @@ class SameHostTransport:
         return self._inner.pull(ref, timeout_s, on_cancel)
 
     def close(self):
-        self._peers.close()
         self._inner.close()
 
 
 class SameHostStepPath:
-    """A peer's steps over the same-host channel (``router.StepPath``):
-    ``start_run_graph`` and ``abort_step`` answer None/False when the peer is
-    not reachable here, and the caller uses the peer's protocol client."""
+    """A peer's way over its same-host channel (``router.StepPath``), made
+    on first use (``make_channel()``); None while the peer is not reachable
+    here (tried again after ``RETRY_CONNECT_S``). ``start_run_graph`` and
+    ``abort_step`` answer None/False then, and the caller uses the peer's
+    protocol client."""
 
-    def __init__(self, task: str, peers: SameHostPeers):
-        self._peers = peers
+    def __init__(self, task: str, make_channel):
         self.task_name = task
+        self._make_channel = make_channel
+        self._channel: SameHostChannel | None = None
+        self._unreachable_until = 0.0
+        self._lock = threading.Lock()
+
+    def channel(self) -> SameHostChannel | None:
+        ch = self._channel
+        if ch is not None:
+            return ch
+        with self._lock:
+            if self._channel is not None:
+                return self._channel
+            if time.monotonic() < self._unreachable_until:
+                return None
+            ch = self._make_channel()
+            try:
+                ch.open()
+            except Refused:  # other credentials: not soon again (it is logged)
+                self._unreachable_until = time.monotonic() + RETRY_REFUSED_S
+                return None
+            except ChannelBroken:
+                self._unreachable_until = time.monotonic() + RETRY_CONNECT_S
+                return None
+            self._channel = ch
+            return ch
+
+    def forget(self):
+        """Drops a broken channel: the next call connects again (or falls back)."""
+        with self._lock:
+            ch, self._channel = self._channel, None
+            self._unreachable_until = time.monotonic() + RETRY_CONNECT_S
+        if ch is not None:
+            ch.close()
+
+    def close(self):
+        with self._lock:
+            ch, self._channel = self._channel, None
+        if ch is not None:
+            ch.close()
 
     def start_run_graph(self, session_handle, graph_handle, step_id, feeds,
                         fetch_keys, trace=False, timeout_s=None, op_timeout_s=None):
         """Sends RunGraph and returns ``finish()``, which waits for its outcome
         (``run_graph``'s): the master sends to every peer from its own thread,
         no handoff. None when the peer is not reachable here."""
-        ch = self._peers.channel(self.task_name)
+        ch = self.channel()
         if ch is None:
             return None
         out = Outgoing()
@@ -185,14 +195,14 @@ class SameHostStepPath:
         try:
             sent = ch.send("run", header, out, timeout_s + 10.0 if timeout_s else None)
         except ChannelBroken:
-            self._peers.forget(self.task_name)
+            self.forget()
             return None
 
         def finish():
             try:
                 reply, tensors = ch.receive(sent)
             except ChannelBroken as e:  # it may have run: not again
-                self._peers.forget(self.task_name)
+                self.forget()
                 raise went_away(self.task_name, "RunGraph", e) from None
             stats = [tuple(s) for s in reply["stats"]] if reply.get("stats") else None
             return dict(tensors), stats
@@ -201,7 +211,7 @@ class SameHostStepPath:
 
     def abort_step(self, step_id, error) -> bool:
         """Whether the abort went out here."""
-        ch = self._peers.channel(self.task_name)
+        ch = self.channel()
         if ch is None:
             return False
         try:
@@ -209,7 +219,7 @@ class SameHostStepPath:
                               "message": error.message}, timeout_s=10.0)
             return True
         except (ChannelBroken, errors.OpError):
-            self._peers.forget(self.task_name)
+            self.forget()
             return False
 
 

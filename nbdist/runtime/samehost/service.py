@@ -35,27 +35,48 @@ _log = logging.getLogger("nbdist")
 
 
 class _Hangups:
-    """Calls ``fn`` when a connection waiting for its step hangs up (its client
-    died or gave up): the step is cancelled, as a gRPC call's end cancels it."""
+    """Calls a connection's ``fn`` when it hangs up (its client died or gave
+    up): the step it waits for is cancelled, as a gRPC call's end cancels it.
+    A connection is watched from its hello to its end; a call only sets its
+    ``fn`` (``on_hangup``: a dict store, no system call per step). An ``fn``
+    left by a finished call is harmless: its ``HangupWatch`` has finished."""
 
     def __init__(self):
         self._poll = select.epoll()
         self._wake_r, self._wake_w = os.pipe()
         self._poll.register(self._wake_r, select.EPOLLIN)
         self._fns: dict[int, object] = {}
+        self._gone: set[int] = set()  # watched connections that hung up
+        self._watched: set[int] = set()
+        self._lock = threading.Lock()  # taken per connection, not per call
         self._thread = threading.Thread(target=self._run, daemon=True,
                                         name="nbdist-samehost-hangups")
         self._thread.start()
 
-    def watch(self, conn, fn) -> None:
-        self._fns[conn.fileno()] = fn
-        self._poll.register(conn.fileno(), select.EPOLLRDHUP | select.EPOLLHUP)
+    def watch(self, conn):
+        """Watches ``conn`` until ``unwatch``; its ``on_hangup(fn) -> True``."""
+        fd = conn.fileno()
+        fns, gone = self._fns, self._gone
+        with self._lock:
+            self._watched.add(fd)
+            gone.discard(fd)
+            self._poll.register(fd, select.EPOLLRDHUP | select.EPOLLHUP)
+
+        def on_hangup(fn) -> bool:  # False: it hung up already
+            fns[fd] = fn
+            return fd not in gone  # _run marks it gone before taking its fn
+        return on_hangup
 
     def unwatch(self, conn) -> None:
-        if self._fns.pop(conn.fileno(), None) is not None:
+        """Before ``conn`` closes (its fd may be reused)."""
+        fd = conn.fileno()
+        with self._lock:
+            self._watched.discard(fd)
+            self._fns.pop(fd, None)
+            self._gone.discard(fd)
             try:
-                self._poll.unregister(conn.fileno())
-            except OSError:
+                self._poll.unregister(fd)
+            except (OSError, ValueError):
                 pass
 
     def _run(self):
@@ -65,11 +86,15 @@ class _Hangups:
                     os.close(self._wake_r)
                     self._poll.close()
                     return
-                fn = self._fns.pop(fd, None)
-                try:
-                    self._poll.unregister(fd)
-                except OSError:
-                    pass
+                with self._lock:
+                    if fd not in self._watched:  # unwatched since the poll
+                        continue
+                    self._gone.add(fd)
+                    fn = self._fns.pop(fd, None)
+                    try:
+                        self._poll.unregister(fd)
+                    except (OSError, ValueError):
+                        pass
                 if fn is not None:
                     fn()
 
@@ -81,6 +106,7 @@ class _Hangups:
 # Same-host calls by the method whose admission class they count in.
 _METHODS = {"run": "RunGraph", "step": "RunStep", "recv": "RecvTensorUnary",
             "pull": "RecvTensor", "push": "PushTensors", "abort": "CleanupGraph"}
+_OTHER = "samehost"  # what an unknown call counts as
 
 
 def _values_nbytes(answer) -> int:
@@ -101,6 +127,9 @@ class SameHostService:
         self.master_handler = master_handler
         self.worker = worker_handler.worker
         self._admission = worker_handler.admission
+        # Looked up once: a call costs one dict lookup and a compare to admit.
+        self._classes = {op: self._class(method) for op, method in
+                         (*_METHODS.items(), (None, _OTHER))}
         self._recent = worker_handler.recent
         self._hangups = None
         self._key = cluster_key(token)  # the peer-path secret's HMAC key
@@ -131,6 +160,10 @@ class SameHostService:
         self._listener = listener
         self._hangups = _Hangups()
         self._thread.start()
+
+    def _class(self, method: str):
+        count = self._admission.class_of(method)
+        return method, count, count.call_class.threads + count.call_class.waiting
 
     def stop(self):
         with self._lock:
@@ -163,17 +196,22 @@ class SameHostService:
 
     def _serve(self, conn: socket.socket):
         link = Link()
+        on_hangup = None
         try:
             if self._hello(conn):
+                on_hangup = self._hangups.watch(conn)
                 while True:
                     header, payload, fds = recv_frame(conn, self._max_payload)
-                    reply, out = self._dispatch(header, payload, fds, conn, link)
+                    reply, out = self._dispatch(header, payload, fds, conn, link,
+                                                on_hangup)
                     send_frame(conn, reply, out, link)
         except (OSError, ChannelClosed, ValueError, errors.OpError):
             pass  # the peer went away or broke the protocol: drop the connection
         finally:
             with self._lock:
                 self._conns.discard(conn)
+            if on_hangup is not None:
+                self._hangups.unwatch(conn)
             conn.close()
             link.close()
 
@@ -183,37 +221,31 @@ class SameHostService:
         return server_handshake(conn, self._address, self.worker.task_name,
                                 self.worker.incarnation, self._key, _peer(conn))
 
-    def _dispatch(self, header, payload, fds, conn, link):
+    def _dispatch(self, header, payload, fds, conn, link, on_hangup):
+        """One call, admitted in its class (refused at once when the task's
+        class is full, whichever transport): its reply and tensors. Closes the
+        request's fds that it did not hand to a tensor."""
         op = header.get("op")
-        method = _METHODS.get(op, "samehost")
-        count = self._admission.class_of(method)
-        if count.full:  # refused: the task's class is full, whichever transport
+        method, count, bound = self._classes.get(op) or self._classes[None]
+        if count.in_flight >= bound:
             for fd in fds:
                 close_fd(fd)
             return error_header(errors.ResourceExhaustedError(
                 None, None, self._admission.refusal(method, count))), None
         count.enter()
         try:
-            # Closes the request's fds that it did not hand to a tensor.
-            return self._dispatch_admitted(op, header, payload, fds, conn, link)
-        finally:
-            count.leave()
-
-    def _dispatch_admitted(self, op, header, payload, fds, conn, link):
-        try:
             entries = header.get("t", ())
             check_sizes(entries, self._max_tensor, self._max_total)
             if op == "push":  # before the pushed segments are mapped
                 self._admit_push(header, conn)
-            tensors = decode_tensors(header.get("t", ()), payload, fds,
-                                     header.get("seg"), link)
+            tensors = decode_tensors(entries, payload, fds, header.get("seg"), link)
             fds = ()
+            if op == "step" and self.master_handler is not None:
+                return self._step(header, tensors, on_hangup)
+            if op == "run":
+                return self._run(header, tensors, on_hangup)
             if op == "recv":
                 return self._recv(header)
-            if op == "run":
-                return self._run(header, tensors, conn)
-            if op == "step" and self.master_handler is not None:
-                return self._step(header, tensors, conn)
             if op == "abort":
                 self.handler.cleanup_graph(int(header["step"]), errors.make_error(
                     int(header.get("code", 1)), str(header.get("message", ""))))
@@ -232,6 +264,7 @@ class SameHostService:
                 None, None, f"Malformed same-host {str(op)[:100]} request to "
                 f"{self.worker.task_name}: {e}")), None
         finally:
+            count.leave()
             for fd in fds:
                 close_fd(fd)
 
@@ -249,38 +282,27 @@ class SameHostService:
                 out.add(k, v)
         return {"t": out.entries}, out
 
-    def _on_hangup(self, conn):
-        """The codec's cancel-on-hang-up: an epoll watch of the connection."""
-        def register(fn) -> bool:
-            self._hangups.watch(conn, fn)
-            return True
-        return register
-
     def _once(self, method: str, header, fn):
-        """``fn()``, once per request id (a retried request gets the answer of
-        the first): the handlers' ``RecentRequests``, shared with gRPC. This
-        transport's own clients never retry a call that went out, so they send
-        no ``rid`` (keeping answers costs a step time and memory)."""
-        rid = int(header.get("rid", 0))
-        if not rid:
-            return fn()
-        return self._recent.run(("samehost/" + method, rid), fn,
+        """``fn()``, once per request id ``rid`` (a retried request gets the
+        answer of the first): the handlers' ``RecentRequests``, shared with
+        gRPC. This transport's own clients never retry a call that went out,
+        so they send no ``rid`` (keeping answers costs a step time and memory)
+        and their calls do not come here."""
+        return self._recent.run(("samehost/" + method, int(header["rid"])), fn,
                                 size_of=_values_nbytes)
 
-    def _run(self, header, tensors, conn):
+    def _run(self, header, tensors, on_hangup):
         step_id = int(header["step"])
 
         def run():
-            try:
-                return self.handler.run_graph(
-                    str(header["session"]), str(header["graph"]), step_id,
-                    tensors, [str(k) for k in header["fetch"]],
-                    bool(header.get("trace")), int(header.get("timeout_ms", 0)),
-                    on_hangup=self._on_hangup(conn))
-            finally:
-                self._hangups.unwatch(conn)
+            return self.handler.run_graph(
+                str(header["session"]), str(header["graph"]), step_id,
+                tensors, [str(k) for k in header["fetch"]],
+                bool(header.get("trace")), int(header.get("timeout_ms", 0)),
+                on_hangup=on_hangup)
 
-        out_values, stats = self._once("RunGraph", header, run)
+        out_values, stats = self._once("RunGraph", header, run) if header.get(
+            "rid") else run()
         out = Outgoing()
         for k, v in out_values.items():
             out.add(k, v)
@@ -289,25 +311,20 @@ class SameHostService:
             reply["stats"] = [list(s) for s in stats]
         return reply, out
 
-    def _step(self, header, tensors, conn):
+    def _step(self, header, tensors, on_hangup):
         """A session's RunStep (one without trace or partition graphs)."""
-        handle = str(header["session"])
-        fetches = [str(f) for f in header["fetch"]]
         timeout_ms = int(header.get("timeout_ms", 0))
         options = None
         if timeout_ms > 0:
             options = config_pb2.RunOptions(timeout_in_ms=timeout_ms)
-
-        def run():
-            try:
-                return (self.master_handler.run_step(
-                    handle, tensors, fetches,
-                    [str(t) for t in header.get("target", ())], options, None,
-                    on_hangup=self._on_hangup(conn)),)
-            finally:
-                self._hangups.unwatch(conn)
-
-        (values,) = self._once("RunStep", header, run)
+        args = (str(header["session"]), tensors, [str(f) for f in header["fetch"]],
+                [str(t) for t in header.get("target", ())], options, None,
+                on_hangup)
+        if header.get("rid"):
+            (values,) = self._once(
+                "RunStep", header, lambda: (self.master_handler.run_step(*args),))
+        else:
+            values = self.master_handler.run_step(*args)
         out = Outgoing()
         for i, v in enumerate(values):
             out.add(str(i), v)

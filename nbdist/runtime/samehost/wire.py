@@ -301,11 +301,15 @@ def check_sizes(entries, max_tensor_bytes: int, max_total_bytes: int) -> None:
     for e in entries:
         nbytes = int(e.get("n", 0)) if isinstance(e, dict) else 0
         total += nbytes
-        if nbytes > max_tensor_bytes or total > max_total_bytes:
+        if nbytes > max_tensor_bytes:
             raise errors.ResourceExhaustedError(
                 None, None, f"same-host tensor {str(e.get('k'))[:200]} of {nbytes} "
-                f"bytes ({total} in the request) exceeds max_tensor_bytes="
-                f"{max_tensor_bytes} or {max_total_bytes} per request")
+                f"bytes exceeds the server's max_tensor_bytes = {max_tensor_bytes}")
+        if total > max_total_bytes:
+            raise errors.ResourceExhaustedError(
+                None, None, f"same-host request of {total} bytes (at tensor "
+                f"{str(e.get('k'))[:200]}) exceeds the server's max_request_bytes "
+                f"(or max_pushed_bytes_per_client) = {max_total_bytes}")
 
 
 def decode_tensors(entries, payload: np.ndarray, fds: list, seg=None,
