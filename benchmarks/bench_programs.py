@@ -124,6 +124,7 @@ def supervisor_program(tf, server, spec, index: int, logdir: str, warmup: float)
         os.path.join(logdir, f"worker{index}"))
     config = tf.ConfigProto(device_filters=["/job:ps", f"/job:worker/task:{index}"])
     xs, ys = batches(index)
+    wait_for_go(index)
     with sv.managed_session(server.target, config=config) as sess:
         print("session", flush=True)
 
@@ -162,6 +163,7 @@ def sync_program(tf, server, spec, index: int, logdir: str, warmup: float):
     ]
     config = tf.ConfigProto(device_filters=["/job:ps", f"/job:worker/task:{index}"])
     xs, ys = batches(index)
+    wait_for_go(index)
     with tf.train.MonitoredTrainingSession(
             master=server.target, is_chief=is_chief, hooks=hooks,
             chief_only_hooks=chief_hooks, config=config,
@@ -171,6 +173,16 @@ def sync_program(tf, server, spec, index: int, logdir: str, warmup: float):
         answer_window_while_stepping(
             lambda i: sess.run(train_op, {x: xs[i % BATCHES], y: ys[i % BATCHES]}),
             warmup)
+
+
+def wait_for_go(index: int) -> None:
+    """Non-chiefs wait for the parent's word that the chief's session is up, so
+    that they find the model ready at once (TF's SessionManager would
+    otherwise sleep its 30 s ``recovery_wait_secs``); not part of the program,
+    a way to start every process (and its imports) at the same time."""
+    if index:
+        print("built", flush=True)
+        sys.stdin.readline()
 
 
 PROGRAMS = {"supervisor": supervisor_program, "sync": sync_program}
@@ -218,14 +230,15 @@ def run_once(shape, framework, python, hosts, seconds, warmup):
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
         tasks.append(task(0, "ps", 0))
-        tasks[-1].expect("ready", deadline)
-        workers = [task(1, "worker", 0)]
-        if shape != "trainer":
-            # Non-chiefs find the model ready at once (TF's SessionManager would
-            # otherwise sleep its 30 s recovery wait).
-            workers[0].expect("session", deadline)
-        workers += [task(1 + i, "worker", i) for i in range(1, n_workers)]
+        workers = [task(1 + i, "worker", i) for i in range(n_workers)]
         tasks += workers
+        tasks[0].expect("ready", deadline)
+        if shape != "trainer":  # see wait_for_go
+            workers[0].expect("session", deadline)
+            for w in workers[1:]:
+                w.expect("built", deadline)
+                w.proc.stdin.write("go\n")
+                w.proc.stdin.flush()
         reports, _ = time_window(workers, {t.name: t.pid for t in tasks}, seconds,
                                  deadline)
         steps = sum(int(r[0]) for r in reports)
@@ -282,9 +295,12 @@ def main(argv=None) -> int:
         for shape in shapes:
             for _ in range(args.repeats):
                 for fw, python in frameworks.items():
-                    print(f"  {shape} {fw} ...", file=sys.stderr, flush=True)
+                    t_run = time.monotonic()
                     rate = run_once(shape, fw, python, hosts, args.seconds,
                                     args.warmup)
+                    print(f"  {shape} {fw}: {rate:.0f} steps/s "
+                          f"(run took {time.monotonic() - t_run:.0f} s)",
+                          file=sys.stderr, flush=True)
                     rates.setdefault((fw, shape), []).append(rate)
 
     def rate(fw, shape):
