@@ -41,8 +41,10 @@ worker steps). The frameworks alternate, ``--repeats`` rounds, medians shown.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -136,7 +138,7 @@ def supervisor_program(tf, server, spec, index: int, logdir: str, warmup: float)
             else:
                 writer.add_summary(summary, gstep)
 
-        answer_window_while_stepping(step, warmup)
+        answer_window_while_stepping(profiled(step, index), warmup)
 
 
 def sync_program(tf, server, spec, index: int, logdir: str, warmup: float):
@@ -170,9 +172,9 @@ def sync_program(tf, server, spec, index: int, logdir: str, warmup: float):
             save_checkpoint_secs=None, save_summaries_steps=None,
             log_step_count_steps=None) as sess:
         print("session", flush=True)
-        answer_window_while_stepping(
+        answer_window_while_stepping(profiled(
             lambda i: sess.run(train_op, {x: xs[i % BATCHES], y: ys[i % BATCHES]}),
-            warmup)
+            index), warmup)
 
 
 def wait_for_go(index: int) -> None:
@@ -183,6 +185,33 @@ def wait_for_go(index: int) -> None:
     if index:
         print("built", flush=True)
         sys.stdin.readline()
+
+
+def profiled(run_step, index: int):
+    """``run_step``, with steps 50-249 under cProfile when ``BENCH_PROFILE`` names
+    a directory (``--profile``): their cumulative-time table goes to
+    ``worker<index>.txt`` there."""
+    out = os.environ.get("BENCH_PROFILE")
+    if not out:
+        return run_step
+    import cProfile
+    import io
+    import pstats
+
+    profile = cProfile.Profile()
+
+    def step(i):
+        if i == 50:
+            profile.enable()
+        run_step(i)
+        if i == 249:
+            profile.disable()
+            text = io.StringIO()
+            stats = pstats.Stats(profile, stream=text)
+            stats.sort_stats("cumulative").print_stats(45)
+            Path(out, f"worker{index}.txt").write_text(text.getvalue())
+
+    return step
 
 
 PROGRAMS = {"supervisor": supervisor_program, "sync": sync_program}
@@ -250,8 +279,6 @@ def run_once(shape, framework, python, hosts, seconds, warmup):
     finally:
         for t in reversed(tasks):
             t.stop()
-        import shutil
-
         shutil.rmtree(logdir, ignore_errors=True)
 
 
@@ -267,7 +294,13 @@ def main(argv=None) -> int:
     p.add_argument("--tf_python", default=sys.executable,
                    help="the Python that imports tensorflow")
     p.add_argument("--no_tf", action="store_true", help="nbdist only")
+    p.add_argument("--profile", metavar="DIR", help="supervisor/sync: write each "
+                   "worker's cProfile table of steps 50-249 to DIR/worker<i>.txt "
+                   "(use a --seconds long enough for 250 steps)")
     args = p.parse_args(argv)
+    if args.profile:
+        os.makedirs(args.profile, exist_ok=True)
+        os.environ["BENCH_PROFILE"] = os.path.abspath(args.profile)  # children
     if args.quick:
         args.seconds, args.warmup, args.repeats = 1.5, 0.5, 1
     shapes = [s for s in args.shapes.split(",") if s]
@@ -276,8 +309,6 @@ def main(argv=None) -> int:
     frameworks = {"nbdist": sys.executable}
     if not args.no_tf:
         frameworks["tf"] = args.tf_python
-
-    import contextlib
 
     with contextlib.ExitStack() as stack:
         if args.hosts == "netns":
