@@ -218,6 +218,18 @@ PROGRAMS = {"supervisor": supervisor_program, "sync": sync_program}
 
 
 def child(shape, framework, cluster, job, index, logdir, warmup):
+    if framework == "nbdist" and os.environ.get("BENCH_BIND"):
+        # nbdist's Server listens on 127.0.0.1 unless its ServerDef says
+        # otherwise (TF's on every interface), and TF1's Server(spec, job, index)
+        # has no way to say it: other hosts need the task's own address.
+        from nbdist.runtime.grpc import server as grpc_server
+
+        grpc_server.DEFAULT_BIND = os.environ["BENCH_BIND"]
+    if shape == "trainer":  # bench_training's program, unchanged
+        import bench_training
+
+        bench_training.trainer(framework, cluster, job, index, warmup)
+        return
     tf = import_tf(framework)
     spec = tf.train.ClusterSpec(cluster)
     server = tf.train.Server(spec, job_name=job, task_index=index)
@@ -246,14 +258,12 @@ def run_once(shape, framework, python, hosts, seconds, warmup):
     logdir = tempfile.mkdtemp(prefix=f"bench_{shape}_{framework}_")
 
     def task(k, job, index):
-        if shape == "trainer":  # bench_training's program, unchanged
-            cmd = [str(HERE / "bench_training.py"), "--child", framework,
-                   json.dumps(cluster), job, str(index), str(warmup)]
-        else:
-            cmd = [__file__, "--child", shape, framework, json.dumps(cluster), job,
-                   str(index), logdir, str(warmup)]
-        return Task(f"{job}{index}", [*place[k][1], python, *cmd], child_env(),
-                    cwd=ROOT)
+        cmd = [__file__, "--child", shape, framework, json.dumps(cluster), job,
+               str(index), logdir, str(warmup)]
+        env = child_env()
+        if place[k][1]:  # a netns host: listen on its address (see child)
+            env["BENCH_BIND"] = place[k][0]
+        return Task(f"{job}{index}", [*place[k][1], python, *cmd], env, cwd=ROOT)
 
     tasks: list[Task] = []
     try:
