@@ -28,14 +28,21 @@ to ``tensorflow.compat.v1``: the "replace ``tf.`` by ``nd.``" promise.
 Hosts: ``--hosts local`` (default) runs every task on 127.0.0.1;
 ``--hosts netns`` (Linux, root) runs them on three network-namespace hosts
 joined by a bridge (``tests/netns.py``; task k on host k mod 3), all of
-which is removed at exit.
+which is removed at exit. There nbdist's tasks are told to listen on their
+host's address (``BENCH_BIND``): nbdist's ``Server`` listens on 127.0.0.1
+unless its ``ServerDef.bind_address`` says otherwise, where TF's listens on
+every interface, and TF1's ``Server(cluster, job_name, task_index)`` has no
+argument for it.
 
 Measurement as ``bench_training.py`` (``_cluster_tasks``): after every worker
 warmed up, a window of ``--seconds`` is timed and each worker counts the
 steps it finished inside it; their sum is the global steps (divided by the
 replicas to aggregate for ``sync``, whose global step moves once per three
 worker steps). The frameworks alternate, ``--repeats`` rounds, medians shown.
-``--quick`` is one short round (well under a minute without TF).
+``--quick`` is one short round: about 10-15 s per shape without TF; each TF
+run adds TF's import (8 s per process on an idle 2-core machine, 30-40 s for
+four processes at once on a loaded one). ``--profile DIR`` writes each
+worker's cProfile table (supervisor and sync shapes).
 """
 
 from __future__ import annotations
