@@ -42,7 +42,7 @@ worker steps). The frameworks alternate, ``--repeats`` rounds, medians shown.
 ``--quick`` is one short round: about 10-15 s per shape without TF; each TF
 run adds TF's import (8 s per process on an idle 2-core machine, 30-40 s for
 four processes at once on a loaded one). ``--profile DIR`` writes each
-worker's cProfile table (supervisor and sync shapes).
+worker's cProfile table of 200 steps.
 """
 
 from __future__ import annotations
@@ -235,6 +235,9 @@ def child(shape, framework, cluster, job, index, logdir, warmup):
     if shape == "trainer":  # bench_training's program, unchanged
         import bench_training
 
+        stepper = bench_training.step_in_window  # profiled like the others
+        bench_training.step_in_window = (
+            lambda run_step, warmup_s: stepper(profiled(run_step, index), warmup_s))
         bench_training.trainer(framework, cluster, job, index, warmup)
         return
     tf = import_tf(framework)
@@ -311,7 +314,7 @@ def main(argv=None) -> int:
     p.add_argument("--tf_python", default=sys.executable,
                    help="the Python that imports tensorflow")
     p.add_argument("--no_tf", action="store_true", help="nbdist only")
-    p.add_argument("--profile", metavar="DIR", help="supervisor/sync: write each "
+    p.add_argument("--profile", metavar="DIR", help="write each "
                    "worker's cProfile table of steps 50-249 to DIR/worker<i>.txt "
                    "(use a --seconds long enough for 250 steps)")
     args = p.parse_args(argv)
