@@ -197,7 +197,7 @@ def wait_for_go(index: int) -> None:
 def profiled(run_step, index: int):
     """``run_step``, with steps 50-249 under cProfile when ``BENCH_PROFILE`` names
     a directory (``--profile``): their cumulative-time table goes to
-    ``worker<index>.txt`` there."""
+    ``<shape>/worker<index>.txt`` there."""
     out = os.environ.get("BENCH_PROFILE")
     if not out:
         return run_step
@@ -271,6 +271,9 @@ def run_once(shape, framework, python, hosts, seconds, warmup):
         cmd = [__file__, "--child", shape, framework, json.dumps(cluster), job,
                str(index), logdir, str(warmup)]
         env = child_env()
+        if "BENCH_PROFILE" in env:  # one directory per shape
+            env["BENCH_PROFILE"] = os.path.join(env["BENCH_PROFILE"], shape)
+            os.makedirs(env["BENCH_PROFILE"], exist_ok=True)
         if place[k][1]:  # a netns host: listen on its address (see child)
             env["BENCH_BIND"] = place[k][0]
         return Task(f"{job}{index}", [*place[k][1], python, *cmd], env, cwd=ROOT)
@@ -315,7 +318,7 @@ def main(argv=None) -> int:
                    help="the Python that imports tensorflow")
     p.add_argument("--no_tf", action="store_true", help="nbdist only")
     p.add_argument("--profile", metavar="DIR", help="write each "
-                   "worker's cProfile table of steps 50-249 to DIR/worker<i>.txt "
+                   "worker's cProfile table of steps 50-249 to DIR/<shape>/worker<i>.txt "
                    "(use a --seconds long enough for 250 steps)")
     args = p.parse_args(argv)
     if args.profile:
