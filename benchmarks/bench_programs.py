@@ -293,6 +293,9 @@ def run_once(shape, framework, python, hosts, seconds, warmup):
                 w.proc.stdin.flush()
         reports, _ = time_window(workers, {t.name: t.pid for t in tasks}, seconds,
                                  deadline)
+        for w, r in zip(workers, reports):
+            if shape == "trainer" and not float(r[3]) < float(r[2]):  # "n loss l0 l1"
+                raise RuntimeError(f"{w.name}: loss went {r[2]} -> {r[3]}")
         steps = sum(int(r[0]) for r in reports)
         if shape == "sync":
             steps /= N_WORKERS
