@@ -137,3 +137,33 @@ def time_window(workers: list[Task], pids: dict[str, int], seconds: float,
         w.proc.stdin.flush()
     reports = [w.expect("steps", time.monotonic() + 60) for w in workers]
     return reports, {k: cpu1[k] - cpu0[k] for k in pids}
+
+
+def answer_window_while_stepping(run_step, warmup: float,
+                                 min_warm_steps: int = 10) -> None:
+    """As ``step_in_window``, but the window is answered (``steps <n>``) by the
+    thread reading it while ``run_step(step)`` keeps being called, until the
+    parent stops the process. For programs whose workers wait on each other
+    (synchronous replicas): a worker that stopped stepping could leave the
+    others blocked in a step, never to report."""
+    stamps: list[float] = []
+
+    def answer():
+        line = sys.stdin.readline()  # "t0 t1" from the parent, or EOF
+        if not line.split():
+            return
+        t0, t1 = (float(t) for t in line.split())
+        done = list(stamps)
+        print(f"steps {bisect.bisect(done, t1) - bisect.bisect(done, t0)}", flush=True)
+
+    threading.Thread(target=answer, daemon=True).start()
+    step = 0
+    t_warm: float | None = time.monotonic() + warmup
+    while True:
+        run_step(step)
+        step += 1
+        now = time.monotonic()
+        stamps.append(now)
+        if t_warm is not None and now >= t_warm and step >= min_warm_steps:
+            print(f"warm {now}", flush=True)
+            t_warm = None

@@ -1,0 +1,393 @@
+"""Three TF1 program shapes side by side with TensorFlow. Run on demand:
+
+    python benchmarks/bench_programs.py --tf_python /work/tfvenv/bin/python
+    python benchmarks/bench_programs.py --quick --no_tf --shapes supervisor
+    python benchmarks/bench_programs.py --hosts netns ...   # root: 3 netns hosts
+
+Prints ONE table: global steps/s of nbdist and of TensorFlow
+(``tensorflow.compat.v1``, eager off, run by ``--tf_python``) and their
+ratio, for each program shape:
+
+- ``trainer``: the classic between-graph ``trainer.py`` of
+  ``bench_training.py`` (feed_dict, ``replica_device_setter``; 1 ps + 2
+  workers), reused as it is;
+- ``supervisor``: a ``tf.train.Supervisor`` program (1 ps + 3 workers) that
+  fetches a merged summary (``tf.summary.merge_all()``: three scalars and a
+  histogram), the global step and the train op every step and writes the
+  summary every step (the chief with ``sv.summary_computed``, the others with
+  their own ``FileWriter.add_summary``);
+- ``sync``: a ``MonitoredTrainingSession`` program (1 ps + 3 workers) with a
+  ``SyncReplicasOptimizer`` (3 replicas to aggregate) and the hooks
+  ``StopAtStepHook``, ``CheckpointSaverHook`` (every 500 steps) and
+  ``SummarySaverHook`` (every 100 steps) on the chief.
+
+Each program is written once (``supervisor_program``, ``sync_program``; the
+trainer in ``bench_training.py``) and run with ``tf`` bound to ``nbdist`` or
+to ``tensorflow.compat.v1``: the "replace ``tf.`` by ``nd.``" promise.
+
+Hosts: ``--hosts local`` (default) runs every task on 127.0.0.1;
+``--hosts netns`` (Linux, root) runs them on three network-namespace hosts
+joined by a bridge (``tests/netns.py``; task k on host k mod 3), all of
+which is removed at exit. There nbdist's tasks are told to listen on their
+host's address (``BENCH_BIND``): nbdist's ``Server`` listens on 127.0.0.1
+unless its ``ServerDef.bind_address`` says otherwise, where TF's listens on
+every interface, and TF1's ``Server(cluster, job_name, task_index)`` has no
+argument for it.
+
+Measurement as ``bench_training.py`` (``_cluster_tasks``): after every worker
+warmed up, a window of ``--seconds`` is timed and each worker counts the
+steps it finished inside it; their sum is the global steps (divided by the
+replicas to aggregate for ``sync``, whose global step moves once per three
+worker steps). The frameworks alternate, ``--repeats`` rounds, medians shown.
+``--quick`` is one short round: about 10-15 s per shape without TF; each TF
+run adds TF's import (8 s per process on an idle 2-core machine, 30-40 s for
+four processes at once on a loaded one). ``--profile DIR`` writes each
+worker's cProfile table of 200 steps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from _children import free_port
+from _cluster_tasks import Task, answer_window_while_stepping, time_window
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+BATCH = 128
+BATCHES = 16
+START_TIMEOUT_S = 150.0
+N_WORKERS = 3
+SHAPES = {
+    "trainer": ("trainer.py (feed_dict, replica_device_setter)", 2),
+    "supervisor": ("Supervisor + merged summary every step", N_WORKERS),
+    "sync": ("MonitoredTrainingSession + SyncReplicas + hooks", N_WORKERS),
+}
+FRAMEWORKS = ("nbdist", "tf")
+
+
+# -- the programs (run in each child process, written once for both frameworks) ---------
+def import_tf(framework: str):
+    if framework == "tf":
+        import tensorflow.compat.v1 as tf
+
+        tf.disable_eager_execution()
+        return tf
+    import nbdist as nd
+
+    return nd
+
+
+def model(tf, x, y):
+    """The MLP of bench_training (784-256-10), its loss and summaries."""
+    w1 = tf.Variable(tf.truncated_normal([784, 256], stddev=0.05), name="w1")
+    b1 = tf.Variable(tf.zeros([256]), name="b1")
+    w2 = tf.Variable(tf.truncated_normal([256, 10], stddev=0.05), name="w2")
+    b2 = tf.Variable(tf.zeros([10]), name="b2")
+    hidden = tf.nn.relu(tf.matmul(x, w1) + b1)
+    logits = tf.matmul(hidden, w2) + b2
+    loss = tf.reduce_mean(
+        tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
+    )
+    accuracy = tf.reduce_mean(tf.cast(tf.equal(tf.argmax(logits, 1), y), tf.float32))
+    tf.summary.scalar("loss", loss)
+    tf.summary.scalar("accuracy", accuracy)
+    tf.summary.scalar("hidden_mean", tf.reduce_mean(hidden))
+    tf.summary.histogram("w2", w2)
+    return loss
+
+
+def batches(index: int):
+    rng = np.random.default_rng(index)
+    xs = rng.standard_normal((BATCHES, BATCH, 784)).astype(np.float32)
+    ys = rng.integers(0, 10, (BATCHES, BATCH)).astype(np.int64)
+    return xs, ys
+
+
+def supervisor_program(tf, server, spec, index: int, logdir: str, warmup: float):
+    """Between-graph training under a Supervisor, summaries written every step."""
+    is_chief = index == 0
+    setter = tf.train.replica_device_setter(
+        cluster=spec, worker_device=f"/job:worker/task:{index}")
+    with tf.device(setter):
+        global_step = tf.train.get_or_create_global_step()
+        x = tf.placeholder(tf.float32, [None, 784])
+        y = tf.placeholder(tf.int64, [None])
+        loss = model(tf, x, y)
+        train_op = tf.train.GradientDescentOptimizer(0.01).minimize(
+            loss, global_step=global_step)
+        summary_op = tf.summary.merge_all()
+    sv = tf.train.Supervisor(is_chief=is_chief, logdir=logdir, summary_op=None,
+                             global_step=global_step)
+    writer = None if is_chief else tf.summary.FileWriter(
+        os.path.join(logdir, f"worker{index}"))
+    config = tf.ConfigProto(device_filters=["/job:ps", f"/job:worker/task:{index}"])
+    xs, ys = batches(index)
+    wait_for_go(index)
+    with sv.managed_session(server.target, config=config) as sess:
+        print("session", flush=True)
+
+        def step(i):
+            summary, gstep, _ = sess.run([summary_op, global_step, train_op],
+                                         {x: xs[i % BATCHES], y: ys[i % BATCHES]})
+            if is_chief:
+                sv.summary_computed(sess, summary, gstep)
+            else:
+                writer.add_summary(summary, gstep)
+
+        answer_window_while_stepping(profiled(step, index), warmup)
+
+
+def sync_program(tf, server, spec, index: int, logdir: str, warmup: float):
+    """Synchronous replicas in a MonitoredTrainingSession with the usual hooks."""
+    is_chief = index == 0
+    setter = tf.train.replica_device_setter(
+        cluster=spec, worker_device=f"/job:worker/task:{index}")
+    with tf.device(setter):
+        global_step = tf.train.get_or_create_global_step()
+        x = tf.placeholder(tf.float32, [None, 784])
+        y = tf.placeholder(tf.int64, [None])
+        loss = model(tf, x, y)
+        opt = tf.train.SyncReplicasOptimizer(
+            tf.train.GradientDescentOptimizer(0.01),
+            replicas_to_aggregate=N_WORKERS, total_num_replicas=N_WORKERS)
+        train_op = opt.minimize(loss, global_step=global_step)
+        summary_op = tf.summary.merge_all()
+    hooks = [opt.make_session_run_hook(is_chief),
+             tf.train.StopAtStepHook(last_step=10**9)]
+    chief_hooks = [
+        tf.train.CheckpointSaverHook(logdir, save_steps=500),
+        tf.train.SummarySaverHook(save_steps=100, output_dir=logdir,
+                                  summary_op=summary_op),
+    ]
+    config = tf.ConfigProto(device_filters=["/job:ps", f"/job:worker/task:{index}"])
+    xs, ys = batches(index)
+    wait_for_go(index)
+    with tf.train.MonitoredTrainingSession(
+            master=server.target, is_chief=is_chief, hooks=hooks,
+            chief_only_hooks=chief_hooks, config=config,
+            save_checkpoint_secs=None, save_summaries_steps=None,
+            log_step_count_steps=None) as sess:
+        print("session", flush=True)
+        answer_window_while_stepping(profiled(
+            lambda i: sess.run(train_op, {x: xs[i % BATCHES], y: ys[i % BATCHES]}),
+            index), warmup)
+
+
+def wait_for_go(index: int) -> None:
+    """Non-chiefs wait for the parent's word that the chief's session is up, so
+    that they find the model ready at once (TF's SessionManager would
+    otherwise sleep its 30 s ``recovery_wait_secs``); not part of the program,
+    a way to start every process (and its imports) at the same time."""
+    if index:
+        print("built", flush=True)
+        sys.stdin.readline()
+
+
+def profiled(run_step, index: int):
+    """``run_step``, with steps 50-249 under cProfile when ``BENCH_PROFILE`` names
+    a directory (``--profile``): their cumulative-time table goes to
+    ``<shape>/worker<index>.txt`` there."""
+    out = os.environ.get("BENCH_PROFILE")
+    if not out:
+        return run_step
+    import cProfile
+    import io
+    import pstats
+
+    profile = cProfile.Profile()
+
+    def step(i):
+        if i == 50:
+            profile.enable()
+        run_step(i)
+        if i == 249:
+            profile.disable()
+            text = io.StringIO()
+            stats = pstats.Stats(profile, stream=text)
+            stats.sort_stats("cumulative").print_stats(45)
+            Path(out, f"worker{index}.txt").write_text(text.getvalue())
+
+    return step
+
+
+PROGRAMS = {"supervisor": supervisor_program, "sync": sync_program}
+
+
+def child(shape, framework, cluster, job, index, logdir, warmup):
+    if framework == "nbdist" and os.environ.get("BENCH_BIND"):
+        # nbdist's Server listens on 127.0.0.1 unless its ServerDef says
+        # otherwise (TF's on every interface), and TF1's Server(spec, job, index)
+        # has no way to say it: other hosts need the task's own address.
+        from nbdist.runtime.grpc import server as grpc_server
+
+        grpc_server.DEFAULT_BIND = os.environ["BENCH_BIND"]
+    if shape == "trainer":  # bench_training's program, unchanged
+        import bench_training
+
+        stepper = bench_training.step_in_window  # profiled like the others
+        bench_training.step_in_window = (
+            lambda run_step, warmup_s: stepper(profiled(run_step, index), warmup_s))
+        bench_training.trainer(framework, cluster, job, index, warmup)
+        return
+    tf = import_tf(framework)
+    spec = tf.train.ClusterSpec(cluster)
+    server = tf.train.Server(spec, job_name=job, task_index=index)
+    if job == "ps":
+        print("ready", flush=True)
+        server.join()
+        return
+    PROGRAMS[shape](tf, server, spec, index, logdir, warmup)
+
+
+# -- the parent ----------------------------------------------------------------------------
+def child_env() -> dict:
+    env = dict(os.environ, PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="2")
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[var] = "1"  # BLAS one thread per process, as bench_training
+    return env
+
+
+def run_once(shape, framework, python, hosts, seconds, warmup):
+    """Global steps/s of one run; ``hosts`` is a list of (address, command
+    prefix) and task k (the ps first, then the workers) runs on host k mod n."""
+    n_workers = SHAPES[shape][1]
+    place = [hosts[k % len(hosts)] for k in range(1 + n_workers)]
+    cluster = {"ps": [f"{place[0][0]}:{free_port()}"],
+               "worker": [f"{a}:{free_port()}" for a, _ in place[1:]]}
+    logdir = tempfile.mkdtemp(prefix=f"bench_{shape}_{framework}_")
+
+    def task(k, job, index):
+        cmd = [__file__, "--child", shape, framework, json.dumps(cluster), job,
+               str(index), logdir, str(warmup)]
+        env = child_env()
+        if "BENCH_PROFILE" in env:  # one directory per shape
+            env["BENCH_PROFILE"] = os.path.join(env["BENCH_PROFILE"], shape)
+            os.makedirs(env["BENCH_PROFILE"], exist_ok=True)
+        if place[k][1]:  # a netns host: listen on its address (see child)
+            env["BENCH_BIND"] = place[k][0]
+        return Task(f"{job}{index}", [*place[k][1], python, *cmd], env, cwd=ROOT)
+
+    tasks: list[Task] = []
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        tasks.append(task(0, "ps", 0))
+        workers = [task(1 + i, "worker", i) for i in range(n_workers)]
+        tasks += workers
+        tasks[0].expect("ready", deadline)
+        if shape != "trainer":  # see wait_for_go
+            workers[0].expect("session", deadline)
+            for w in workers[1:]:
+                w.expect("built", deadline)
+                w.proc.stdin.write("go\n")
+                w.proc.stdin.flush()
+        reports, _ = time_window(workers, {t.name: t.pid for t in tasks}, seconds,
+                                 deadline)
+        for w, r in zip(workers, reports):
+            if shape == "trainer" and not float(r[3]) < float(r[2]):  # "n loss l0 l1"
+                raise RuntimeError(f"{w.name}: loss went {r[2]} -> {r[3]}")
+        steps = sum(int(r[0]) for r in reports)
+        if shape == "sync":
+            steps /= N_WORKERS
+        if not steps:
+            raise RuntimeError(f"{framework} {shape}: no step inside the window")
+        return steps / seconds
+    finally:
+        for t in reversed(tasks):
+            t.stop()
+        shutil.rmtree(logdir, ignore_errors=True)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--seconds", type=float, default=5.0, help="timed window per run")
+    p.add_argument("--warmup", type=float, default=2.0, help="seconds before it")
+    p.add_argument("--repeats", type=int, default=3, help="runs per framework/shape")
+    p.add_argument("--quick", action="store_true", help="one short round")
+    p.add_argument("--shapes", default=",".join(SHAPES), help="subset of "
+                   + ",".join(SHAPES))
+    p.add_argument("--hosts", default="local", choices=("local", "netns"))
+    p.add_argument("--tf_python", default=sys.executable,
+                   help="the Python that imports tensorflow")
+    p.add_argument("--no_tf", action="store_true", help="nbdist only")
+    p.add_argument("--profile", metavar="DIR", help="write each "
+                   "worker's cProfile table of steps 50-249 to DIR/<shape>/worker<i>.txt "
+                   "(use a --seconds long enough for 250 steps)")
+    args = p.parse_args(argv)
+    if args.profile:
+        os.makedirs(args.profile, exist_ok=True)
+        os.environ["BENCH_PROFILE"] = os.path.abspath(args.profile)  # children
+    if args.quick:
+        args.seconds, args.warmup, args.repeats = 1.5, 0.5, 1
+    shapes = [s for s in args.shapes.split(",") if s]
+    if bad := [s for s in shapes if s not in SHAPES]:
+        p.error(f"unknown shapes {bad}: expected some of {list(SHAPES)}")
+    frameworks = {"nbdist": sys.executable}
+    if not args.no_tf:
+        frameworks["tf"] = args.tf_python
+
+    with contextlib.ExitStack() as stack:
+        if args.hosts == "netns":
+            sys.path.insert(0, str(ROOT / "tests"))
+            import netns
+
+            if reason := netns.unavailable():
+                p.error(reason)
+            made = stack.enter_context(netns.Hosts(3))
+            hosts = [(h.address, ["ip", "netns", "exec", h.name]) for h in made]
+        else:
+            hosts = [("127.0.0.1", [])]
+        load0 = os.getloadavg()[0]
+        rates: dict = {}
+        for shape in shapes:
+            for _ in range(args.repeats):
+                for fw, python in frameworks.items():
+                    t_run = time.monotonic()
+                    rate = run_once(shape, fw, python, hosts, args.seconds,
+                                    args.warmup)
+                    print(f"  {shape} {fw}: {rate:.0f} steps/s "
+                          f"(run took {time.monotonic() - t_run:.0f} s)",
+                          file=sys.stderr, flush=True)
+                    rates.setdefault((fw, shape), []).append(rate)
+
+    def rate(fw, shape):
+        runs = rates.get((fw, shape))
+        return statistics.median(runs) if runs else None
+
+    where = "3 netns hosts" if args.hosts == "netns" else "one host"
+    rows = []
+    for shape in shapes:
+        nb, tf = rate("nbdist", shape), rate("tf", shape)
+        rows.append((f"{SHAPES[shape][0]} [{where}]",
+                     f"{nb:.0f}",
+                     "-" if tf is None else f"{tf:.0f}",
+                     "-" if tf is None else f"{nb / tf:.2f}x"))
+    head = ("program", "nbdist steps/s", "TF steps/s", "nbdist / TF")
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    print(" | ".join(c.ljust(w) for c, w in zip(head, widths)))
+    print("-+-".join("-" * w for w in widths))
+    for r in rows:
+        print(" | ".join(c.ljust(w) for c, w in zip(r, widths)))
+    print(f"(median of {args.repeats} alternating runs, {args.seconds:g} s windows; "
+          f"load average {load0:.1f} at the start, {os.getloadavg()[0]:.1f} at the "
+          f"end, {os.cpu_count()} CPUs: figures from a busy machine are noisy)")
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        shape_, fw_, cluster_, job_, index_, logdir_, warmup_ = sys.argv[2:9]
+        child(shape_, fw_, json.loads(cluster_), job_, int(index_), logdir_,
+              float(warmup_))
+    else:
+        sys.exit(main())
