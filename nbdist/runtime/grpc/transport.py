@@ -59,6 +59,14 @@ class GrpcPeers:
             client.close()
 
 
+class AddressPeers(GrpcPeers):
+    """Worker clients named by their addresses: the tasks of a session's
+    propagated cluster (``ConfigProto.cluster_def``)."""
+
+    def address(self, task: str) -> str:
+        return task
+
+
 class GrpcTensorTransport:
     """``interfaces.TensorTransport`` over the peers' WorkerService."""
 
@@ -96,4 +104,4 @@ class GrpcTensorTransport:
         self._peers.close()
 
 
-__all__ = ["GrpcPeers", "GrpcTensorTransport"]
+__all__ = ["AddressPeers", "GrpcPeers", "GrpcTensorTransport"]

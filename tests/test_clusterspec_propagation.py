@@ -1,0 +1,148 @@
+"""ClusterSpec propagation: ``ConfigProto(cluster_def=...)`` gives one session a
+cluster of its own, naming servers that know nothing of it (TF's
+server_lib_test ``testRestartedMaster`` and session_clusterspec_prop_test)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import nbdist as nd
+from nbdist.proto import cluster_pb2
+
+
+@pytest.fixture(scope="module")
+def servers():
+    """Three single-task servers, each ``/job:localhost/task:0`` of its own."""
+    made = [nd.Server.create_local_server() for _ in range(3)]
+    yield made
+    for s in made:
+        s.stop()
+
+
+def _address(server) -> str:
+    return server.target[len("grpc://"):]
+
+
+def _cluster_def(master, worker) -> cluster_pb2.ClusterDef:
+    cluster = cluster_pb2.ClusterDef()
+    job = cluster.job.add()
+    job.name = "master"
+    job.tasks[0] = _address(master)
+    job = cluster.job.add()
+    job.name = "worker"
+    job.tasks[0] = _address(worker)
+    return cluster
+
+
+def _config(master, worker, **kw) -> nd.ConfigProto:
+    return nd.ConfigProto(cluster_def=_cluster_def(master, worker), **kw)
+
+
+def test_list_devices_names_the_propagated_cluster(servers):
+    master, worker, _ = servers
+    with nd.Graph().as_default(), \
+            nd.Session(master.target, config=_config(master, worker)) as sess:
+        names = {d.name for d in sess.list_devices()}
+    assert names == {"/job:master/replica:0/task:0/device:CPU:0",
+                     "/job:worker/replica:0/task:0/device:CPU:0"}
+
+
+def test_ops_on_the_worker_job_run_on_the_other_server(servers):
+    master, worker, _ = servers
+    with nd.Graph().as_default():
+        with nd.device("/job:worker/task:0"):
+            v = nd.Variable(np.array([1.0, 2.0], np.float32), name="prop_v")
+            doubled = v * 2.0
+        with nd.Session(master.target, config=_config(master, worker)) as sess:
+            sess.run(v.initializer)
+            np.testing.assert_allclose(sess.run(doubled), [2.0, 4.0])
+    # The variable lives on the worker's server (shared resources, as TF's
+    # sessions without isolate_session_state), not on the master's.
+    with nd.Graph().as_default():
+        plain = nd.Variable(np.zeros(2, np.float32), name="prop_v")
+        with nd.Session(worker.target) as sess:
+            np.testing.assert_allclose(sess.run(plain), [1.0, 2.0])
+        with nd.Session(master.target) as sess:
+            with pytest.raises(nd.errors.FailedPreconditionError):
+                sess.run(plain)
+
+
+def test_tensors_cross_between_the_propagated_tasks(servers):
+    master, worker, _ = servers
+    x_value = np.array([[1.0, -2.0], [3.0, 0.5]], np.float32)
+    with nd.Graph().as_default():
+        x = nd.placeholder(nd.float32, [2, 2])
+        with nd.device("/job:worker/task:0"):
+            y = nd.matmul(x, x) + 1.0
+        with nd.device("/job:master/task:0"):
+            z = nd.reduce_sum(y * 3.0)
+        with nd.Session(master.target, config=_config(master, worker)) as sess:
+            y_out, z_out = sess.run([y, z], {x: x_value})
+    expected = x_value @ x_value + 1.0
+    np.testing.assert_allclose(y_out, expected, rtol=1e-6)
+    np.testing.assert_allclose(z_out, (expected * 3.0).sum(), rtol=1e-6)
+
+
+def test_unplaced_ops_run_on_the_masters_task(servers):
+    master, worker, _ = servers
+    with nd.Graph().as_default():
+        c = nd.constant(3.0) * 2.0
+        with nd.Session(master.target, config=_config(master, worker)) as sess:
+            meta = nd.RunMetadata()
+            assert sess.run(c, options=nd.RunOptions(output_partition_graphs=True),
+                            run_metadata=meta) == 6.0
+    devices = {n.device for g in meta.partition_graphs for n in g.node}
+    assert devices == {"/job:master/replica:0/task:0/device:CPU:0"}
+
+
+def test_restarted_master_supersedes_the_old_masters_sessions(servers):
+    master_old, worker, master_new = servers
+    with nd.Graph().as_default():
+        with nd.device("/job:worker/replica:0/task:0/device:CPU:0"):
+            a = nd.constant([1.0])
+            b = a + a
+        sess_old = nd.Session(master_old.target, config=_config(master_old, worker))
+        assert len(sess_old.list_devices()) == 2
+        np.testing.assert_allclose(sess_old.run(b), [2.0])
+        # Another server under the same task name (/job:master/task:0): to the
+        # worker, that master restarted.
+        sess_new = nd.Session(master_new.target, config=_config(master_new, worker))
+        np.testing.assert_allclose(sess_new.run(b), [2.0])
+        with pytest.raises(nd.errors.AbortedError, match="Session handle is not found"):
+            sess_old.run(b)
+        np.testing.assert_allclose(sess_new.run(b), [2.0])
+        sess_old.close()
+        sess_new.close()
+
+
+def test_isolated_propagated_session_keeps_its_variables(servers):
+    master, worker, _ = servers
+    config = _config(master, worker, isolate_session_state=True)
+    with nd.Graph().as_default():
+        with nd.device("/job:worker/task:0"):
+            v = nd.Variable(5.0, name="prop_isolated")
+        with nd.Session(master.target, config=config) as sess:
+            sess.run(v.initializer)
+            assert sess.run(v) == 5.0
+        with nd.Session(master.target, config=config) as other:
+            with pytest.raises(nd.errors.FailedPreconditionError):
+                other.run(v)
+
+
+def test_cluster_def_must_name_the_sessions_server(servers):
+    master, worker, third = servers
+    with nd.Graph().as_default():
+        nd.constant(1.0)
+        with pytest.raises(nd.errors.InvalidArgumentError, match="does not name"):
+            nd.Session(third.target, config=_config(master, worker)).run(
+                nd.constant(2.0))
+
+
+def test_in_process_session_rejects_cluster_def(servers):
+    master, worker, _ = servers
+    with nd.Graph().as_default():
+        c = nd.constant(1.0)
+        with pytest.raises(nd.errors.UnimplementedError, match="cluster_def"):
+            with nd.Session(config=_config(master, worker)) as sess:
+                sess.run(c)
