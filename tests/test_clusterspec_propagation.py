@@ -48,17 +48,23 @@ def test_list_devices_names_the_propagated_cluster(servers):
                      "/job:worker/replica:0/task:0/device:CPU:0"}
 
 
+def _share() -> dict:
+    return {"experimental": nd.ConfigProto.Experimental(
+        share_session_state_in_clusterspec_propagation=True)}
+
+
 def test_ops_on_the_worker_job_run_on_the_other_server(servers):
     master, worker, _ = servers
     with nd.Graph().as_default():
         with nd.device("/job:worker/task:0"):
             v = nd.Variable(np.array([1.0, 2.0], np.float32), name="prop_v")
             doubled = v * 2.0
-        with nd.Session(master.target, config=_config(master, worker)) as sess:
+        with nd.Session(master.target, config=_config(master, worker, **_share())
+                        ) as sess:
             sess.run(v.initializer)
             np.testing.assert_allclose(sess.run(doubled), [2.0, 4.0])
-    # The variable lives on the worker's server (shared resources, as TF's
-    # sessions without isolate_session_state), not on the master's.
+    # Sharing its state, the session left the variable on the worker's server,
+    # not on the master's.
     with nd.Graph().as_default():
         plain = nd.Variable(np.zeros(2, np.float32), name="prop_v")
         with nd.Session(worker.target) as sess:
@@ -66,6 +72,117 @@ def test_ops_on_the_worker_job_run_on_the_other_server(servers):
         with nd.Session(master.target) as sess:
             with pytest.raises(nd.errors.FailedPreconditionError):
                 sess.run(plain)
+
+
+def _one_task_config(server, **kw) -> nd.ConfigProto:
+    cluster = cluster_pb2.ClusterDef()
+    job = cluster.job.add()
+    job.name = "worker"
+    job.tasks[0] = _address(server)
+    return nd.ConfigProto(cluster_def=cluster, **kw)
+
+
+def test_propagated_sessions_keep_their_own_state_by_default(servers):
+    server = servers[2]
+    with nd.Graph().as_default():
+        init = nd.placeholder(nd.int32, [])
+        v = nd.Variable(init, name="prop_iso")
+        sess1 = nd.Session(server.target, config=_one_task_config(server))
+        sess2 = nd.Session(server.target, config=_one_task_config(server))
+        sess1.run(v.initializer, {init: 37})
+        assert sess1.run(v) == 37
+        with pytest.raises(nd.errors.FailedPreconditionError):
+            sess2.run(v)
+        sess2.run(v.initializer, {init: 86})
+        assert (sess1.run(v), sess2.run(v)) == (37, 86)
+        sess2.close()
+        assert sess1.run(v) == 37
+        sess1.close()
+
+
+def test_share_session_state_in_clusterspec_propagation(servers):
+    server = servers[2]
+    config = _one_task_config(server, **_share())
+    with nd.Graph().as_default():
+        init = nd.placeholder(nd.int32, [])
+        v = nd.Variable(init, name="prop_shared")
+        with nd.Session(server.target, config=config) as sess1, \
+                nd.Session(server.target, config=config) as sess2:
+            sess1.run(v.initializer, {init: 37})
+            assert sess2.run(v) == 37
+
+
+def test_master_need_not_be_task_0_and_stats_name_the_cluster(servers):
+    a, b, c = servers
+    cluster = cluster_pb2.ClusterDef()
+    job = cluster.job.add()
+    job.name = "renamed"
+    for i, s in enumerate((c, b, a)):
+        job.tasks[i] = _address(s)
+    ones = np.ones(2, np.float32)
+    with nd.Graph().as_default():
+        feeds, products = [], []
+        for i in (1, 2, 0):  # added out of task order
+            with nd.device(f"/job:renamed/task:{i}"):
+                f = nd.placeholder(nd.float32, [2])
+                feeds.append(f)
+                products.append(nd.constant(2.0, name=f"Const_{i}") * f)
+        total = products[0] + products[1] + products[2]
+        meta = nd.RunMetadata()
+        with nd.Session(a.target, config=nd.ConfigProto(cluster_def=cluster)) as sess:
+            out = sess.run(total, {f: ones for f in feeds},
+                           options=nd.RunOptions(trace_level=nd.RunOptions.FULL_TRACE),
+                           run_metadata=meta)
+    np.testing.assert_allclose(out, 6 * ones)
+    consts = {ds.device for ds in meta.step_stats.dev_stats
+              for ns in ds.node_stats if ns.node_name.startswith("Const_")}
+    assert consts == {f"/job:renamed/replica:0/task:{i}/device:CPU:0"
+                      for i in range(3)}
+
+
+def test_partial_run_over_a_propagated_cluster(servers):
+    master, worker, _ = servers
+    with nd.Graph().as_default():
+        with nd.device("/job:master/task:0"):
+            a = nd.placeholder(nd.float32, [])
+        with nd.device("/job:worker/task:0"):
+            b = nd.placeholder(nd.float32, [])
+            c = nd.placeholder(nd.float32, [])
+            r1 = a + b
+        with nd.device("/job:master/task:0"):
+            r2 = r1 * c
+        with nd.Session(master.target, config=_config(master, worker)) as sess:
+            h = sess.partial_run_setup([r1, r2], [a, b, c])
+            assert sess.partial_run(h, r1, {a: 1.0, b: 2.0}) == 3.0
+            assert sess.partial_run(h, r2, {c: 3.0}) == 9.0
+
+
+def test_several_cpus_per_task(servers):
+    config = nd.ConfigProto(device_count={"CPU": 2})
+    with nd.Server.create_local_server(config=config) as s1, \
+            nd.Server.create_local_server(config=config) as s2:
+        cluster = cluster_pb2.ClusterDef()
+        job = cluster.job.add()
+        job.name = "worker"
+        job.tasks[0] = _address(s1)
+        job.tasks[1] = _address(s2)
+        with nd.Graph().as_default():
+            with nd.device("/job:worker/task:1/cpu:1"):
+                x = nd.constant(17.0)
+            with nd.device("/job:worker/task:0/cpu:1"):
+                y = nd.constant(3.0)
+            with nd.device("/job:worker/task:1/cpu:0"):
+                s = x + y
+            with nd.device("/job:worker/task:0/cpu:1"):
+                t = y + x
+            with nd.device("/job:worker/task:0/cpu:0"):
+                total = s + t
+            with nd.Session(s1.target,
+                            config=nd.ConfigProto(cluster_def=cluster)) as sess:
+                names = {d.name for d in sess.list_devices()}
+                assert sess.run(total) == 40.0
+    assert names == {f"/job:worker/replica:0/task:{t}/device:CPU:{c}"
+                     for t in (0, 1) for c in (0, 1)}
 
 
 def test_tensors_cross_between_the_propagated_tasks(servers):

@@ -474,9 +474,13 @@ class Master:
                 server_def = server_def_pb2.ServerDef(
                     cluster=cfg.cluster_def, job_name=spec.job,
                     task_index=spec.task, protocol="grpc")
+                # As TF: such sessions keep their own state unless told to share.
+                isolate = (cfg.isolate_session_state or not cfg.experimental.
+                           share_session_state_in_clusterspec_propagation)
                 w.create_worker_session(
                     handle, server_def=server_def, master_task=task,
-                    master_incarnation=self.local_worker.incarnation)
+                    master_incarnation=self.local_worker.incarnation,
+                    isolate_session_state=isolate)
             else:
                 w.create_worker_session(handle)
         ms = MasterSession(self, handle, cfg, workers, devices, incarnations, task)

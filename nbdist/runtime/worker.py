@@ -168,15 +168,17 @@ class Worker:
         return None
 
     def create_worker_session(self, session_handle: str, server_def=None,
-                              master_task: str = "", master_incarnation: int = 0):
+                              master_task: str = "", master_incarnation: int = 0,
+                              isolate_session_state: bool = False):
         """Starts a session. With ``server_def`` naming a cluster (ClusterSpec
         propagation), this task is ``server_def``'s job and task for that
-        session only, and reaches the others at their addresses there; the
-        sessions of an older incarnation of the same ``master_task`` go."""
+        session only, and reaches the others at their addresses there (with
+        resources of its own if ``isolate_session_state``); the sessions of an
+        older incarnation of the same ``master_task`` go."""
         view = None
         if server_def is not None and server_def.cluster.job:
-            view = PropagatedCluster.from_server_def(server_def, master_task,
-                                                     master_incarnation)
+            view = PropagatedCluster.from_server_def(
+                server_def, master_task, master_incarnation, isolate_session_state)
         with self._lock:
             stale = [h for h, v in self._propagated.items()
                      if view is not None and v.superseded_by(view)]
@@ -211,10 +213,12 @@ class Worker:
         with the session's own resources (``isolate_session_state``) and task
         name (a propagated cluster)."""
         view = self._propagated.get(session_handle)
-        if (config is None or not config.isolate_session_state) and view is None:
+        isolated = ((config is not None and config.isolate_session_state) or
+                    (view is not None and view.isolated))
+        if not isolated and view is None:
             return self
         rms = self._resources
-        if config is not None and config.isolate_session_state:
+        if isolated:
             with self._lock:
                 rms = self._session_resources.get(session_handle)
                 if rms is None:
@@ -407,15 +411,16 @@ class PropagatedCluster(NamedTuple):
     addresses: dict  # task name -> address
     master_task: str
     master_incarnation: int
+    isolated: bool  # resources of its own, not the task's
 
     @classmethod
-    def from_server_def(cls, server_def, master_task: str,
-                        master_incarnation: int) -> PropagatedCluster:
+    def from_server_def(cls, server_def, master_task: str, master_incarnation: int,
+                        isolated: bool) -> PropagatedCluster:
         addresses = {f"/job:{job.name}/replica:0/task:{i}": addr
                      for job in server_def.cluster.job
                      for i, addr in job.tasks.items()}
         own = f"/job:{server_def.job_name}/replica:0/task:{server_def.task_index}"
-        return cls(own, addresses, master_task, master_incarnation)
+        return cls(own, addresses, master_task, master_incarnation, isolated)
 
     def superseded_by(self, newer: PropagatedCluster) -> bool:
         """Whether ``newer`` comes from a restart of this session's master."""

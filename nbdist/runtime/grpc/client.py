@@ -195,7 +195,8 @@ class GrpcWorkerClient:
         return [(d.name, d.incarnation) for d in resp.device_attributes]
 
     def create_worker_session(self, session_handle: str, server_def=None,
-                              master_task: str = "", master_incarnation: int = 0):
+                              master_task: str = "", master_incarnation: int = 0,
+                              isolate_session_state: bool = False):
         self._session_incarnation[session_handle] = self.incarnation
         self._rpc.call(
             "CreateWorkerSession",
@@ -203,7 +204,7 @@ class GrpcWorkerClient:
             worker_pb2.CreateWorkerSessionRequest(
                 session_handle=session_handle, server_def=server_def,
                 master_task=master_task, master_incarnation=master_incarnation,
-                request_id=_request_id()
+                isolate_session_state=isolate_session_state, request_id=_request_id()
             ),
             CONTROL_TIMEOUT_S,
             retry=Retry.SAFE,

@@ -57,7 +57,7 @@ class WorkerServicer(ServicerBase, worker_service_pb2_grpc.WorkerServiceServicer
             self.worker_handler.create_worker_session(
                 req.session_handle,
                 req.server_def if req.HasField("server_def") else None,
-                req.master_task, req.master_incarnation)
+                req.master_task, req.master_incarnation, req.isolate_session_state)
             return worker_pb2.CreateWorkerSessionResponse()
 
         return self._serve("CreateWorkerSession", request, context, fn)
