@@ -69,9 +69,9 @@ def test_ops_on_the_worker_job_run_on_the_other_server(servers):
         plain = nd.Variable(np.zeros(2, np.float32), name="prop_v")
         with nd.Session(worker.target) as sess:
             np.testing.assert_allclose(sess.run(plain), [1.0, 2.0])
-        with nd.Session(master.target) as sess:
-            with pytest.raises(nd.errors.FailedPreconditionError):
-                sess.run(plain)
+        with nd.Session(master.target) as sess, \
+                pytest.raises(nd.errors.FailedPreconditionError):
+            sess.run(plain)
 
 
 def _one_task_config(server, **kw) -> nd.ConfigProto:
@@ -242,9 +242,9 @@ def test_isolated_propagated_session_keeps_its_variables(servers):
         with nd.Session(master.target, config=config) as sess:
             sess.run(v.initializer)
             assert sess.run(v) == 5.0
-        with nd.Session(master.target, config=config) as other:
-            with pytest.raises(nd.errors.FailedPreconditionError):
-                other.run(v)
+        with nd.Session(master.target, config=config) as other, \
+                pytest.raises(nd.errors.FailedPreconditionError):
+            other.run(v)
 
 
 def test_cluster_def_must_name_the_sessions_server(servers):
@@ -260,6 +260,28 @@ def test_in_process_session_rejects_cluster_def(servers):
     master, worker, _ = servers
     with nd.Graph().as_default():
         c = nd.constant(1.0)
-        with pytest.raises(nd.errors.UnimplementedError, match="cluster_def"):
-            with nd.Session(config=_config(master, worker)) as sess:
-                sess.run(c)
+        with pytest.raises(nd.errors.UnimplementedError, match="cluster_def"), \
+                nd.Session(config=_config(master, worker)) as sess:
+            sess.run(c)
+
+
+def test_propagated_session_through_a_remote_master_client(servers):
+    from nbdist.runtime.grpc.client import GrpcMasterClient
+
+    master, worker, _ = servers
+    config = _config(master, worker)
+    with nd.Graph().as_default():
+        with nd.device("/job:worker/task:0"):
+            b = nd.constant([1.0, 2.0]) * 3.0
+        sess = nd.Session("", config=config)
+        # Over RPC even though the server is in this process.
+        sess._master.close()
+        sess._master = GrpcMasterClient(master.target, config)
+        sess._target = master.target
+        try:
+            names = {d.name for d in sess.list_devices()}
+            np.testing.assert_allclose(sess.run(b), [3.0, 6.0])
+        finally:
+            sess.close()
+    assert names == {"/job:master/replica:0/task:0/device:CPU:0",
+                     "/job:worker/replica:0/task:0/device:CPU:0"}

@@ -20,8 +20,7 @@ from nbdist.graph.device import DeviceSpec
 from nbdist.graph.graph_def import infer_specs, parse_input, topological_order
 from nbdist.proto import config_pb2, server_def_pb2, step_stats_pb2
 from nbdist.runtime.interfaces import WorkerInterface
-from nbdist.runtime.partition import (normalize_tensor_name, partition, prune,
-                                      task_of)
+from nbdist.runtime.partition import normalize_tensor_name, partition, prune, task_of
 from nbdist.runtime.placement import place
 from nbdist.runtime.timeouts import seconds_from_ms
 
@@ -542,7 +541,12 @@ class Master:
         if ms is not None:
             ms.close()
 
-    def list_devices(self, config=None):
+    def list_devices(self, config=None, session_handle: str = ""):
+        """``(name, type, incarnation)`` of the devices a session with
+        ``config`` (or the open session ``session_handle``) may use."""
+        ms = self._sessions.get(session_handle) if session_handle else None
+        if ms is not None:
+            return [(d, "CPU", ms.incarnations[d]) for d in ms.devices]
         cfg = config or self.default_config
         _, devices, incarnations, _ = self._discover(cfg)
         return [(d, "CPU", incarnations[d]) for d in devices]

@@ -711,12 +711,13 @@ class GrpcMasterClient:
             retry=Retry.NEVER,
         )
 
-    def list_devices(self, config=None):
+    def list_devices(self, config=None, session_handle: str = ""):
         filters = list(config.device_filters) if config is not None else []
         resp = self._rpc.call(
             "ListDevices",
             self._stub.ListDevices,
-            master_pb2.ListDevicesRequest(device_filters=filters),
+            master_pb2.ListDevicesRequest(device_filters=filters,
+                                          session_handle=session_handle),
             CONTROL_TIMEOUT_S + STATUS_TIMEOUT_S,
             retry=Retry.SAFE,
         )
