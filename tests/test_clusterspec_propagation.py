@@ -285,3 +285,15 @@ def test_propagated_session_through_a_remote_master_client(servers):
             sess.close()
     assert names == {"/job:master/replica:0/task:0/device:CPU:0",
                      "/job:worker/replica:0/task:0/device:CPU:0"}
+
+
+def test_bad_cluster_def_address_is_invalid_argument(servers):
+    master, _, _ = servers
+    cluster = _cluster_def(master, master)
+    cluster.job[1].tasks[0] = "no port here"
+    with nd.Graph().as_default():
+        c = nd.constant(1.0)
+        with nd.Session(master.target, config=nd.ConfigProto(cluster_def=cluster)
+                        ) as sess, \
+                pytest.raises(nd.errors.InvalidArgumentError, match="host:port"):
+            sess.run(c)

@@ -23,6 +23,7 @@ from nbdist.runtime.interfaces import WorkerInterface
 from nbdist.runtime.partition import normalize_tensor_name, partition, prune, task_of
 from nbdist.runtime.placement import place
 from nbdist.runtime.timeouts import seconds_from_ms
+from nbdist.runtime.worker import propagated_addresses
 
 _pool = futures.ThreadPoolExecutor(max_workers=64, thread_name_prefix="nbdist-step")
 # Peers started at the same time may take a while on a busy machine (TF waits
@@ -397,9 +398,7 @@ class Master:
                 None, None, "config.cluster_def (ClusterSpec propagation) needs a "
                 "session on a gRPC server (nd.Server); this master "
                 f"({self.task_name}) cannot reach tasks by address")
-        addresses = {f"/job:{job.name}/replica:0/task:{i}": addr
-                     for job in config.cluster_def.job
-                     for i, addr in sorted(job.tasks.items())}
+        addresses = propagated_addresses(config.cluster_def)
 
         def status(task, timeout):
             w = self._worker_at(addresses[task])

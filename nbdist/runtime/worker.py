@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -403,6 +404,36 @@ class Worker:
         return out
 
 
+_JOB_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
+_HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)\Z")
+_MAX_PROPAGATED_TASKS = 4096
+
+
+def propagated_addresses(cluster_def) -> dict[str, str]:
+    """{task name: address} of a session's ``cluster_def`` (ClusterSpec
+    propagation), checked: it names servers this task will connect to."""
+    addresses: dict[str, str] = {}
+    for job in cluster_def.job:
+        if not _JOB_NAME.match(job.name):
+            raise errors.InvalidArgumentError(
+                None, None, f"cluster_def: job name {job.name[:100]!r} is not "
+                "letters, digits and '_' starting with a letter")
+        for index, address in sorted(job.tasks.items()):
+            task = f"/job:{job.name}/replica:0/task:{index}"
+            host, sep, port = address.rpartition(":")
+            if (index < 0 or not sep or not _HOST.match(host) or
+                    not port.isdigit() or not 0 < int(port) < 65536):
+                raise errors.InvalidArgumentError(
+                    None, None, f"cluster_def: {address[:100]!r} of task {task} "
+                    "is not a host:port address")
+            addresses[task] = address
+    if not addresses or len(addresses) > _MAX_PROPAGATED_TASKS:
+        raise errors.InvalidArgumentError(
+            None, None, f"cluster_def names {len(addresses)} tasks (1 to "
+            f"{_MAX_PROPAGATED_TASKS} expected)")
+    return addresses
+
+
 class PropagatedCluster(NamedTuple):
     """A session's cluster from its master (``ConfigProto.cluster_def``): this
     task's name in it, every task's address, and the master's identity."""
@@ -416,10 +447,12 @@ class PropagatedCluster(NamedTuple):
     @classmethod
     def from_server_def(cls, server_def, master_task: str, master_incarnation: int,
                         isolated: bool) -> PropagatedCluster:
-        addresses = {f"/job:{job.name}/replica:0/task:{i}": addr
-                     for job in server_def.cluster.job
-                     for i, addr in job.tasks.items()}
+        addresses = propagated_addresses(server_def.cluster)
         own = f"/job:{server_def.job_name}/replica:0/task:{server_def.task_index}"
+        if own not in addresses:
+            raise errors.InvalidArgumentError(
+                None, None, f"CreateWorkerSession: {own[:200]} is not in the "
+                "session's cluster")
         return cls(own, addresses, master_task, master_incarnation, isolated)
 
     def superseded_by(self, newer: PropagatedCluster) -> bool:
