@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from nbdist import errors
 from nbdist.graph import dtypes
 from nbdist.graph.device import DeviceSpec
 from nbdist.graph.graph_def import parse_input, python_to_attr_value
@@ -21,7 +22,14 @@ from nbdist.proto import graph_pb2
 
 
 def task_of(device: str) -> str:
-    s = DeviceSpec.from_string(device)
+    """The task of a full device name (InvalidArgumentError if it names none)."""
+    try:
+        s = DeviceSpec.from_string(device)
+    except ValueError as e:
+        raise errors.InvalidArgumentError(None, None, str(e)[:300]) from None
+    if s.job is None or s.task is None:
+        raise errors.InvalidArgumentError(
+            None, None, f"Device {device[:200]!r} names no task")
     return f"/job:{s.job}/replica:{s.replica or 0}/task:{s.task}"
 
 

@@ -350,8 +350,8 @@ class Worker:
 
     def _is_alias(self, device: str) -> bool:
         """Whether ``device`` is this task's under a propagated session's name."""
-        task = task_of(device)
-        return any(v.task == task for v in list(self._propagated.values()))
+        return any(device.startswith(v.task + "/")
+                   for v in list(self._propagated.values()))
 
     def recv_propagated(self, step, view: PropagatedCluster, src_device: str,
                         key: str):
