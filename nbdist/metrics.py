@@ -432,7 +432,7 @@ def mean_tensor(values, weights=None, metrics_collections=None,
         w = _weights_like(weights, values)
         weighted = nd.multiply(values, w)
         update_total = nd.assign_add(total, weighted)
-        with nd.control_dependencies([weighted]):
+        with nd.control_dependencies([values]):
             update_count = nd.assign_add(count, w)
         value = _div_no_nan(total, count, name="value")
         update_op = _div_no_nan(update_total, update_count, name="update_op")

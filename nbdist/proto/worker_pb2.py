@@ -31,7 +31,7 @@ from nbdist.proto import step_stats_pb2 as nbdist_dot_proto_dot_step__stats__pb2
 from nbdist.proto import tensor_pb2 as nbdist_dot_proto_dot_tensor__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19nbdist/proto/worker.proto\x12\x06nbdist\x1a\x19nbdist/proto/config.proto\x1a$nbdist/proto/device_attributes.proto\x1a\x18nbdist/proto/graph.proto\x1a\x1fnbdist/proto/named_tensor.proto\x1a\x1dnbdist/proto/server_def.proto\x1a\x1dnbdist/proto/step_stats.proto\x1a\x19nbdist/proto/tensor.proto\"\x12\n\x10GetStatusRequest\"k\n\x11GetStatusResponse\x12\x33\n\x11\x64\x65vice_attributes\x18\x01 \x03(\x0b\x32\x18.nbdist.DeviceAttributes\x12\x0c\n\x04task\x18\x02 \x01(\t\x12\x13\n\x0bincarnation\x18\x03 \x01(\x06\"\x8e\x01\n\x1a\x43reateWorkerSessionRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\x12%\n\nserver_def\x18\x02 \x01(\x0b\x32\x11.nbdist.ServerDef\x12\x1d\n\x15isolate_session_state\x18\x03 \x01(\x08\x12\x12\n\nrequest_id\x18\x64 \x01(\x03\"\x1d\n\x1b\x43reateWorkerSessionResponse\"H\n\x1a\x44\x65leteWorkerSessionRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x64 \x01(\x03\"\x1d\n\x1b\x44\x65leteWorkerSessionResponse\"\x92\x01\n\x14RegisterGraphRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\x12#\n\tgraph_def\x18\x02 \x01(\x0b\x32\x10.nbdist.GraphDef\x12)\n\x0c\x63onfig_proto\x18\x03 \x01(\x0b\x32\x13.nbdist.ConfigProto\x12\x12\n\nrequest_id\x18\x64 \x01(\x03\"-\n\x15RegisterGraphResponse\x12\x14\n\x0cgraph_handle\x18\x01 \x01(\t\"Z\n\x16\x44\x65registerGraphRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\x12\x14\n\x0cgraph_handle\x18\x02 \x01(\t\x12\x12\n\nrequest_id\x18\x64 \x01(\x03\"\x19\n\x17\x44\x65registerGraphResponse\"_\n\x0c\x45xecutorOpts\x12\x17\n\x0frecord_timeline\x18\x03 \x01(\x08\x12\x1f\n\x17record_partition_graphs\x18\x05 \x01(\x08\x12\x15\n\rtimeout_in_ms\x18\x14 \x01(\x03\"\xc7\x01\n\x0fRunGraphRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\x12\x14\n\x0cgraph_handle\x18\x02 \x01(\t\x12\x0f\n\x07step_id\x18\x03 \x01(\x03\x12\'\n\texec_opts\x18\x04 \x01(\x0b\x32\x14.nbdist.ExecutorOpts\x12&\n\x04send\x18\x05 \x03(\x0b\x32\x18.nbdist.NamedTensorProto\x12\x10\n\x08recv_key\x18\x06 \x03(\t\x12\x12\n\nrequest_id\x18\x64 \x01(\x03\"\xbf\x01\n\x10RunGraphResponse\x12&\n\x04recv\x18\x01 \x03(\x0b\x32\x18.nbdist.NamedTensorProto\x12%\n\nstep_stats\x18\x02 \x01(\x0b\x32\x11.nbdist.StepStats\x12)\n\x0fpartition_graph\x18\x04 \x01(\x0b\x32\x10.nbdist.GraphDef\x12\x13\n\x0bstatus_code\x18\x05 \x01(\x05\x12\x1c\n\x14status_error_message\x18\x06 \x01(\t\"&\n\x13\x43leanupGraphRequest\x12\x0f\n\x07step_id\x18\x01 \x01(\x03\"\x16\n\x14\x43leanupGraphResponse\"&\n\x11\x43leanupAllRequest\x12\x11\n\tcontainer\x18\x01 \x03(\t\"\x14\n\x12\x43leanupAllResponse\"v\n\x11RecvTensorRequest\x12\x0f\n\x07step_id\x18\x01 \x01(\x03\x12\x16\n\x0erendezvous_key\x18\x02 \x01(\t\x12\x0f\n\x07wait_ms\x18\x03 \x01(\x03\x12\x13\n\x0bsibling_key\x18\x04 \x03(\t\x12\x12\n\nrequest_id\x18\x64 \x01(\x03\"\xd2\x01\n\x12RecvTensorResponse\x12#\n\x06tensor\x18\x01 \x01(\x0b\x32\x13.nbdist.TensorProto\x12\x0f\n\x07is_dead\x18\x02 \x01(\x08\x12\x19\n\x11send_start_micros\x18\x03 \x01(\x03\x12\x0c\n\x04\x64\x61ta\x18\n \x01(\x0c\x12\x0e\n\x06offset\x18\x0b \x01(\x03\x12\x13\n\x0btotal_bytes\x18\x0c \x01(\x03\x12\x0f\n\x07pending\x18\r \x01(\x08\x12\'\n\x05\x65xtra\x18\x0e \x03(\x0b\x32\x18.nbdist.NamedTensorProtob\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19nbdist/proto/worker.proto\x12\x06nbdist\x1a\x19nbdist/proto/config.proto\x1a$nbdist/proto/device_attributes.proto\x1a\x18nbdist/proto/graph.proto\x1a\x1fnbdist/proto/named_tensor.proto\x1a\x1dnbdist/proto/server_def.proto\x1a\x1dnbdist/proto/step_stats.proto\x1a\x19nbdist/proto/tensor.proto\"\x12\n\x10GetStatusRequest\"k\n\x11GetStatusResponse\x12\x33\n\x11\x64\x65vice_attributes\x18\x01 \x03(\x0b\x32\x18.nbdist.DeviceAttributes\x12\x0c\n\x04task\x18\x02 \x01(\t\x12\x13\n\x0bincarnation\x18\x03 \x01(\x06\"\xbf\x01\n\x1a\x43reateWorkerSessionRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\x12%\n\nserver_def\x18\x02 \x01(\x0b\x32\x11.nbdist.ServerDef\x12\x1d\n\x15isolate_session_state\x18\x03 \x01(\x08\x12\x13\n\x0bmaster_task\x18\x05 \x01(\t\x12\x1a\n\x12master_incarnation\x18\x06 \x01(\x03\x12\x12\n\nrequest_id\x18\x64 \x01(\x03\"\x1d\n\x1b\x43reateWorkerSessionResponse\"H\n\x1a\x44\x65leteWorkerSessionRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x64 \x01(\x03\"\x1d\n\x1b\x44\x65leteWorkerSessionResponse\"\x92\x01\n\x14RegisterGraphRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\x12#\n\tgraph_def\x18\x02 \x01(\x0b\x32\x10.nbdist.GraphDef\x12)\n\x0c\x63onfig_proto\x18\x03 \x01(\x0b\x32\x13.nbdist.ConfigProto\x12\x12\n\nrequest_id\x18\x64 \x01(\x03\"-\n\x15RegisterGraphResponse\x12\x14\n\x0cgraph_handle\x18\x01 \x01(\t\"Z\n\x16\x44\x65registerGraphRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\x12\x14\n\x0cgraph_handle\x18\x02 \x01(\t\x12\x12\n\nrequest_id\x18\x64 \x01(\x03\"\x19\n\x17\x44\x65registerGraphResponse\"_\n\x0c\x45xecutorOpts\x12\x17\n\x0frecord_timeline\x18\x03 \x01(\x08\x12\x1f\n\x17record_partition_graphs\x18\x05 \x01(\x08\x12\x15\n\rtimeout_in_ms\x18\x14 \x01(\x03\"\xc7\x01\n\x0fRunGraphRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\x12\x14\n\x0cgraph_handle\x18\x02 \x01(\t\x12\x0f\n\x07step_id\x18\x03 \x01(\x03\x12\'\n\texec_opts\x18\x04 \x01(\x0b\x32\x14.nbdist.ExecutorOpts\x12&\n\x04send\x18\x05 \x03(\x0b\x32\x18.nbdist.NamedTensorProto\x12\x10\n\x08recv_key\x18\x06 \x03(\t\x12\x12\n\nrequest_id\x18\x64 \x01(\x03\"\xbf\x01\n\x10RunGraphResponse\x12&\n\x04recv\x18\x01 \x03(\x0b\x32\x18.nbdist.NamedTensorProto\x12%\n\nstep_stats\x18\x02 \x01(\x0b\x32\x11.nbdist.StepStats\x12)\n\x0fpartition_graph\x18\x04 \x01(\x0b\x32\x10.nbdist.GraphDef\x12\x13\n\x0bstatus_code\x18\x05 \x01(\x05\x12\x1c\n\x14status_error_message\x18\x06 \x01(\t\"&\n\x13\x43leanupGraphRequest\x12\x0f\n\x07step_id\x18\x01 \x01(\x03\"\x16\n\x14\x43leanupGraphResponse\"&\n\x11\x43leanupAllRequest\x12\x11\n\tcontainer\x18\x01 \x03(\t\"\x14\n\x12\x43leanupAllResponse\"v\n\x11RecvTensorRequest\x12\x0f\n\x07step_id\x18\x01 \x01(\x03\x12\x16\n\x0erendezvous_key\x18\x02 \x01(\t\x12\x0f\n\x07wait_ms\x18\x03 \x01(\x03\x12\x13\n\x0bsibling_key\x18\x04 \x03(\t\x12\x12\n\nrequest_id\x18\x64 \x01(\x03\"\xd2\x01\n\x12RecvTensorResponse\x12#\n\x06tensor\x18\x01 \x01(\x0b\x32\x13.nbdist.TensorProto\x12\x0f\n\x07is_dead\x18\x02 \x01(\x08\x12\x19\n\x11send_start_micros\x18\x03 \x01(\x03\x12\x0c\n\x04\x64\x61ta\x18\n \x01(\x0c\x12\x0e\n\x06offset\x18\x0b \x01(\x03\x12\x13\n\x0btotal_bytes\x18\x0c \x01(\x03\x12\x0f\n\x07pending\x18\r \x01(\x08\x12\'\n\x05\x65xtra\x18\x0e \x03(\x0b\x32\x18.nbdist.NamedTensorProtob\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -43,37 +43,37 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_GETSTATUSRESPONSE']._serialized_start=270
   _globals['_GETSTATUSRESPONSE']._serialized_end=377
   _globals['_CREATEWORKERSESSIONREQUEST']._serialized_start=380
-  _globals['_CREATEWORKERSESSIONREQUEST']._serialized_end=522
-  _globals['_CREATEWORKERSESSIONRESPONSE']._serialized_start=524
-  _globals['_CREATEWORKERSESSIONRESPONSE']._serialized_end=553
-  _globals['_DELETEWORKERSESSIONREQUEST']._serialized_start=555
-  _globals['_DELETEWORKERSESSIONREQUEST']._serialized_end=627
-  _globals['_DELETEWORKERSESSIONRESPONSE']._serialized_start=629
-  _globals['_DELETEWORKERSESSIONRESPONSE']._serialized_end=658
-  _globals['_REGISTERGRAPHREQUEST']._serialized_start=661
-  _globals['_REGISTERGRAPHREQUEST']._serialized_end=807
-  _globals['_REGISTERGRAPHRESPONSE']._serialized_start=809
-  _globals['_REGISTERGRAPHRESPONSE']._serialized_end=854
-  _globals['_DEREGISTERGRAPHREQUEST']._serialized_start=856
-  _globals['_DEREGISTERGRAPHREQUEST']._serialized_end=946
-  _globals['_DEREGISTERGRAPHRESPONSE']._serialized_start=948
-  _globals['_DEREGISTERGRAPHRESPONSE']._serialized_end=973
-  _globals['_EXECUTOROPTS']._serialized_start=975
-  _globals['_EXECUTOROPTS']._serialized_end=1070
-  _globals['_RUNGRAPHREQUEST']._serialized_start=1073
-  _globals['_RUNGRAPHREQUEST']._serialized_end=1272
-  _globals['_RUNGRAPHRESPONSE']._serialized_start=1275
-  _globals['_RUNGRAPHRESPONSE']._serialized_end=1466
-  _globals['_CLEANUPGRAPHREQUEST']._serialized_start=1468
-  _globals['_CLEANUPGRAPHREQUEST']._serialized_end=1506
-  _globals['_CLEANUPGRAPHRESPONSE']._serialized_start=1508
-  _globals['_CLEANUPGRAPHRESPONSE']._serialized_end=1530
-  _globals['_CLEANUPALLREQUEST']._serialized_start=1532
-  _globals['_CLEANUPALLREQUEST']._serialized_end=1570
-  _globals['_CLEANUPALLRESPONSE']._serialized_start=1572
-  _globals['_CLEANUPALLRESPONSE']._serialized_end=1592
-  _globals['_RECVTENSORREQUEST']._serialized_start=1594
-  _globals['_RECVTENSORREQUEST']._serialized_end=1712
-  _globals['_RECVTENSORRESPONSE']._serialized_start=1715
-  _globals['_RECVTENSORRESPONSE']._serialized_end=1925
+  _globals['_CREATEWORKERSESSIONREQUEST']._serialized_end=571
+  _globals['_CREATEWORKERSESSIONRESPONSE']._serialized_start=573
+  _globals['_CREATEWORKERSESSIONRESPONSE']._serialized_end=602
+  _globals['_DELETEWORKERSESSIONREQUEST']._serialized_start=604
+  _globals['_DELETEWORKERSESSIONREQUEST']._serialized_end=676
+  _globals['_DELETEWORKERSESSIONRESPONSE']._serialized_start=678
+  _globals['_DELETEWORKERSESSIONRESPONSE']._serialized_end=707
+  _globals['_REGISTERGRAPHREQUEST']._serialized_start=710
+  _globals['_REGISTERGRAPHREQUEST']._serialized_end=856
+  _globals['_REGISTERGRAPHRESPONSE']._serialized_start=858
+  _globals['_REGISTERGRAPHRESPONSE']._serialized_end=903
+  _globals['_DEREGISTERGRAPHREQUEST']._serialized_start=905
+  _globals['_DEREGISTERGRAPHREQUEST']._serialized_end=995
+  _globals['_DEREGISTERGRAPHRESPONSE']._serialized_start=997
+  _globals['_DEREGISTERGRAPHRESPONSE']._serialized_end=1022
+  _globals['_EXECUTOROPTS']._serialized_start=1024
+  _globals['_EXECUTOROPTS']._serialized_end=1119
+  _globals['_RUNGRAPHREQUEST']._serialized_start=1122
+  _globals['_RUNGRAPHREQUEST']._serialized_end=1321
+  _globals['_RUNGRAPHRESPONSE']._serialized_start=1324
+  _globals['_RUNGRAPHRESPONSE']._serialized_end=1515
+  _globals['_CLEANUPGRAPHREQUEST']._serialized_start=1517
+  _globals['_CLEANUPGRAPHREQUEST']._serialized_end=1555
+  _globals['_CLEANUPGRAPHRESPONSE']._serialized_start=1557
+  _globals['_CLEANUPGRAPHRESPONSE']._serialized_end=1579
+  _globals['_CLEANUPALLREQUEST']._serialized_start=1581
+  _globals['_CLEANUPALLREQUEST']._serialized_end=1619
+  _globals['_CLEANUPALLRESPONSE']._serialized_start=1621
+  _globals['_CLEANUPALLRESPONSE']._serialized_end=1641
+  _globals['_RECVTENSORREQUEST']._serialized_start=1643
+  _globals['_RECVTENSORREQUEST']._serialized_end=1761
+  _globals['_RECVTENSORRESPONSE']._serialized_start=1764
+  _globals['_RECVTENSORRESPONSE']._serialized_end=1974
 # @@protoc_insertion_point(module_scope)

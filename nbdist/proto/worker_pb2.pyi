@@ -28,16 +28,20 @@ class GetStatusResponse(_message.Message):
     def __init__(self, device_attributes: _Optional[_Iterable[_Union[_device_attributes_pb2.DeviceAttributes, _Mapping]]] = ..., task: _Optional[str] = ..., incarnation: _Optional[int] = ...) -> None: ...
 
 class CreateWorkerSessionRequest(_message.Message):
-    __slots__ = ("session_handle", "server_def", "isolate_session_state", "request_id")
+    __slots__ = ("session_handle", "server_def", "isolate_session_state", "master_task", "master_incarnation", "request_id")
     SESSION_HANDLE_FIELD_NUMBER: _ClassVar[int]
     SERVER_DEF_FIELD_NUMBER: _ClassVar[int]
     ISOLATE_SESSION_STATE_FIELD_NUMBER: _ClassVar[int]
+    MASTER_TASK_FIELD_NUMBER: _ClassVar[int]
+    MASTER_INCARNATION_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     session_handle: str
     server_def: _server_def_pb2.ServerDef
     isolate_session_state: bool
+    master_task: str
+    master_incarnation: int
     request_id: int
-    def __init__(self, session_handle: _Optional[str] = ..., server_def: _Optional[_Union[_server_def_pb2.ServerDef, _Mapping]] = ..., isolate_session_state: _Optional[bool] = ..., request_id: _Optional[int] = ...) -> None: ...
+    def __init__(self, session_handle: _Optional[str] = ..., server_def: _Optional[_Union[_server_def_pb2.ServerDef, _Mapping]] = ..., isolate_session_state: _Optional[bool] = ..., master_task: _Optional[str] = ..., master_incarnation: _Optional[int] = ..., request_id: _Optional[int] = ...) -> None: ...
 
 class CreateWorkerSessionResponse(_message.Message):
     __slots__ = ()

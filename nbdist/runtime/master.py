@@ -18,11 +18,12 @@ from nbdist import errors
 from nbdist.executor.limits import array_nbytes, check_graph_def, check_tensor
 from nbdist.graph.device import DeviceSpec
 from nbdist.graph.graph_def import infer_specs, parse_input, topological_order
-from nbdist.proto import config_pb2, step_stats_pb2
+from nbdist.proto import config_pb2, server_def_pb2, step_stats_pb2
 from nbdist.runtime.interfaces import WorkerInterface
-from nbdist.runtime.partition import normalize_tensor_name, partition, prune
+from nbdist.runtime.partition import normalize_tensor_name, partition, prune, task_of
 from nbdist.runtime.placement import place
 from nbdist.runtime.timeouts import seconds_from_ms
+from nbdist.runtime.worker import propagated_addresses
 
 _pool = futures.ThreadPoolExecutor(max_workers=64, thread_name_prefix="nbdist-step")
 # Peers started at the same time may take a while on a busy machine (TF waits
@@ -65,9 +66,13 @@ class Plan(NamedTuple):
 
 class MasterSession:
     def __init__(self, master: Master, handle: str, config: config_pb2.ConfigProto,
-                 workers: dict, devices: list[str], incarnations: dict):
+                 workers: dict, devices: list[str], incarnations: dict,
+                 task_name: str | None = None):
         self.master = master
         self.handle = handle
+        # The master's task as this session names it (a propagated cluster
+        # may name it differently from its server).
+        self.task_name = task_name or master.task_name
         self.config = config
         self.workers = workers  # task -> worker interface
         self.devices = devices
@@ -107,7 +112,7 @@ class MasterSession:
             placement = dict(self.placement)
         else:
             placement = place([merged[n.name] for n in ordered], self.devices,
-                              self.master.task_name,
+                              self.task_name,
                               allow_soft_placement=cfg.allow_soft_placement,
                               log_device_placement=False)
             # Existing assignments are kept (a new colocated node joins them).
@@ -145,7 +150,7 @@ class MasterSession:
                 self._place_pruned(feeds, fetches, targets)
             parts = partition(self.order, self.by_name, self.placement, self.specs,
                               list(feeds), list(fetches), list(targets),
-                              self.incarnations, self.master.task_name)
+                              self.incarnations, self.task_name)
             plan_parts = []
             for task, part in parts.items():
                 worker = self.workers[task]
@@ -167,7 +172,7 @@ class MasterSession:
         if not todo:
             return
         nodes = [self.by_name[n] for n in self.order if n in needed]
-        placement = place(nodes, self.devices, self.master.task_name,
+        placement = place(nodes, self.devices, self.task_name,
                           allow_soft_placement=self.config.allow_soft_placement,
                           log_device_placement=False)
         for name in todo:
@@ -354,14 +359,16 @@ def _fill_step_stats(step_stats: step_stats_pb2.StepStats, stats):
 class Master:
     """Sessions for one target task. ``worker_for(task)`` gives a worker interface
     (the local one in-process, gRPC clients for the others); ``cluster_tasks()``
-    lists every task of the cluster."""
+    lists every task of the cluster; ``worker_at(address)`` a worker interface
+    of the task at ``address`` (ClusterSpec propagation; None: unsupported)."""
 
     def __init__(self, task_name: str, local_worker, worker_for=None,
-                 cluster_tasks=None, default_config=None):
+                 cluster_tasks=None, default_config=None, worker_at=None):
         self.task_name = task_name
         self.local_worker = local_worker
         self._worker_for = worker_for or (lambda t: local_worker)
         self._cluster_tasks = cluster_tasks or (lambda: [task_name])
+        self._worker_at = worker_at
         self.default_config = default_config or config_pb2.ConfigProto()
         self._sessions: dict[str, MasterSession] = {}
         self._ids = itertools.count(1)
@@ -369,17 +376,63 @@ class Master:
         self._lock = threading.Lock()
 
     def _discover(self, config):
+        """``(workers, devices, incarnations, own task)`` of a session with
+        ``config``: its server's cluster, or ``config.cluster_def``."""
+        if config.cluster_def.job:
+            return self._discover_propagated(config)
         tasks = [t for t in self._cluster_tasks()
                  if t == self.task_name or _matches_filter(t, config.device_filters)]
+
+        def status(task, timeout):
+            w = self._worker_for(task)
+            return task, w, w.get_status(timeout_s=timeout)
+
+        return self._status_of(tasks, status, config) + (self.task_name,)
+
+    def _discover_propagated(self, config):
+        """ClusterSpec propagation: the tasks at ``config.cluster_def``'s
+        addresses, their devices renamed to the names the cluster gives them.
+        This server is the task whose incarnation is its worker's."""
+        if self._worker_at is None:
+            raise errors.UnimplementedError(
+                None, None, "config.cluster_def (ClusterSpec propagation) needs a "
+                "session on a gRPC server (nd.Server); this master "
+                f"({self.task_name}) cannot reach tasks by address")
+        addresses = propagated_addresses(config.cluster_def)
+
+        def status(task, timeout):
+            w = self._worker_at(addresses[task])
+            renamed = []
+            for name, inc in w.get_status(timeout_s=timeout):
+                suffix = name[name.index("/device:"):] if "/device:" in name else ""
+                renamed.append((task + suffix, inc))
+            return task, w, renamed
+
+        workers, devices, incarnations = self._status_of(
+            list(addresses), status, config)
+        own_incarnation = self.local_worker.incarnation
+        own = [t for t in workers
+               if incarnations.get(t + "/device:CPU:0") == own_incarnation]
+        if not own:
+            raise errors.InvalidArgumentError(
+                None, None, f"config.cluster_def does not name this server "
+                f"({self.task_name}): a session's cluster must include the task "
+                "of its target")
+        task = own[0]
+        keep = {t for t in workers
+                if t == task or _matches_filter(t, config.device_filters)}
+        workers = {t: w for t, w in workers.items() if t in keep}
+        devices = [d for d in devices if task_of(d) in keep]
+        return workers, devices, incarnations, task
+
+    def _status_of(self, tasks, status, config):
+        """Asks ``tasks`` for their devices at once: ``(workers, devices,
+        incarnations)``; a task that does not answer fails the discovery."""
         workers, devices, incarnations = {}, [], {}
         timeout = (seconds_from_ms(config.operation_timeout_in_ms)
                    or _DISCOVERY_TIMEOUT_S)
 
-        def status(task):
-            w = self._worker_for(task)
-            return task, w, w.get_status(timeout_s=timeout)
-
-        futs = [_pool.submit(status, t) for t in tasks]
+        futs = [_pool.submit(status, t, timeout) for t in tasks]
         done, not_done = futures.wait(futs, timeout=timeout + 1.0)
         failed = []
         for t, f in zip(tasks, futs):
@@ -411,11 +464,24 @@ class Master:
         cfg.CopyFrom(self.default_config)
         if config is not None:
             cfg.MergeFrom(config)
-        workers, devices, incarnations = self._discover(cfg)
+        workers, devices, incarnations, task = self._discover(cfg)
         handle = f"{self._prefix}-{next(self._ids)}"
-        for w in workers.values():
-            w.create_worker_session(handle)
-        ms = MasterSession(self, handle, cfg, workers, devices, incarnations)
+        for t, w in workers.items():
+            if cfg.cluster_def.job:  # each worker takes on its name there
+                spec = DeviceSpec.from_string(t)
+                server_def = server_def_pb2.ServerDef(
+                    cluster=cfg.cluster_def, job_name=spec.job,
+                    task_index=spec.task, protocol="grpc")
+                # As TF: such sessions keep their own state unless told to share.
+                isolate = (cfg.isolate_session_state or not cfg.experimental.
+                           share_session_state_in_clusterspec_propagation)
+                w.create_worker_session(
+                    handle, server_def=server_def, master_task=task,
+                    master_incarnation=self.local_worker.incarnation,
+                    isolate_session_state=isolate)
+            else:
+                w.create_worker_session(handle)
+        ms = MasterSession(self, handle, cfg, workers, devices, incarnations, task)
         ms.extend(graph_def)
         with self._lock:
             self._sessions[handle] = ms
@@ -474,9 +540,14 @@ class Master:
         if ms is not None:
             ms.close()
 
-    def list_devices(self, config=None):
+    def list_devices(self, config=None, session_handle: str = ""):
+        """``(name, type, incarnation)`` of the devices a session with
+        ``config`` (or the open session ``session_handle``) may use."""
+        ms = self._sessions.get(session_handle) if session_handle else None
+        if ms is not None:
+            return [(d, "CPU", ms.incarnations[d]) for d in ms.devices]
         cfg = config or self.default_config
-        _, devices, incarnations = self._discover(cfg)
+        _, devices, incarnations, _ = self._discover(cfg)
         return [(d, "CPU", incarnations[d]) for d in devices]
 
     def reset(self, containers=None, device_filters=None, timeout_s=None):
@@ -490,7 +561,7 @@ class Master:
         cfg = config_pb2.ConfigProto(device_filters=list(device_filters or []))
         if timeout_s:
             cfg.operation_timeout_in_ms = max(1, int(timeout_s * 1000))
-        workers, _, _ = self._discover(cfg)
+        workers, _, _, _ = self._discover(cfg)
         for w in workers.values():
             w.cleanup_all(list(containers or []))
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from nbdist import errors
 from nbdist.graph import dtypes
 from nbdist.graph.device import DeviceSpec
 from nbdist.graph.graph_def import parse_input, python_to_attr_value
@@ -21,12 +22,33 @@ from nbdist.proto import graph_pb2
 
 
 def task_of(device: str) -> str:
-    s = DeviceSpec.from_string(device)
+    """The task of a full device name (InvalidArgumentError if it names none)."""
+    try:
+        s = DeviceSpec.from_string(device)
+    except ValueError as e:
+        raise errors.InvalidArgumentError(None, None, str(e)[:300]) from None
+    if s.job is None or s.task is None:
+        raise errors.InvalidArgumentError(
+            None, None, f"Device {device[:200]!r} names no task")
     return f"/job:{s.job}/replica:{s.replica or 0}/task:{s.task}"
 
 
 def normalize_tensor_name(name: str) -> str:
     return name if ":" in name else name + ":0"
+
+
+# As TF's subgraph rewrite: a control edge from a fed placeholder is satisfied
+# by its feed (the placeholder itself, which would demand a value, never runs).
+_PLACEHOLDERS = frozenset({"Placeholder", "PlaceholderV2"})
+
+
+def fed_placeholder(by_name: dict, src: str, feeds) -> str | None:
+    """The fed tensor standing in for a control edge from node ``src``: its
+    output 0 if ``src`` is a fed placeholder, else None."""
+    key = f"{src}:0"
+    if key in feeds and by_name[src].op in _PLACEHOLDERS:
+        return key
+    return None
 
 
 def prune(by_name: dict, feeds: set, fetches: list, targets: list) -> set:
@@ -42,6 +64,8 @@ def prune(by_name: dict, feeds: set, fetches: list, targets: list) -> set:
         for inp in by_name[n].input:
             src, idx = parse_input(inp)
             if idx >= 0 and f"{src}:{idx}" in feeds:
+                continue
+            if idx < 0 and fed_placeholder(by_name, src, feeds) is not None:
                 continue
             if src not in needed:
                 stack.append(src)
@@ -125,6 +149,8 @@ class _Partitioner:
             for inp in n.input:
                 src, idx = parse_input(inp)
                 if idx < 0:
+                    if fed_placeholder(self.by_name, src, self.feed_set):
+                        continue  # the feed stands in for it (see _copy_node)
                     if src in self.needed and task[src] != t:
                         ctrl_consumers.setdefault(src, {}).setdefault(
                             t, placement[n.name])
@@ -165,6 +191,10 @@ class _Partitioner:
         for inp in n.input:
             src, idx = parse_input(inp)
             if idx < 0:
+                fed = fed_placeholder(self.by_name, src, self.feed_set)
+                if fed is not None:  # the feed, on this task, stands in for it
+                    nd.input.append("^" + self._feed_in(fed, t, dev))
+                    continue
                 same = self.task[src] == t
                 nd.input.append(inp if same else "^" + self.recv_name[(src, t)])
                 continue
@@ -250,4 +280,4 @@ def _send_recv(part, src_part, dst_task, tensor, src_dev, dst_dev, dtype,
     return r.name
 
 
-__all__ = ["Partition", "normalize_tensor_name", "partition", "prune", "task_of"]
+__all__ = ["Partition", "fed_placeholder", "normalize_tensor_name", "partition", "prune", "task_of"]

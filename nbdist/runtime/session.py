@@ -160,8 +160,15 @@ class BaseSession:
         """The devices this session can place ops on."""
         from nbdist.runtime.device_attributes import DeviceAttributes
 
-        return [DeviceAttributes(n, t, inc)
-                for n, t, inc in self._master.list_devices(self._config)]
+        if self._config.cluster_def.job:
+            # ClusterSpec propagation: the devices of this session's cluster,
+            # which its master session knows (as TF, made on first use here).
+            self._extend()
+            listed = self._master.list_devices(self._config,
+                                               session_handle=self._handle)
+        else:
+            listed = self._master.list_devices(self._config)
+        return [DeviceAttributes(n, t, inc) for n, t, inc in listed]
 
     def _extend(self):
         g = self._graph

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import itertools
 import random
+import re
 import threading
 import time
 from collections.abc import Callable
+from typing import NamedTuple
 
 from nbdist import errors
 from nbdist.executor.executor import Executor, StepContext
@@ -69,12 +71,15 @@ class Worker:
                  transport: TensorTransport | None = None,
                  publish: Callable[[str, dict], None] | None = None,
                  task_states: Callable[[list[str]], list] | None = None,
-                 limits: Limits | None = None):
+                 limits: Limits | None = None,
+                 address_transport: TensorTransport | None = None):
         """``transport`` brings tensors from other tasks (None: this task is the
         whole cluster); ``publish(kind, payload)`` reports runtime events;
         ``task_states(tasks)`` reads the coordination service's task records
         (what collectives check their peers' liveness with); ``limits`` bound
-        what requests may cost (a server's; None: unchecked, in process)."""
+        what requests may cost (a server's; None: unchecked, in process);
+        ``address_transport`` brings tensors from a task named by its address
+        (``src_task`` is an address: the tasks of a propagated cluster)."""
         self.task_name = task_name
         self.incarnation = incarnation or new_incarnation()
         self.devices = [f"{task_name}/device:CPU:{i}" for i in range(max(1, num_cpus))]
@@ -97,6 +102,9 @@ class Worker:
         self._graph_ids = itertools.count(1)
         self._runs = 0
         self._transport = transport
+        self._address_transport = address_transport
+        # ClusterSpec propagation: handle -> the session's view of the cluster.
+        self._propagated: dict[str, PropagatedCluster] = {}
         self.collectives = CollectiveExecutor(task_name, self.incarnation,
                                               self.rendezvous, transport, task_states)
         self._publish = publish or _ignore
@@ -160,9 +168,26 @@ class Worker:
         thread (``WorkerInterface.start_run_graph``)."""
         return None
 
-    def create_worker_session(self, session_handle: str):
+    def create_worker_session(self, session_handle: str, server_def=None,
+                              master_task: str = "", master_incarnation: int = 0,
+                              isolate_session_state: bool = False):
+        """Starts a session. With ``server_def`` naming a cluster (ClusterSpec
+        propagation), this task is ``server_def``'s job and task for that
+        session only, and reaches the others at their addresses there (with
+        resources of its own if ``isolate_session_state``); the sessions of an
+        older incarnation of the same ``master_task`` go."""
+        view = None
+        if server_def is not None and server_def.cluster.job:
+            view = PropagatedCluster.from_server_def(
+                server_def, master_task, master_incarnation, isolate_session_state)
         with self._lock:
+            stale = [h for h, v in self._propagated.items()
+                     if view is not None and v.superseded_by(view)]
             self._sessions.add(session_handle)
+            if view is not None:
+                self._propagated[session_handle] = view
+        for h in stale:  # as TF: that master restarted, its sessions are gone
+            self.delete_worker_session(h)
 
     def delete_worker_session(self, session_handle: str):
         """Forgets a session: its graphs go, its running steps are aborted and
@@ -170,6 +195,7 @@ class Worker:
         declared failed: that worker's steps never apply here late)."""
         with self._lock:
             self._sessions.discard(session_handle)
+            self._propagated.pop(session_handle, None)
             for h in [h for h, (s, _) in self._graphs.items() if s == session_handle]:
                 del self._graphs[h]
                 self._graph_siblings.pop(h, None)
@@ -184,16 +210,22 @@ class Worker:
             rm.cleanup(None)  # wakes ops still blocked on its queues
 
     def _env_for(self, session_handle: str, config):
-        """What a session's partitions run against: this worker, or with
-        ``isolate_session_state`` a view of it with the session's own resources."""
-        if config is None or not config.isolate_session_state:
+        """What a session's partitions run against: this worker, or a view of it
+        with the session's own resources (``isolate_session_state``) and task
+        name (a propagated cluster)."""
+        view = self._propagated.get(session_handle)
+        isolated = ((config is not None and config.isolate_session_state) or
+                    (view is not None and view.isolated))
+        if not isolated and view is None:
             return self
-        with self._lock:
-            rms = self._session_resources.get(session_handle)
-            if rms is None:
-                rms = self._session_resources[session_handle] = {
-                    d: ResourceMgr(self.default_container) for d in self.devices}
-        return _IsolatedSessionEnv(self, rms)
+        rms = self._resources
+        if isolated:
+            with self._lock:
+                rms = self._session_resources.get(session_handle)
+                if rms is None:
+                    rms = self._session_resources[session_handle] = {
+                        d: ResourceMgr(self.default_container) for d in self.devices}
+        return _IsolatedSessionEnv(self, rms, view)
 
     def _check_session(self, session_handle: str):
         if session_handle not in self._sessions:
@@ -207,7 +239,8 @@ class Worker:
         executor = Executor(graph_def, self._env_for(session_handle, config),
                             name=f"partition for {self.task_name}")
         handle = f"{session_handle}/g{next(self._graph_ids)}"
-        siblings = recv_siblings(graph_def, self.task_name)
+        siblings = (recv_siblings(graph_def, self.task_name)
+                    if session_handle not in self._propagated else None)
         with self._lock:
             self._graphs[handle] = (session_handle, executor)
             if siblings:
@@ -306,7 +339,7 @@ class Worker:
     def recv_tensor(self, step_id: int, key: str, timeout_s: float, is_cancelled):
         """Serves a remote task's pull of a tensor this task sends."""
         src, incarnation, _dst, _name = parse_key(key)
-        if not src.startswith(self.task_name + "/"):
+        if not src.startswith(self.task_name + "/") and not self._is_alias(src):
             raise errors.InvalidArgumentError(
                 None, None, f"RecvTensor for {src} sent to {self.task_name}")
         if incarnation != self.incarnation:
@@ -314,6 +347,21 @@ class Worker:
                 None, None, f"Task {self.task_name} restarted: the step expected "
                 f"incarnation {incarnation:x}, this task is {self.incarnation:x}")
         return self.rendezvous.recv_blocking(step_id, key, timeout_s, is_cancelled)
+
+    def _is_alias(self, device: str) -> bool:
+        """Whether ``device`` is this task's under a propagated session's name."""
+        return any(device.startswith(v.task + "/")
+                   for v in list(self._propagated.values()))
+
+    def recv_propagated(self, step, view: PropagatedCluster, src_device: str,
+                        key: str):
+        """A tensor from another task of a propagated cluster, by address."""
+        address = view.addresses.get(task_of(src_device))
+        if address is None or self._address_transport is None:
+            raise errors.InternalError(
+                None, None, f"No route to {src_device} from {view.task} "
+                f"({self.task_name})")
+        return self._address_transport.recv(step, address, key)
 
     def take_siblings(self, step_id: int, key: str, siblings,
                       linger_s: float = SIBLING_LINGER_S) -> dict:
@@ -356,13 +404,74 @@ class Worker:
         return out
 
 
-class _IsolatedSessionEnv:
-    """A worker as one isolated session's partitions see it: the same devices,
-    rendezvous and transport, but the session's own resource managers."""
+_JOB_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
+_HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)\Z")
+_MAX_PROPAGATED_TASKS = 4096
 
-    def __init__(self, worker: Worker, resources: dict[str, ResourceMgr]):
+
+def propagated_addresses(cluster_def) -> dict[str, str]:
+    """{task name: address} of a session's ``cluster_def`` (ClusterSpec
+    propagation), checked: it names servers this task will connect to."""
+    addresses: dict[str, str] = {}
+    for job in cluster_def.job:
+        if not _JOB_NAME.match(job.name):
+            raise errors.InvalidArgumentError(
+                None, None, f"cluster_def: job name {job.name[:100]!r} is not "
+                "letters, digits and '_' starting with a letter")
+        for index, address in sorted(job.tasks.items()):
+            task = f"/job:{job.name}/replica:0/task:{index}"
+            host, sep, port = address.rpartition(":")
+            if (index < 0 or not sep or not _HOST.match(host) or
+                    not port.isdigit() or not 0 < int(port) < 65536):
+                raise errors.InvalidArgumentError(
+                    None, None, f"cluster_def: {address[:100]!r} of task {task} "
+                    "is not a host:port address")
+            addresses[task] = address
+    if not addresses or len(addresses) > _MAX_PROPAGATED_TASKS:
+        raise errors.InvalidArgumentError(
+            None, None, f"cluster_def names {len(addresses)} tasks (1 to "
+            f"{_MAX_PROPAGATED_TASKS} expected)")
+    return addresses
+
+
+class PropagatedCluster(NamedTuple):
+    """A session's cluster from its master (``ConfigProto.cluster_def``): this
+    task's name in it, every task's address, and the master's identity."""
+
+    task: str
+    addresses: dict  # task name -> address
+    master_task: str
+    master_incarnation: int
+    isolated: bool  # resources of its own, not the task's
+
+    @classmethod
+    def from_server_def(cls, server_def, master_task: str, master_incarnation: int,
+                        isolated: bool) -> PropagatedCluster:
+        addresses = propagated_addresses(server_def.cluster)
+        own = f"/job:{server_def.job_name}/replica:0/task:{server_def.task_index}"
+        if own not in addresses:
+            raise errors.InvalidArgumentError(
+                None, None, f"CreateWorkerSession: {own[:200]} is not in the "
+                "session's cluster")
+        return cls(own, addresses, master_task, master_incarnation, isolated)
+
+    def superseded_by(self, newer: PropagatedCluster) -> bool:
+        """Whether ``newer`` comes from a restart of this session's master."""
+        return bool(self.master_task and self.master_task == newer.master_task and
+                    self.master_incarnation != newer.master_incarnation)
+
+
+class _IsolatedSessionEnv:
+    """A worker as one session's partitions see it: the same devices,
+    rendezvous and transport, but the session's own resource managers
+    (``isolate_session_state``) and task name (``view``: a propagated
+    cluster)."""
+
+    def __init__(self, worker: Worker, resources: dict[str, ResourceMgr],
+                 view: PropagatedCluster | None = None):
         self._worker = worker
         self._resources = resources
+        self._view = view
 
     def resources_for(self, device: str) -> ResourceMgr:
         return self._resources[self._worker.device_for(device)]
@@ -370,7 +479,7 @@ class _IsolatedSessionEnv:
     # The rest of ``executor.ExecutorEnv``: the worker's own.
     @property
     def task_name(self) -> str:
-        return self._worker.task_name
+        return self._view.task if self._view is not None else self._worker.task_name
 
     @property
     def rendezvous(self):
@@ -389,7 +498,12 @@ class _IsolatedSessionEnv:
         return self._worker.limits
 
     def recv(self, step, src_device: str, key: str):
-        return self._worker.recv(step, src_device, key)
+        view = self._view
+        if view is None:
+            return self._worker.recv(step, src_device, key)
+        if src_device.startswith(view.task + "/"):
+            return self._worker.rendezvous.recv(step, key)
+        return self._worker.recv_propagated(step, view, src_device, key)
 
     def device_for(self, device: str) -> str:
         return self._worker.device_for(device)

@@ -183,7 +183,8 @@ class GrpcWorkerClient:
             wait_for_ready=True,
             retry=Retry.SAFE,
         )
-        if resp.task and resp.task != self.task_name:
+        # A client named by its address (ClusterSpec propagation) takes any task.
+        if resp.task and self.task_name.startswith("/") and resp.task != self.task_name:
             raise errors.InvalidArgumentError(
                 None,
                 None,
@@ -193,13 +194,17 @@ class GrpcWorkerClient:
         self.incarnation = resp.incarnation
         return [(d.name, d.incarnation) for d in resp.device_attributes]
 
-    def create_worker_session(self, session_handle: str):
+    def create_worker_session(self, session_handle: str, server_def=None,
+                              master_task: str = "", master_incarnation: int = 0,
+                              isolate_session_state: bool = False):
         self._session_incarnation[session_handle] = self.incarnation
         self._rpc.call(
             "CreateWorkerSession",
             self._stub.CreateWorkerSession,
             worker_pb2.CreateWorkerSessionRequest(
-                session_handle=session_handle, request_id=_request_id()
+                session_handle=session_handle, server_def=server_def,
+                master_task=master_task, master_incarnation=master_incarnation,
+                isolate_session_state=isolate_session_state, request_id=_request_id()
             ),
             CONTROL_TIMEOUT_S,
             retry=Retry.SAFE,
@@ -723,12 +728,13 @@ class GrpcMasterClient:
             retry=Retry.NEVER,
         )
 
-    def list_devices(self, config=None):
+    def list_devices(self, config=None, session_handle: str = ""):
         filters = list(config.device_filters) if config is not None else []
         resp = self._rpc.call(
             "ListDevices",
             self._stub.ListDevices,
-            master_pb2.ListDevicesRequest(device_filters=filters),
+            master_pb2.ListDevicesRequest(device_filters=filters,
+                                          session_handle=session_handle),
             CONTROL_TIMEOUT_S + STATUS_TIMEOUT_S,
             retry=Retry.SAFE,
         )

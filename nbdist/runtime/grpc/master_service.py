@@ -140,7 +140,7 @@ class MasterServicer(ServicerBase, master_service_pb2_grpc.MasterServiceServicer
             resp = master_pb2.ListDevicesResponse()
             own = self.master.task_name + "/"
             for name, kind, inc in self.master_handler.list_devices(
-                    list(req.device_filters)):
+                    list(req.device_filters), req.session_handle):
                 field = (
                     resp.local_device if name.startswith(own) else resp.remote_device
                 )

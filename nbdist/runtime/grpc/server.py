@@ -35,7 +35,7 @@ from nbdist.runtime.grpc.admission import AdmissionInterceptor
 from nbdist.runtime.grpc.coordination_client import GrpcCoordinationClient
 from nbdist.runtime.grpc.coordination_service import CoordinationServicer
 from nbdist.runtime.grpc.master_service import MasterServicer
-from nbdist.runtime.grpc.transport import GrpcPeers, GrpcTensorTransport
+from nbdist.runtime.grpc.transport import AddressPeers, GrpcPeers, GrpcTensorTransport
 from nbdist.runtime.grpc.worker_service import WorkerServicer
 from nbdist.runtime.master import Master
 from nbdist.runtime.router import PeerRouter
@@ -293,6 +293,10 @@ class GrpcServer(Server):
             [p.peers(self._peers.address, self.task_name, self._peer_secret)
              for p in self._paths])
         transport = self._router.tensor_transport(GrpcTensorTransport(self._router.client))
+        # The tasks of a session's propagated cluster, reached by address.
+        self._address_peers = AddressPeers(self._cluster, self.task_name,
+                                           token=self._token, tls=self._tls or False,
+                                           park=self._park)
         self._worker = Worker(
             self.task_name,
             num_cpus=max(1, int(session_config.device_count.get("CPU", 1))),
@@ -301,6 +305,7 @@ class GrpcServer(Server):
             publish=self._publish,
             task_states=self._task_states,
             limits=self._limits,
+            address_transport=GrpcTensorTransport(self._address_peers.client),
         )
         self._master = Master(
             self.task_name,
@@ -308,6 +313,7 @@ class GrpcServer(Server):
             worker_for=self._worker_for,
             cluster_tasks=self._cluster.task_names,
             default_config=session_config,
+            worker_at=self._address_peers.client,
         )
         # What every transport of this task serves through: one set of handlers
         # (one de-duplication window, one admission count).
@@ -505,6 +511,7 @@ class GrpcServer(Server):
                 grace = 0  # only by stopping it after a start
             self._grpc.stop(grace).wait(grace + 5.0)
             self._admission.shutdown()
+            self._address_peers.close()
             self._router.close()
 
     def __repr__(self) -> str:

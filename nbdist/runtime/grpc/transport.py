@@ -10,6 +10,8 @@ values, a chunked ``RecvTensor`` stream for large ones and for parked references
 
 from __future__ import annotations
 
+import threading
+
 from nbdist import errors
 from nbdist.graph.device import DeviceSpec
 from nbdist.runtime.cluster_spec import ClusterSpec
@@ -45,6 +47,33 @@ class GrpcPeers:
         """A new client of ``task`` (the caller keeps and closes it)."""
         return GrpcWorkerClient(task, self.address(task), token=self._token,
                                 tls=self._tls, park=self._park)
+
+
+class AddressPeers(GrpcPeers):
+    """Worker clients named by their addresses: the tasks of a session's
+    propagated cluster (``ConfigProto.cluster_def``), one cached client per
+    address (the router does not know these tasks), closed by ``close``."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._clients: dict[str, GrpcWorkerClient] = {}
+        self._lock = threading.Lock()
+
+    def address(self, task: str) -> str:
+        return task
+
+    def client(self, task: str) -> GrpcWorkerClient:
+        with self._lock:
+            client = self._clients.get(task)
+            if client is None:
+                client = self._clients[task] = super().client(task)
+            return client
+
+    def close(self):
+        with self._lock:
+            clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            client.close()
 
 
 class GrpcTensorTransport:
@@ -85,4 +114,4 @@ class GrpcTensorTransport:
         pass  # the clients are their cache's (the router's) to close
 
 
-__all__ = ["GrpcPeers", "GrpcTensorTransport"]
+__all__ = ["AddressPeers", "GrpcPeers", "GrpcTensorTransport"]

@@ -54,7 +54,10 @@ class WorkerServicer(ServicerBase, worker_service_pb2_grpc.WorkerServiceServicer
 
     def CreateWorkerSession(self, request, context):
         def fn(req):
-            self.worker_handler.create_worker_session(req.session_handle)
+            self.worker_handler.create_worker_session(
+                req.session_handle,
+                req.server_def if req.HasField("server_def") else None,
+                req.master_task, req.master_incarnation, req.isolate_session_state)
             return worker_pb2.CreateWorkerSessionResponse()
 
         return self._serve("CreateWorkerSession", request, context, fn)

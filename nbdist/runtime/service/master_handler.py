@@ -81,14 +81,14 @@ class MasterHandler:
             raise invalid("PushTensors", "push_id must be nonzero")
         return self.pushed.put(push_id, value, client)
 
-    def list_devices(self, device_filters=()) -> list:
+    def list_devices(self, device_filters=(), session_handle: str = "") -> list:
         cfg = None
         if device_filters:
             cfg = config_pb2.ConfigProto()
             cfg.CopyFrom(self.master.default_config)
             del cfg.device_filters[:]
             cfg.device_filters.extend(device_filters)
-        return self.master.list_devices(cfg)
+        return self.master.list_devices(cfg, session_handle)
 
     def reset(self, containers, device_filters) -> None:
         self.master.reset(list(containers), list(device_filters))

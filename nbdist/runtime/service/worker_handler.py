@@ -69,10 +69,19 @@ class WorkerHandler:
     def get_status(self) -> list[tuple[str, int]]:
         return self.worker.get_status()
 
-    def create_worker_session(self, session_handle: str) -> None:
+    def create_worker_session(self, session_handle: str, server_def=None,
+                              master_task: str = "", master_incarnation: int = 0,
+                              isolate_session_state: bool = False) -> None:
+        """Starts a session (``Worker.create_worker_session``: a ``server_def``
+        with a cluster is a propagated one)."""
         if not session_handle:
             raise invalid("CreateWorkerSession", "empty session_handle")
-        self.worker.create_worker_session(session_handle)
+        if server_def is not None and server_def.cluster.job:
+            self.worker.create_worker_session(session_handle, server_def,
+                                              master_task, master_incarnation,
+                                              isolate_session_state)
+        else:
+            self.worker.create_worker_session(session_handle)
 
     def delete_worker_session(self, session_handle: str) -> None:
         self.worker.delete_worker_session(session_handle)
