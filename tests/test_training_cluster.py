@@ -625,8 +625,12 @@ def test_trainer_py_as_one_ps_and_two_worker_processes(tmp_path, procs):
     for i, wp in enumerate(workers):
         losses = [float(m.group(1)) for m in
                   (re.search(r"loss (\S+)$", line) for line in wp.lines) if m]
-        assert len(losses) >= 2, wp.output
-        assert losses[-1] < losses[0], wp.output
+        assert losses, wp.output
+        # Which worker steps when is the scheduler's: one may take all but one of
+        # the 200 global steps (seen on an idle 2-core machine), so a worker's own
+        # loss is compared only when it stepped more than once.
+        if len(losses) >= 2:
+            assert losses[-1] < losses[0], wp.output
         m = wp.wait_for(rf"^worker {i} done after (\d+) local steps", 1)
         local_steps.append(int(m.group(1)))
     first = [float(m.group(1)) for m in (re.search(r"step 1 .*loss (\S+)$", line)
