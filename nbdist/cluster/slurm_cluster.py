@@ -128,6 +128,9 @@ class SlurmCluster(ClusterTargets):
         except BaseException:
             self.shutdown()
             raise
+        # Every task answers, so the job runs: the state read while starting
+        # (PENDING or CONFIGURING, cached for a second) is stale.
+        self._state_at = None
         self.startup_seconds = monotonic() - started
 
     # -- public API (cluster_spec, target, targets, coordination_target: ClusterTargets)
