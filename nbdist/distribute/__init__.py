@@ -10,31 +10,31 @@ import importlib
 from nbdist.distribute import cluster_resolver as cluster_resolver
 
 _LAZY = {
-    "run_distribute_coordinator": ("nbdist.distribute.distribute_coordinator",
+    "run_distribute_coordinator": ("nbdist.distribute.strategies.distribute_coordinator",
                                    "run_distribute_coordinator"),
-    "CoordinatorMode": ("nbdist.distribute.distribute_coordinator",
+    "CoordinatorMode": ("nbdist.distribute.strategies.distribute_coordinator",
                         "CoordinatorMode"),
-    "run_standard_tensorflow_server": ("nbdist.distribute.distribute_coordinator",
+    "run_standard_tensorflow_server": ("nbdist.distribute.strategies.distribute_coordinator",
                                        "run_standard_tensorflow_server"),
-    "BetweenGraphStrategy": ("nbdist.distribute.distribute_coordinator",
+    "BetweenGraphStrategy": ("nbdist.distribute.strategies.distribute_coordinator",
                              "BetweenGraphStrategy"),
-    "get_current_worker_context": ("nbdist.distribute.distribute_coordinator_context",
+    "get_current_worker_context": ("nbdist.distribute.strategies.distribute_coordinator_context",
                                    "get_current_worker_context"),
     "watch_events": ("nbdist.distribute.coordination", "watch_events"),
     "coordination_client": ("nbdist.distribute.coordination", "coordination_client"),
-    "ParameterServerStrategy": ("nbdist.distribute.parameter_server_strategy",
+    "ParameterServerStrategy": ("nbdist.distribute.strategies.parameter_server_strategy",
                                 "ParameterServerStrategy"),
-    "MultiWorkerMirroredStrategy": ("nbdist.distribute.collective_all_reduce_strategy",
+    "MultiWorkerMirroredStrategy": ("nbdist.distribute.strategies.collective_all_reduce_strategy",
                                     "MultiWorkerMirroredStrategy"),
-    "CollectiveAllReduceStrategy": ("nbdist.distribute.collective_all_reduce_strategy",
+    "CollectiveAllReduceStrategy": ("nbdist.distribute.strategies.collective_all_reduce_strategy",
                                     "CollectiveAllReduceStrategy"),
-    "ReduceOp": ("nbdist.distribute.collective_all_reduce_strategy", "ReduceOp"),
-    "InputContext": ("nbdist.distribute.input_context", "InputContext"),
+    "ReduceOp": ("nbdist.distribute.strategies.collective_all_reduce_strategy", "ReduceOp"),
+    "InputContext": ("nbdist.distribute.strategies.input_context", "InputContext"),
 }
 _MODULES = {
-    "distribute_coordinator": "nbdist.distribute.distribute_coordinator",
+    "distribute_coordinator": "nbdist.distribute.strategies.distribute_coordinator",
     "distribute_coordinator_context":
-        "nbdist.distribute.distribute_coordinator_context",
+        "nbdist.distribute.strategies.distribute_coordinator_context",
     "experimental": "nbdist.distribute.experimental",
     "coordinator": "nbdist.distribute.coordinator",
 }

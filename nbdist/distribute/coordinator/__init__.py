@@ -6,12 +6,12 @@ from __future__ import annotations
 
 def __getattr__(name):
     if name == "ClusterCoordinator":
-        from nbdist.distribute.cluster_coordinator import ClusterCoordinator
+        from nbdist.distribute.coordinator.cluster_coordinator import ClusterCoordinator
 
         return ClusterCoordinator
     if name in ("RemoteValue", "PerWorkerValues", "PerWorkerValue",
                 "RemoteValueStatus"):
-        from nbdist.distribute import values
+        from nbdist.distribute.coordinator import values
 
         return getattr(values, name)
     raise AttributeError(

@@ -3,7 +3,7 @@
 ``tf.distribute.experimental.coordinator.ClusterCoordinator``.
 
     >>> import nbdist as nd
-    >>> from nbdist.distribute.parameter_server_strategy import (
+    >>> from nbdist.distribute.strategies.parameter_server_strategy import (
     ...     ParameterServerStrategy)
     >>> with nd.LocalCluster(ps=1, workers=2, progress=False) as cluster:
     ...     strategy = ParameterServerStrategy(cluster.cluster_spec)
@@ -83,14 +83,14 @@ import weakref
 import numpy as np
 
 from nbdist import errors
-from nbdist.distribute import coordinator_state as cs
-from nbdist.distribute.closure_batching import BatchedFunction, batchable, copy_index
-from nbdist.distribute.data_ops import Dataset
-from nbdist.distribute.function import ConcreteFunction, Function
-from nbdist.distribute.function import function as _function
-from nbdist.distribute.nest import flatten, map_structure
-from nbdist.distribute.task_liveness import TaskLiveness, task_name
-from nbdist.distribute.values import (
+from nbdist.distribute.coordinator import coordinator_state as cs
+from nbdist.distribute.coordinator.closure_batching import BatchedFunction, batchable, copy_index
+from nbdist.distribute.data.data_ops import Dataset
+from nbdist.distribute.tracing.function import ConcreteFunction, Function
+from nbdist.distribute.tracing.function import function as _function
+from nbdist.graph.nest import flatten, map_structure
+from nbdist.distribute.coordinator.task_liveness import TaskLiveness, task_name
+from nbdist.distribute.coordinator.values import (
     PerWorkerResource,
     PerWorkerValues,
     RemoteValue,

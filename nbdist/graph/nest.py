@@ -1,5 +1,8 @@
 """Nested structures of tuples, lists, namedtuples and dicts (TF's ``nest``):
-flattened to their leaves (dicts by sorted key) and packed back.
+flattened to their leaves (mappings by sorted key) and packed back. The one
+``nest`` of nbdist: control flow (``cond``/``while_loop``/``case``),
+``custom_gradient``, ``nd.function``, datasets and the ``ClusterCoordinator``
+all flatten and pack with it, and ``tensorflow.python.util.nest`` forwards here.
 
 >>> flatten({"b": (1, 2), "a": 3})
 [3, 1, 2]
@@ -11,27 +14,40 @@ from __future__ import annotations
 
 import collections.abc
 
-__all__ = ["flatten", "flatten_up_to", "is_namedtuple", "map_structure",
-           "pack_sequence_as"]
+__all__ = ["assert_same_structure", "flatten", "flatten_up_to", "is_namedtuple",
+           "is_nested", "map_structure", "pack_sequence_as"]
 
 
 def is_namedtuple(x) -> bool:
     return isinstance(x, tuple) and hasattr(type(x), "_fields")
 
 
+def is_nested(x, lists_are_leaves=False) -> bool:
+    """Whether ``x`` is a structure (tuple, list, namedtuple or mapping), not a leaf."""
+    if isinstance(x, (tuple, collections.abc.Mapping)):
+        return True
+    return isinstance(x, list) and not lists_are_leaves
+
+
 def flatten(structure, lists_are_leaves=False) -> list:
-    """Leaves of nested tuples, lists, namedtuples and dicts (dicts by sorted key)."""
+    """Leaves of nested tuples, lists, namedtuples and dicts (dicts by sorted key).
+    ``lists_are_leaves``: lists are leaves (as tf.data's nest)."""
     if isinstance(structure, collections.abc.Mapping):
         return [leaf for k in sorted(structure)
                 for leaf in flatten(structure[k], lists_are_leaves)]
-    if isinstance(structure, tuple) or (isinstance(structure, list)
-                                        and not lists_are_leaves):
+    if is_nested(structure, lists_are_leaves):
         return [leaf for s in structure for leaf in flatten(s, lists_are_leaves)]
     return [structure]
 
 
 def pack_sequence_as(structure, flat, lists_are_leaves=False):
-    """``structure`` with its leaves replaced, in order, by ``flat``."""
+    """``structure`` with its leaves replaced, in order, by ``flat``. A mapping
+    keeps its own key order (its leaves are taken by sorted key)."""
+    flat = list(flat)
+    want = len(flatten(structure, lists_are_leaves))
+    if want != len(flat):
+        raise ValueError(f"pack_sequence_as: the structure has {want} leaves, but "
+                         f"{len(flat)} value(s) were given")
     it = iter(flat)
 
     def build(s):
@@ -41,15 +57,11 @@ def pack_sequence_as(structure, flat, lists_are_leaves=False):
                 {k: vals[k] for k in s}
         if is_namedtuple(s):
             return type(s)(*[build(x) for x in s])
-        if isinstance(s, tuple) or (isinstance(s, list) and not lists_are_leaves):
-            return type(s)(build(x) for x in s)
+        if is_nested(s, lists_are_leaves):
+            return type(s)([build(x) for x in s])
         return next(it)
 
-    out = build(structure)
-    rest = list(it)
-    if rest:
-        raise ValueError(f"pack_sequence_as: {len(rest)} value(s) too many")
-    return out
+    return build(structure)
 
 
 def flatten_up_to(shallow, value) -> list:
@@ -71,7 +83,25 @@ def flatten_up_to(shallow, value) -> list:
 
 
 def map_structure(fn, structure, lists_are_leaves=False):
+    """``structure`` with ``fn`` applied to each leaf."""
     return pack_sequence_as(structure, [fn(x) for x in flatten(structure,
                                                               lists_are_leaves)],
                             lists_are_leaves)
 
+
+def _signature(s, check_types: bool):
+    if isinstance(s, collections.abc.Mapping):
+        kind = type(s) if check_types else "mapping"
+        return (kind, tuple((k, _signature(s[k], check_types)) for k in sorted(s)))
+    if is_nested(s):
+        kind = type(s) if check_types else "sequence"
+        return (kind, tuple(_signature(x, check_types) for x in s))
+    return "."
+
+
+def assert_same_structure(nest1, nest2, check_types=True):
+    """Raises ``ValueError`` unless both have the same nesting (and, with
+    ``check_types``, the same sequence and mapping types), as TF's nest."""
+    if _signature(nest1, check_types) != _signature(nest2, check_types):
+        raise ValueError(f"The two structures don't have the same nested "
+                         f"structure: {nest1!r} and {nest2!r}")
