@@ -100,8 +100,11 @@ def _signature(s, check_types: bool):
 
 
 def assert_same_structure(nest1, nest2, check_types=True):
-    """Raises ``ValueError`` unless both have the same nesting (and, with
-    ``check_types``, the same sequence and mapping types), as TF's nest."""
-    if _signature(nest1, check_types) != _signature(nest2, check_types):
+    """As TF's nest: ``ValueError`` unless both have the same nesting; with
+    ``check_types``, ``TypeError`` when their sequence or mapping types differ."""
+    if _signature(nest1, False) != _signature(nest2, False):
         raise ValueError(f"The two structures don't have the same nested "
                          f"structure: {nest1!r} and {nest2!r}")
+    if check_types and _signature(nest1, True) != _signature(nest2, True):
+        raise TypeError(f"The two structures don't have the same sequence type: "
+                        f"{nest1!r} and {nest2!r}")
