@@ -1,6 +1,16 @@
 """``nd.distribute``: cluster resolvers, the distribute coordinator, the event
 stream, (TF2 style) ``ParameterServerStrategy`` with ``ClusterCoordinator``, and
 ``MultiWorkerMirroredStrategy`` (collective all-reduce between workers).
+
+Sub-packages: ``strategies`` (the strategies, the distribute coordinator and
+its context, input contexts, partitioners), ``coordinator`` (the
+``ClusterCoordinator`` and its parts; also TF's ``tf.distribute.coordinator``),
+``tracing`` (``nd.function``: traced functions, ``TensorSpec``, the
+``_FunctionCall`` op; its tracer core and ``nest`` are ``nbdist.graph``'s
+``func_graph`` and ``nest``, shared with control flow) and ``data``
+(``nd.data``'s datasets and iterators). ``cluster_resolver`` and
+``experimental`` are TF's alias modules; ``coordination`` and
+``worker_context`` the coordination service's client side.
 """
 
 from __future__ import annotations

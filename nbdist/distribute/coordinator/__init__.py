@@ -1,5 +1,13 @@
 """``nd.distribute.coordinator`` (TF2's ``tf.distribute.coordinator``):
-``ClusterCoordinator``, ``RemoteValue``, ``PerWorkerValues``."""
+``ClusterCoordinator``, ``RemoteValue``, ``PerWorkerValues``.
+
+The package holds the ``ClusterCoordinator`` and its parts, as TensorFlow keeps
+``tensorflow/python/distribute/coordinator/``: ``cluster_coordinator`` (the I/O
+side: worker threads, sessions, fences), ``coordinator_state`` (the pure state
+machine: queue, failures, fencing), ``task_liveness`` (heartbeat watcher and
+prober), ``closure_batching`` (several closures as one step) and ``values``
+(``RemoteValue``, ``PerWorkerValues``).
+"""
 
 from __future__ import annotations
 

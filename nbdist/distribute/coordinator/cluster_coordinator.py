@@ -20,8 +20,9 @@
     1
 
 How it works. ``schedule`` traces the function once (on worker 0's slice of
-its arguments) and queues a closure; the queue and the failure handling are
-the pure state machine of ``coordinator_state`` (events in, actions out);
+its arguments) and queues a closure; the queue, the failure handling and the
+fencing bookkeeping are the pure state machine of ``coordinator_state``
+(events in, actions out);
 this module only feeds it events and carries out its actions:
 
 * one thread per worker (``WorkerClosureProcessingLoop-i``) runs what is
@@ -52,7 +53,10 @@ resumes. The same happens after a retryable RPC error on a worker (its
 master may still be running the step) and when a worker restarts under us.
 The worker's thread takes no dispatch made before the fence, makes its
 master create a session before the first step in it (so a fence knows the
-handle), and closes fenced sessions before its next step.
+handle, read with ``Session.session_handle``), and closes fenced sessions
+before its next step. Which worker to fence, its epochs and its open and
+fenced sessions are ``CoordinatorState``'s (``Fence``, ``Admit`` ...); this
+module deletes, opens and closes the sessions.
 
 Semantics: at least once (a closure whose worker fails may have run, partly
 or fully, before it runs again elsewhere), and nothing after: an attempt on a
