@@ -201,7 +201,9 @@ class AppliedAfterJoin(AssertionError):
 def test_coordinator_run_loses_nothing_under_kills_stops_and_restarts(make_cluster,
                                                                        seed):
     from nbdist.distribute.coordinator.cluster_coordinator import ClusterCoordinator
-    from nbdist.distribute.strategies.parameter_server_strategy import ParameterServerStrategy
+    from nbdist.distribute.strategies.parameter_server_strategy import (
+        ParameterServerStrategy,
+    )
 
     rng = random.Random(seed)
     plan = _coordinator_schedule(rng)

@@ -15,7 +15,9 @@ import pytest
 import nbdist as nd
 from nbdist import errors
 from nbdist.distribute.coordinator.cluster_coordinator import ClusterCoordinator
-from nbdist.distribute.strategies.parameter_server_strategy import ParameterServerStrategy
+from nbdist.distribute.strategies.parameter_server_strategy import (
+    ParameterServerStrategy,
+)
 from nbdist.distribute.coordinator.values import PerWorkerValues, RemoteValueStatus
 
 HEARTBEAT_TIMEOUT_S = 1.0

@@ -35,7 +35,9 @@ from test_training_cluster import Proc
 import nbdist as nd
 from nbdist import errors
 from nbdist.distribute.coordinator.cluster_coordinator import ClusterCoordinator
-from nbdist.distribute.strategies.parameter_server_strategy import ParameterServerStrategy
+from nbdist.distribute.strategies.parameter_server_strategy import (
+    ParameterServerStrategy,
+)
 from nbdist.proto import summary_pb2
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -21,7 +21,9 @@ from nbdist.distribute.strategies import distribute_coordinator as dc
 from nbdist.distribute.strategies.distribute_coordinator import (
     run_distribute_coordinator,
 )
-from nbdist.distribute.strategies.distribute_coordinator_context import get_current_worker_context
+from nbdist.distribute.strategies.distribute_coordinator_context import (
+    get_current_worker_context,
+)
 from nbdist.runtime.cluster_spec import ClusterSpec
 
 CHIEF = "/job:chief/replica:0/task:0"
@@ -264,7 +266,9 @@ import json, sys
 import nbdist as nd
 from nbdist.distribute.strategies.distribute_coordinator import (
     CoordinatorMode, run_distribute_coordinator)
-from nbdist.distribute.strategies.distribute_coordinator_context import get_current_worker_context
+from nbdist.distribute.strategies.distribute_coordinator_context import (
+    get_current_worker_context,
+)
 
 def worker_fn(strategy):
     ctx = get_current_worker_context()

@@ -61,7 +61,7 @@ def check(result, a, b, c):
     np.testing.assert_allclose(result["mid"]["m"][0], c)
 
 
-# -- one nest ---------------------------------------------------------------------------
+# -- one nest --------------------------------------------------------------------------
 def test_nest_follows_tf_ordering_rules():
     from nbdist.graph import nest
 
@@ -144,7 +144,7 @@ def test_while_loop_over_a_mapping_and_namedtuple(graph):
     assert got["zeta"] == Point(y=y, x=x) and dict(got["alpha"]) == {"k": k}
 
 
-# -- one tracer -------------------------------------------------------------------------
+# -- one tracer ------------------------------------------------------------------------
 def test_function_and_loop_bodies_are_one_function_def_form(graph):
     """A loop body traced by control flow runs as an ``nd.function``, and both
     name their outputs as the tracer's ``to_function_def`` does."""
@@ -186,7 +186,7 @@ def test_cond_traced_inside_a_function_lands_in_its_graph(graph):
     assert float(f(np.float32(3.0))) == 6.0 and float(f(np.float32(-2.0))) == 2.0
 
 
-# -- fencing in the pure state ------------------------------------------------------------
+# -- fencing in the pure state ---------------------------------------------------------
 def test_fencing_is_state_of_coordinator_state():
     from nbdist.distribute.coordinator import coordinator_state as cs
 

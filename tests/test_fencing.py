@@ -21,7 +21,9 @@ from test_cluster_coordinator import wait_for
 import nbdist as nd
 from nbdist import errors
 from nbdist.distribute.coordinator.cluster_coordinator import ClusterCoordinator
-from nbdist.distribute.strategies.parameter_server_strategy import ParameterServerStrategy
+from nbdist.distribute.strategies.parameter_server_strategy import (
+    ParameterServerStrategy,
+)
 from nbdist.runtime import transports
 
 _HEARTBEATS = {"NBDIST_HEARTBEAT_INTERVAL_MS": "100",

@@ -15,7 +15,9 @@ from conftest import local_cluster
 
 import nbdist as nd
 from nbdist.distribute.coordinator.cluster_coordinator import ClusterCoordinator
-from nbdist.distribute.strategies.parameter_server_strategy import ParameterServerStrategy
+from nbdist.distribute.strategies.parameter_server_strategy import (
+    ParameterServerStrategy,
+)
 from nbdist.graph.partitioned_variables import PartitionedVariable, ShardedVariable
 
 F32 = nd.float32

@@ -19,32 +19,27 @@ import importlib
 
 from nbdist.distribute import cluster_resolver as cluster_resolver
 
+_DC = "nbdist.distribute.strategies.distribute_coordinator"
+_DC_CONTEXT = "nbdist.distribute.strategies.distribute_coordinator_context"
+_PS = "nbdist.distribute.strategies.parameter_server_strategy"
+_COLLECTIVE = "nbdist.distribute.strategies.collective_all_reduce_strategy"
 _LAZY = {
-    "run_distribute_coordinator": ("nbdist.distribute.strategies.distribute_coordinator",
-                                   "run_distribute_coordinator"),
-    "CoordinatorMode": ("nbdist.distribute.strategies.distribute_coordinator",
-                        "CoordinatorMode"),
-    "run_standard_tensorflow_server": ("nbdist.distribute.strategies.distribute_coordinator",
-                                       "run_standard_tensorflow_server"),
-    "BetweenGraphStrategy": ("nbdist.distribute.strategies.distribute_coordinator",
-                             "BetweenGraphStrategy"),
-    "get_current_worker_context": ("nbdist.distribute.strategies.distribute_coordinator_context",
-                                   "get_current_worker_context"),
+    "run_distribute_coordinator": (_DC, "run_distribute_coordinator"),
+    "CoordinatorMode": (_DC, "CoordinatorMode"),
+    "run_standard_tensorflow_server": (_DC, "run_standard_tensorflow_server"),
+    "BetweenGraphStrategy": (_DC, "BetweenGraphStrategy"),
+    "get_current_worker_context": (_DC_CONTEXT, "get_current_worker_context"),
     "watch_events": ("nbdist.distribute.coordination", "watch_events"),
     "coordination_client": ("nbdist.distribute.coordination", "coordination_client"),
-    "ParameterServerStrategy": ("nbdist.distribute.strategies.parameter_server_strategy",
-                                "ParameterServerStrategy"),
-    "MultiWorkerMirroredStrategy": ("nbdist.distribute.strategies.collective_all_reduce_strategy",
-                                    "MultiWorkerMirroredStrategy"),
-    "CollectiveAllReduceStrategy": ("nbdist.distribute.strategies.collective_all_reduce_strategy",
-                                    "CollectiveAllReduceStrategy"),
-    "ReduceOp": ("nbdist.distribute.strategies.collective_all_reduce_strategy", "ReduceOp"),
+    "ParameterServerStrategy": (_PS, "ParameterServerStrategy"),
+    "MultiWorkerMirroredStrategy": (_COLLECTIVE, "MultiWorkerMirroredStrategy"),
+    "CollectiveAllReduceStrategy": (_COLLECTIVE, "CollectiveAllReduceStrategy"),
+    "ReduceOp": (_COLLECTIVE, "ReduceOp"),
     "InputContext": ("nbdist.distribute.strategies.input_context", "InputContext"),
 }
 _MODULES = {
-    "distribute_coordinator": "nbdist.distribute.strategies.distribute_coordinator",
-    "distribute_coordinator_context":
-        "nbdist.distribute.strategies.distribute_coordinator_context",
+    "distribute_coordinator": _DC,
+    "distribute_coordinator_context": _DC_CONTEXT,
     "experimental": "nbdist.distribute.experimental",
     "coordinator": "nbdist.distribute.coordinator",
 }

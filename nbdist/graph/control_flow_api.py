@@ -18,12 +18,8 @@ from nbdist.graph import (
     nest,
 )
 from nbdist.graph.control_flow_graph import common_shape
-from nbdist.graph.func_graph import (
-    function_name,
-    to_function_def,
-    trace,
-    union_captures,
-)
+from nbdist.graph.func_graph import trace, union_captures
+from nbdist.graph.function_def import function_name, to_function_def
 from nbdist.graph.nest import flatten, is_nested, pack_sequence_as
 from nbdist.graph.ops import Operation, _graph_of, convert_to_tensor
 from nbdist.graph.tensor_array_ops import as_flow, from_flow, is_tensor_array

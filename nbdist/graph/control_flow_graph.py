@@ -1,6 +1,7 @@
 """The ops that call branches and loop bodies as graph functions: ``If``,
 ``While`` and ``_WhileGrad``. The branches are traced by ``func_graph.trace``
-(the tracer ``nd.function`` shares) and flattened with ``nest``.
+(beside ``nd.function``'s ``FuncGraph``), made FunctionDefs by
+``function_def`` (as ``nd.function``'s are) and flattened with ``nest``.
 
 A branch is traced in the graph being built (so every wrapper picks the
 right graph, as in TF1's control-flow contexts): its arguments are

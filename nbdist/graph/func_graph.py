@@ -5,14 +5,14 @@ function (a ``FunctionDef``), for control flow and ``nd.function`` alike
 Both build a function's body from the ops a Python function adds while it
 runs with placeholders for its arguments, describe it as a ``Trace`` (its
 arguments, outputs, body ops, captured outside tensors, re-bound variables)
-and turn it into a ``FunctionDef`` with ``to_function_def``; a FunctionDef
-comes back as a graph with ``function_graph``. They differ only in where the
-body is built and how an outside tensor is captured:
+and turn it into a ``FunctionDef`` with ``function_def.to_function_def``; a
+FunctionDef comes back as a graph with ``function_def.function_graph``. They
+differ only in where the body is built and how an outside tensor is captured:
 
-* ``trace`` (``cond``, ``while_loop``, gradients of loops): the body is built
-  in the graph being built, as in TF1's control-flow contexts, and then cut
-  out of it; an outside tensor becomes an extra argument of the function and
-  an input of the calling op, so it may come from any task.
+* ``trace`` (``cond``, ``while_loop``): the body is built in the graph being
+  built, as in TF1's control-flow contexts, and then cut out of it; an
+  outside tensor becomes an extra argument of the function and an input of
+  the calling op, so it may come from any task.
 * ``FuncGraph`` (``nd.function``): the body is built in a graph of its own,
   which also runs standalone on a task; while it is traced on a thread,
   ``tracing_graph()`` is that graph, ops built in outer graphs go into it,
@@ -27,52 +27,28 @@ Nested arguments and results are flattened and packed with ``nbdist.graph.nest``
 from __future__ import annotations
 
 import collections
-import itertools
 import threading
 
 import numpy as np
 
 from nbdist.graph import ops as _ops
-from nbdist.graph.graph_def import import_graph_def
-from nbdist.graph.node_def import operation_to_node_def
+from nbdist.graph.function_def import Trace
 from nbdist.graph.ops import Graph, Operation, Tensor, _static_value
-from nbdist.proto import function_pb2, graph_pb2
+from nbdist.proto import function_pb2
 
 __all__ = [
     "CapturedVariable",
     "FuncGraph",
-    "Trace",
-    "function_graph",
-    "function_name",
-    "needed_trace",
     "register_copyable_op",
     "register_rebinder",
     "remove_ops",
-    "to_function_def",
     "trace",
     "trace_stack",
     "tracing_graph",
     "union_captures",
 ]
 
-_fn_ids = itertools.count(1)
-
-
-# -- a traced function and its FunctionDef ------------------------------------
-class Trace:
-    """One traced function: argument placeholders, output tensors, the ops of
-    its body, the outside tensors it reads (``captures``), the outside variables
-    it re-binds by name and the outside ops it waits for."""
-
-    def __init__(self, args, outputs, body_ops, captures, rebinds, control):
-        self.args = args
-        self.outputs = outputs
-        self.body_ops = body_ops
-        self.captures = captures
-        self.rebinds = rebinds
-        self.control = control
-
-
+# -- tracing a branch in place ---------------------------------------------------
 def trace(graph: Graph, arg_specs, build, what: str) -> Trace:
     """Traces a branch in place: calls ``build(args) -> [Tensor]`` with
     placeholders of ``arg_specs`` ((dtype, shape) pairs) in ``graph`` and cuts
@@ -185,85 +161,6 @@ def union_captures(graph: Graph, traces):
                 caps.append(t)
     names = [graph.unique_name("capture") for _ in caps]
     return caps, names
-
-
-def function_name(base: str) -> str:
-    return f"{base.replace('/', '_')}_{next(_fn_ids)}"
-
-
-def to_function_def(tr: Trace, name: str, captures=(), cap_names=(),
-                    extra_args=()) -> function_pb2.FunctionDef:
-    """``tr`` as a FunctionDef whose arguments are its own, then ``captures``
-    (named ``cap_names``), then ``extra_args`` (placeholders in the body)."""
-    fd = function_pb2.FunctionDef(name=name)
-    rename = {}
-    for t, n in zip(captures, cap_names):
-        rename[t._as_node_def_input()] = n
-    arg_ops = {id(a.op) for a in list(tr.args) + list(extra_args)}
-    for a in tr.args:
-        fd.input_arg.append(a.op.name)
-        fd.input_type.append(a.dtype.base_dtype.as_datatype_enum)
-    for t, n in zip(captures, cap_names):
-        fd.input_arg.append(n)
-        fd.input_type.append(t.dtype.base_dtype.as_datatype_enum)
-    for a in extra_args:
-        fd.input_arg.append(a.op.name)
-        fd.input_type.append(a.dtype.base_dtype.as_datatype_enum)
-    for var_op in tr.rebinds.values():
-        fd.node_def.add().CopyFrom(operation_to_node_def(var_op))
-    body_ids = {id(op) for op in tr.body_ops}
-    for op in tr.body_ops:
-        if id(op) in arg_ops:
-            continue
-        nd = operation_to_node_def(op)
-        inputs = [rename.get(s, s) for s in nd.input if not s.startswith("^")]
-        inputs += ["^" + c.name for c in op._control_inputs if id(c) in body_ids]
-        del nd.input[:]
-        nd.input.extend(inputs)
-        fd.node_def.add().CopyFrom(nd)
-    for t in tr.outputs:
-        s = t._as_node_def_input()
-        fd.output.append(rename.get(s, s))
-        fd.output_type.append(t.dtype.base_dtype.as_datatype_enum)
-    return fd
-
-
-def function_graph(fdef, arg_shapes, graph: Graph | None = None):
-    """``fdef``'s body in ``graph`` (default: a fresh Graph), its arguments as
-    placeholders of ``arg_shapes``: (graph, arg tensors, outputs)."""
-    g = Graph() if graph is None else graph
-    gd = graph_pb2.GraphDef()
-    for arg, t, shape in zip(fdef.input_arg, fdef.input_type, arg_shapes):
-        n = gd.node.add(name=arg, op="Placeholder")
-        n.attr["dtype"].type = t
-        if shape.rank is None:
-            n.attr["shape"].shape.unknown_rank = True
-        else:
-            for d in shape.as_list():
-                n.attr["shape"].shape.dim.add(size=-1 if d is None else d)
-    gd.node.extend(fdef.node_def)
-    with g.as_default():
-        import_graph_def(gd, name="")
-    args = [g.get_operation_by_name(a).outputs[0] for a in fdef.input_arg]
-    outs = []
-    for s in fdef.output:
-        op_name, _, idx = s.partition(":")
-        outs.append(g.get_operation_by_name(op_name).outputs[int(idx or 0)])
-    return g, args, outs
-
-
-def needed_trace(graph: Graph, args, outputs, targets=()) -> Trace:
-    """A Trace of a standalone graph: the ops ``outputs`` and the ops
-    ``targets`` need, in graph order, no captures."""
-    needed, stack = set(), [t.op for t in outputs] + list(targets)
-    while stack:
-        op = stack.pop()
-        if id(op) not in needed:
-            needed.add(id(op))
-            stack.extend(i.op for i in op._inputs)
-            stack.extend(op._control_inputs)
-    body = [op for op in graph._ops_list if id(op) in needed]
-    return Trace(args, outputs, body, [], {}, [])
 
 
 # -- tracing state (per thread) ---------------------------------------------------------

@@ -88,18 +88,22 @@ import numpy as np
 
 from nbdist import errors
 from nbdist.distribute.coordinator import coordinator_state as cs
-from nbdist.distribute.coordinator.closure_batching import BatchedFunction, batchable, copy_index
-from nbdist.distribute.data.data_ops import Dataset
-from nbdist.distribute.tracing.function import ConcreteFunction, Function
-from nbdist.distribute.tracing.function import function as _function
-from nbdist.graph.nest import flatten, map_structure
+from nbdist.distribute.coordinator.closure_batching import (
+    BatchedFunction,
+    batchable,
+    copy_index,
+)
 from nbdist.distribute.coordinator.task_liveness import TaskLiveness, task_name
 from nbdist.distribute.coordinator.values import (
     PerWorkerResource,
     PerWorkerValues,
     RemoteValue,
 )
+from nbdist.distribute.data.data_ops import Dataset
+from nbdist.distribute.tracing.function import ConcreteFunction, Function
+from nbdist.distribute.tracing.function import function as _function
 from nbdist.graph.device import DeviceSpec
+from nbdist.graph.nest import flatten, map_structure
 from nbdist.graph.ops import Graph
 from nbdist.graph.variables import is_variable_initialized
 from nbdist.proto.config_pb2 import ConfigProto

@@ -55,7 +55,7 @@ import weakref
 import numpy as np
 
 from nbdist import errors
-from nbdist.distribute.tracing import function_ops  # noqa: F401  (registers _FunctionCall)
+from nbdist.distribute.tracing import function_ops  # noqa: F401  (the call op)
 from nbdist.distribute.tracing.session_cache import SessionCache
 from nbdist.distribute.tracing.tensor_spec import TensorSpec, as_array
 from nbdist.graph import dtypes, op_def
@@ -64,12 +64,10 @@ from nbdist.graph.array_ops import constant, identity, placeholder
 from nbdist.graph.func_graph import (
     CapturedVariable,
     FuncGraph,
-    function_graph,
-    needed_trace,
-    to_function_def,
     trace_stack,
     tracing_graph,
 )
+from nbdist.graph.function_def import function_graph, needed_trace, to_function_def
 from nbdist.graph.nest import (
     flatten,
     flatten_up_to,
@@ -322,7 +320,7 @@ class ConcreteFunction:
         """The function as nbdist's ``FunctionDef``: arguments by name and type,
         output tensor names, and the body (the ops the outputs and the stateful
         ops need, without the argument placeholders) as NodeDefs; the same form
-        control flow gives its branches (``func_graph.to_function_def``)."""
+        control flow gives its branches (``function_def.to_function_def``)."""
         if self._fdef is None:
             self._fdef = to_function_def(
                 needed_trace(self._graph, self._inputs, self._outputs,
