@@ -22,8 +22,8 @@
 How it works. ``schedule`` traces the function once (on worker 0's slice of
 its arguments) and queues a closure; the queue, the failure handling and the
 fencing bookkeeping are the pure state machine of ``coordinator_state``
-(events in, actions out);
-this module only feeds it events and carries out its actions:
+(events in, actions out); this module only feeds it events and carries out
+its actions:
 
 * one thread per worker (``WorkerClosureProcessingLoop-i``) runs what is
   dispatched to it with ``ConcreteFunction.run(worker_target, *args)``; when
