@@ -315,8 +315,10 @@ def _teardown(cluster, stopped=()):
 @pytest.mark.slow
 def test_watch_sees_starts_graphs_steps_barriers_death_and_return():
     from nbdist.cluster.local_cluster import LocalCluster
-    from nbdist.distribute.distribute_coordinator import run_distribute_coordinator
-    from nbdist.distribute.distribute_coordinator_context import (
+    from nbdist.distribute.strategies.distribute_coordinator import (
+        run_distribute_coordinator,
+    )
+    from nbdist.distribute.strategies.distribute_coordinator_context import (
         get_current_worker_context,
     )
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import copy
 
-from nbdist.distribute import distribute_coordinator_context
+from nbdist.distribute.strategies import distribute_coordinator_context
 from nbdist.runtime.cluster_spec import task_device
 
 __all__ = ["TaskType", "WorkerContext", "get_num_workers", "is_chief"]

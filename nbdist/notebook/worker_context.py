@@ -20,7 +20,7 @@ class CellBarrier:
     (a task failed) wakes the others with ``CancelledError``."""
 
     def __init__(self, cluster_spec, participants, barrier_id: str):
-        from nbdist.distribute.distribute_coordinator import _WorkerBarrier
+        from nbdist.distribute.strategies.distribute_coordinator import _WorkerBarrier
         from nbdist.notebook.events import _leader_target
         from nbdist.runtime import transports
 
@@ -53,7 +53,7 @@ def make_barrier(participants, cluster_spec, base_id: str) -> CellBarrier:
 def make_context(cluster_spec, task_type: str, task_id: int, barrier):
     """The ``run_distribute_coordinator`` worker context of one task (between-graph,
     no strategy: chief 0, else worker 0, is the chief)."""
-    from nbdist.distribute.distribute_coordinator import _configured, _WorkerContext
+    from nbdist.distribute.strategies.distribute_coordinator import _configured, _WorkerContext
 
     _, extended = _configured(None, None, cluster_spec, task_type, task_id)
     return _WorkerContext(

@@ -40,8 +40,9 @@ and writes summaries (``BetweenGraphStrategy``). Any object with
 TensorFlow uses it: copied per task and configured.
 
 >>> import nbdist as nd
->>> from nbdist.distribute.distribute_coordinator import run_distribute_coordinator
->>> from nbdist.distribute.distribute_coordinator_context import (
+>>> from nbdist.distribute.strategies.distribute_coordinator import (
+...     run_distribute_coordinator)
+>>> from nbdist.distribute.strategies.distribute_coordinator_context import (
 ...     get_current_worker_context)
 >>> def worker_fn(strategy):
 ...     ctx = get_current_worker_context()
