@@ -1,86 +1,39 @@
-"""``TimelineView``: one step's ops per task over time, drawn as SVG from the
-``RunMetadata.step_stats`` of a traced ``Session.run``."""
+"""``TimelineView``: a traced step across the cluster, drawn as SVG from the
+``RunMetadata.step_stats`` of ``Session.run`` (which gathers every task's ops
+of the step): one lane per task, ops as bars coloured by kind, an arrow per
+tensor sent from one task to another (labelled with the tensor and its
+bytes), a legend and round ticks. Hovering a bar or an arrow shows its op or
+tensor, task, start, duration and bytes (an SVG ``<title>``: no JavaScript).
+Several steps can be kept (``trace(..., steps=5)``, ``update``) and scrubbed
+with a slider in the live widget; the static face shows the current one."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from nbdist.notebook._live import LiveView, esc
+from nbdist.notebook.timeline_model import (
+    KINDS,
+    Span,
+    Transfer,
+    format_bytes,
+    nice_ticks,
+    spans_from_run_metadata,
+    task_key,
+    tick_label,
+    transfers_from_run_metadata,
+)
 
-from nbdist.notebook._live import LiveView, esc, short_task
+__all__ = ["Span", "TimelineView", "Transfer", "spans_from_run_metadata", "trace"]
 
-__all__ = ["TimelineView", "trace"]
-
-_COLORS = {
-    "MatMul": "#0969da",
-    "Add": "#1a7f37",
-    "AddV2": "#1a7f37",
-    "Mul": "#2da44e",
-    "Relu": "#bf8700",
-    "VariableV2": "#8250df",
-    "Identity": "#8c959f",
-    "_Send": "#cf222e",
-    "_Recv": "#fa4549",
-    "_Fetch": "#6e7781",
-    "_Feed": "#6e7781",
-    "Const": "#afb8c1",
-}
-_FALLBACK = ("#0a7ea4", "#bc4c00", "#bf3989", "#6639ba", "#116329", "#953800")
+_MAX_ROWS = 6  # sub-rows of a lane for ops that overlap in time
+_LABELLED_ARROWS = 16  # more arrows than this are labelled on hover only
 
 
-@dataclass
-class Span:
-    task: str
-    device: str
-    name: str
-    op: str
-    start_us: int  # relative to the step's first op
-    end_us: int
-    bytes: int
-
-
-def spans_from_run_metadata(run_metadata) -> list[Span]:
-    """Every op of a traced step, with start and end relative to the first."""
-    raw = []
-    for dev in run_metadata.step_stats.dev_stats:
-        task = dev.task or dev.device.split("/device:", 1)[0]
-        for n in dev.node_stats:
-            start = n.all_start_micros
-            end = start + max(n.all_end_rel_micros, n.op_end_rel_micros, 0)
-            out = sum(o.tensor_description.allocated_bytes for o in n.output)
-            raw.append(
-                (
-                    task,
-                    dev.device,
-                    n.node_name,
-                    n.op_type or n.timeline_label.split("= ", 1)[-1].rstrip("()"),
-                    start,
-                    end,
-                    out,
-                )
-            )
-    if not raw:
-        return []
-    t0 = min(r[4] for r in raw)
-    return [
-        Span(short_task(t), d, name, op, s - t0, e - t0, b)
-        for t, d, name, op, s, e, b in sorted(raw, key=lambda r: (r[4], r[2]))
-    ]
-
-
-def _color(op: str) -> str:
-    c = _COLORS.get(op)
-    if c is None:
-        c = _FALLBACK[sum(map(ord, op)) % len(_FALLBACK)]
-    return c
-
-
-def _task_key(task: str):
-    order = {"chief": 0, "worker": 1, "ps": 2, "evaluator": 3}
-    job, _, index = task.rpartition(":")
-    return (order.get(job, 9), job, int(index) if index.isdigit() else 0)
+def _fmt_ms(us: int) -> str:
+    return f"{us / 1000:.3f} ms"
 
 
 class TimelineView(LiveView):
-    """One step's ops per task over time.
+    """One step (or the last few) across the tasks of a cluster.
 
     >>> import nbdist as nd
     >>> g = nd.Graph()
@@ -93,53 +46,95 @@ class TimelineView(LiveView):
     ...
     """
 
-    def __init__(self, run_metadata=None, *, title: str = ""):
+    face_class = "nbdist-timeline-view"
+
+    def __init__(self, run_metadata=None, *, title: str = "", keep: int = 20):
         self.title = title
+        self.keep = max(1, int(keep))
+        self.steps: list = []  # RunMetadata of the kept steps, oldest first
+        self.current = -1  # index into steps of the step shown
         self.spans: list[Span] = []
+        self.transfers: list[Transfer] = []
+        self._slider = None
         super().__init__(None, live=False)
         if run_metadata is not None:
             self.update(run_metadata)
 
     @classmethod
-    def trace(cls, session, fetches, feed_dict=None, title: str = ""):
-        """Runs ``fetches`` once with ``FULL_TRACE`` and returns the view of it
-        (the fetched values are in ``view.result``)."""
+    def trace(cls, session, fetches, feed_dict=None, title: str = "", steps: int = 1,
+              keep: int = 20):
+        """Runs ``fetches`` ``steps`` times with ``FULL_TRACE`` and returns the
+        view of those steps (the last fetched values are in ``view.result``,
+        its ``RunMetadata`` in ``view.run_metadata``)."""
         from nbdist.proto.config_pb2 import RunMetadata, RunOptions
 
-        metadata = RunMetadata()
-        result = session.run(
-            fetches,
-            feed_dict,
-            options=RunOptions(trace_level=RunOptions.FULL_TRACE),
-            run_metadata=metadata,
-        )
-        view = cls(metadata, title=title)
-        view.result = result
-        view.run_metadata = metadata
+        view = cls(title=title, keep=max(keep, steps))
+        for _ in range(max(1, int(steps))):
+            metadata = RunMetadata()
+            view.result = session.run(
+                fetches, feed_dict,
+                options=RunOptions(trace_level=RunOptions.FULL_TRACE),
+                run_metadata=metadata)
+            view.update(metadata)
         return view
 
+    @property
+    def run_metadata(self):
+        """The ``RunMetadata`` of the step shown (None before any)."""
+        return self.steps[self.current] if self.steps else None
+
     def update(self, run_metadata):
-        """Shows another step."""
+        """Adds a traced step (the oldest beyond ``keep`` goes) and shows it."""
         with self._lock:
-            self.spans = spans_from_run_metadata(run_metadata)
+            self.steps.append(run_metadata)
+            del self.steps[: -self.keep]
+            self._show(len(self.steps) - 1)
         self._changed()
+
+    def show_step(self, index: int):
+        """Shows kept step ``index`` (negative counts from the last)."""
+        with self._lock:
+            if not self.steps:
+                raise IndexError("the view has no steps")
+            self._show(range(len(self.steps))[index])
+        self._changed()
+        return self
+
+    def _show(self, index: int):
+        self.current = index
+        md = self.steps[index]
+        self.spans = spans_from_run_metadata(md)
+        self.transfers = transfers_from_run_metadata(md)
+
+    def chrome_trace(self, show_dataflow: bool = True, show_memory: bool = False,
+                     graph=None) -> str:
+        """The step shown as Chrome-trace JSON (``nd.client.timeline``), for
+        ``chrome://tracing`` or https://ui.perfetto.dev."""
+        from nbdist.train.timeline import Timeline
+
+        return Timeline(self.run_metadata.step_stats, graph).generate_chrome_trace_format(
+            show_dataflow=show_dataflow, show_memory=show_memory)
 
     # -- drawing -------------------------------------------------------------------------
     def tasks(self) -> list[str]:
-        return sorted({s.task for s in self.spans}, key=_task_key)
+        return sorted({s.task for s in self.spans}, key=task_key)
 
     def duration_us(self) -> int:
         return max((s.end_us for s in self.spans), default=0)
 
+    def _step_note(self) -> str:
+        if len(self.steps) <= 1:
+            return ""
+        return f"step {self.current + 1} of {len(self.steps)}"
+
     def _text(self) -> str:
         tasks = self.tasks()
         n = len(self.spans)
+        note = f" ({self._step_note()})" if self._step_note() else ""
         lines = [
-            (
-                f"TimelineView: {n} op{'s' if n != 1 else ''} on {len(tasks)} "
-                f"task{'s' if len(tasks) != 1 else ''} over "
-                f"{self.duration_us() / 1000:.1f} ms"
-            )
+            (f"TimelineView: {n} op{'s' if n != 1 else ''} on {len(tasks)} "
+            f"task{'s' if len(tasks) != 1 else ''} over "
+            f"{self.duration_us() / 1000:.1f} ms{note}")
         ]
         for t in tasks:
             spans = [s for s in self.spans if s.task == t]
@@ -149,21 +144,36 @@ class TimelineView(LiveView):
                 + ", ".join(s.name for s in spans[:8])
                 + (", ..." if len(spans) > 8 else "")
             )
+        for tr in self.transfers:
+            lines.append(f"  {tr.source} → {tr.destination}: {tr.tensor} "
+                         f"({format_bytes(tr.bytes)}) at {_fmt_ms(tr.recv_us)}")
         return "\n".join(lines)
 
     def _html(self) -> str:
         tasks = self.tasks()
         total = max(self.duration_us(), 1)
         title = f" · {esc(self.title)}" if self.title else ""
+        n_tr = len(self.transfers)
+        moved = sum(t.bytes for t in self.transfers)
+        note = f" · {self._step_note()}" if self._step_note() else ""
         head = (
             f"<h4>Timeline{title} <span class='muted'>· {len(self.spans)} ops on "
             f"{len(tasks)} task{'s' if len(tasks) != 1 else ''} over "
-            f"{total / 1000:.2f} ms</span></h4>"
+            f"{total / 1000:.2f} ms · {n_tr} transfer{'s' if n_tr != 1 else ''} "
+            f"({format_bytes(moved)}){note}</span></h4>"
         )
         if not self.spans:
             return head
-        label_w, width, lane_h = 110, 620, 22
-        # Ops of one task that overlap in time go to sub-rows.
+        return head + self._svg(tasks)
+
+    def _svg(self, tasks) -> str:
+        ticks, unit = nice_ticks(self.duration_us())
+        axis_us = max(ticks[-1], 1)
+        label_w, width, lane_h = 90, 680, 20
+
+        def x_of(us: float) -> float:
+            return label_w + width * us / axis_us
+
         rows_of: dict[str, list[list[Span]]] = {}
         for t in tasks:
             rows: list[list[Span]] = []
@@ -173,58 +183,145 @@ class TimelineView(LiveView):
                         row.append(s)
                         break
                 else:
-                    rows.append([s])
+                    if len(rows) < _MAX_ROWS:
+                        rows.append([s])
+                    else:  # drawn over the last row rather than growing forever
+                        rows[-1].append(s)
             rows_of[t] = rows
-        y = 4
+        y = 30  # room for arrow labels above the first lane
+        lane_mid: dict[str, float] = {}
         parts = []
         for t in tasks:
             rows = rows_of[t]
-            h = len(rows) * lane_h
+            h = max(len(rows) * lane_h + 6, 44)
+            lane_mid[t] = y + h / 2
             parts.append(
                 f"<g class='nbdist-lane' data-task='{esc(t)}'>"
                 f"<rect x='0' y='{y}' width='{label_w + width}' height='{h}' "
-                f"fill='#f6f8fa'/><text x='4' y='{y + 15}' font-weight='600' font-size='11'>"
-                f"{esc(t)}</text>"
-            )
+                f"fill='#f6f8fa'/><text x='4' y='{y + h / 2 + 4:.0f}' "
+                f"font-weight='600' font-size='12'>{esc(t)}</text>")
             for i, row in enumerate(rows):
                 for s in row:
-                    x = label_w + width * s.start_us / total
-                    w = max(1.5, width * (s.end_us - s.start_us) / total)
-                    yy = y + i * lane_h + 3
+                    x = x_of(s.start_us)
+                    w = max(1.5, x_of(s.end_us) - x)
+                    yy = y + (h - len(rows) * lane_h) / 2 + 2 + i * lane_h
+                    color = KINDS[s.kind][0]
+                    tip = (f"{s.name} ({s.op}) · {s.task} · {s.kind} · start "
+                           f"{_fmt_ms(s.start_us)} · duration "
+                           f"{_fmt_ms(s.end_us - s.start_us)} · "
+                           f"{format_bytes(s.bytes)} out")
                     label = (
-                        f"<text x='{x + 2:.1f}' y='{yy + 12}' fill='#fff' "
-                        f"font-size='10' clip-path='none'>{esc(s.op)}</text>"
-                        if w > 7 * len(s.op)
-                        else ""
-                    )
+                        f"<text x='{x + 2:.1f}' y='{yy + 12:.1f}' fill='#fff' "
+                        f"font-size='10' pointer-events='none'>{esc(s.op)}</text>"
+                        if w > 6.5 * len(s.op) + 4 else "")
                     parts.append(
-                        f"<rect x='{x:.1f}' y='{yy}' width='{w:.1f}' "
-                        f"height='{lane_h - 6}' rx='2' fill='{_color(s.op)}'><title>"
-                        f"{esc(s.name)} ({esc(s.op)}) on {esc(s.device)}: "
-                        f"{s.start_us / 1000:.3f}–{s.end_us / 1000:.3f} ms, "
-                        f"{s.bytes} bytes out</title></rect>{label}"
-                    )
+                        f"<rect class='nbdist-op' data-kind='{s.kind}' "
+                        f"x='{x:.1f}' y='{yy:.1f}' width='{w:.1f}' height='{lane_h - 4}' "
+                        f"rx='2' fill='{color}'><title>{esc(tip)}</title></rect>"
+                        + label)
             parts.append("</g>")
-            y += h + 4
-        axis = []
-        for k in range(6):
-            x = label_w + width * k / 5
+            y += h + 6
+        arrows = self._arrows(x_of, lane_mid)
+        axis = [(f"<line x1='{label_w}' y1='{y}' x2='{label_w + width}' y2='{y}' "
+                "stroke='#8c959f'/>")]
+        for v in ticks:
+            x = x_of(v)
             axis.append(
                 f"<line x1='{x:.1f}' y1='{y}' x2='{x:.1f}' y2='{y + 4}' "
                 f"stroke='#8c959f'/><text x='{x:.1f}' y='{y + 16}' "
                 f"text-anchor='middle' font-size='10' fill='#59636e'>"
-                f"{total * k / 5000:.2f}</text>"
-            )
-        svg = (
-            f"<svg class='nbdist-timeline' width='{label_w + width + 30}' "
-            f"height='{y + 30}' xmlns='http://www.w3.org/2000/svg' font-size='12' "
-            f"font-family='system-ui,sans-serif'>{''.join(parts)}{''.join(axis)}"
-            f"<text x='4' y='{y + 16}' font-size='10' fill='#59636e'>time (ms)"
-            "</text></svg>"
-        )
-        return head + svg
+                f"{tick_label(v, unit)}</text>")
+        axis.append(f"<text x='4' y='{y + 16}' font-size='10' fill='#59636e'>"
+                    f"time ({unit})</text>")
+        legend, lx = [], label_w
+        kinds = {s.kind for s in self.spans}
+        ly = y + 34
+        for kind, (color, name) in KINDS.items():
+            if kind not in kinds:
+                continue
+            legend.append(
+                f"<rect x='{lx}' y='{ly - 9}' width='10' height='10' rx='2' "
+                f"fill='{color}'/><text x='{lx + 14}' y='{ly}' font-size='11'>"
+                f"{esc(name)}</text>")
+            lx += 24 + 6.5 * len(name)
+        if self.transfers:
+            legend.append(
+                f"<line x1='{lx}' y1='{ly - 4}' x2='{lx + 22}' y2='{ly - 4}' "
+                "stroke='#57606a' stroke-width='1.5' "
+                f"marker-end='url(#nbdist-arrow-{id(self):x})'/>"
+                f"<text x='{lx + 28}' y='{ly}' font-size='11'>tensor sent between "
+                "tasks (name · bytes)</text>")
+        defs = (f"<defs><marker id='nbdist-arrow-{id(self):x}' viewBox='0 0 10 10' "
+                "refX='9' refY='5' markerWidth='7' markerHeight='7' orient='auto'>"
+                "<path d='M0,0 L10,5 L0,10 z' fill='#57606a'/></marker></defs>")
+        return (
+            f"<svg class='nbdist-timeline' width='{label_w + width + 40}' "
+            f"height='{ly + 10}' xmlns='http://www.w3.org/2000/svg' font-size='12' "
+            f"font-family='system-ui,sans-serif'>{defs}{''.join(parts)}"
+            f"{''.join(arrows)}{''.join(axis)}{''.join(legend)}</svg>")
+
+    def _arrows(self, x_of, lane_mid) -> list[str]:
+        out = []
+        labelled = len(self.transfers) <= _LABELLED_ARROWS
+        for k, tr in enumerate(self.transfers):
+            if tr.source not in lane_mid or tr.destination not in lane_mid:
+                continue
+            x1, x2 = x_of(tr.send_us), x_of(max(tr.recv_us, tr.send_us))
+            y1, y2 = lane_mid[tr.source], lane_mid[tr.destination]
+            tip = (f"{tr.tensor}: {tr.source} → {tr.destination} · "
+                   f"{format_bytes(tr.bytes)} ({tr.bytes} bytes) · sent "
+                   f"{_fmt_ms(tr.send_us)} · received {_fmt_ms(tr.recv_us)}")
+            label = ""
+            if labelled:
+                # Labels of neighbouring arrows are staggered so they do not overlap.
+                lx = (x1 + x2) / 2
+                ly = min(y1, y2) + abs(y2 - y1) / 2 - 4 + (k % 3 - 1) * 11
+                name = tr.tensor if len(tr.tensor) <= 22 else "…" + tr.tensor[-21:]
+                label = (f"<text x='{lx + 4:.1f}' y='{ly:.1f}' font-size='10' "
+                         "fill='#24292f' stroke='#fff' stroke-width='3' "
+                         "paint-order='stroke'>"
+                         f"{esc(name)} · {format_bytes(tr.bytes)}</text>")
+            out.append(
+                f"<g class='nbdist-transfer' data-bytes='{tr.bytes}' "
+                f"data-source='{esc(tr.source)}' data-destination="
+                f"'{esc(tr.destination)}'><title>{esc(tip)}</title>"
+                f"<line x1='{x1:.1f}' y1='{y1:.1f}' x2='{x2:.1f}' y2='{y2:.1f}' "
+                "stroke='#57606a' stroke-width='1.5' "
+                f"marker-end='url(#nbdist-arrow-{id(self):x})'/>{label}</g>")
+        return out
+
+    # -- the live widget: a slider over the kept steps ----------------------------------
+    def _build(self):
+        import ipywidgets as w
+
+        html = w.HTML(value=self._full_html())
+        n = len(self.steps)
+        self._slider = w.IntSlider(
+            value=max(1, self.current + 1), min=1, max=max(1, n), description="step",
+            continuous_update=True, layout=w.Layout(width="420px",
+                                                    display="" if n > 1 else "none"))
+
+        def moved(change):
+            self.show_step(change["new"] - 1)
+            self.refresh()
+
+        self._slider.observe(moved, names="value")
+        return w.VBox([self._slider, html])
+
+    def _update(self, widget):
+        slider, html = widget.children
+        n = len(self.steps)
+        if slider.max != max(1, n):
+            slider.max = max(1, n)
+        slider.layout.display = "" if n > 1 else "none"
+        if slider.value != self.current + 1:
+            slider.value = self.current + 1
+        value = self._full_html()
+        if html.value != value:
+            html.value = value
 
 
-def trace(session, fetches, feed_dict=None, title: str = "") -> TimelineView:
+def trace(session, fetches, feed_dict=None, title: str = "", steps: int = 1
+          ) -> TimelineView:
     """``TimelineView.trace``."""
-    return TimelineView.trace(session, fetches, feed_dict, title)
+    return TimelineView.trace(session, fetches, feed_dict, title, steps)
