@@ -28,6 +28,7 @@ __all__ = [
     "nice_ticks",
     "op_kind",
     "spans_from_run_metadata",
+    "step_origin_us",
     "task_key",
     "tick_label",
     "transfers_from_run_metadata",
@@ -109,6 +110,12 @@ def _t0(step_stats) -> int:
 
 def _task_of(dev) -> str:
     return short_task(dev.task or dev.device.split("/device:", 1)[0])
+
+
+def step_origin_us(run_metadata) -> int:
+    """The wall-clock microsecond of the step's first op (what times of spans
+    and transfers are relative to)."""
+    return _t0(run_metadata.step_stats)
 
 
 def spans_from_run_metadata(run_metadata) -> list[Span]:

@@ -9,7 +9,7 @@ with a slider in the live widget; the static face shows the current one."""
 
 from __future__ import annotations
 
-from nbdist.notebook._live import LiveView, esc
+from nbdist.notebook._live import LiveView, esc, short_task
 from nbdist.notebook.timeline_model import (
     KINDS,
     Span,
@@ -17,15 +17,24 @@ from nbdist.notebook.timeline_model import (
     format_bytes,
     nice_ticks,
     spans_from_run_metadata,
+    step_origin_us,
     task_key,
     tick_label,
     transfers_from_run_metadata,
 )
 
-__all__ = ["Span", "TimelineView", "Transfer", "spans_from_run_metadata", "trace"]
+__all__ = [
+    "Span",
+    "TimelineView",
+    "Transfer",
+    "merge_run_metadata",
+    "spans_from_run_metadata",
+    "trace",
+]
 
 _MAX_ROWS = 6  # sub-rows of a lane for ops that overlap in time
 _LABELLED_ARROWS = 16  # more arrows than this are labelled on hover only
+_LABEL_AT = (0.75, 0.5, 0.9, 0.3, 0.15)  # where along its arrow a label may go
 
 
 def _fmt_ms(us: int) -> str:
@@ -48,8 +57,13 @@ class TimelineView(LiveView):
 
     face_class = "nbdist-timeline-view"
 
-    def __init__(self, run_metadata=None, *, title: str = "", keep: int = 20):
+    def __init__(self, run_metadata=None, *, title: str = "", keep: int = 20,
+                 wire=None):
         self.title = title
+        # Tap records (a TrafficView, or a list of runtime.tap_record.TapRecord)
+        # whose collective chunks and pulls are drawn over the step they fall in.
+        self.wire_source = wire
+        self.wire: list[Transfer] = []
         self.keep = max(1, int(keep))
         self.steps: list = []  # RunMetadata of the kept steps, oldest first
         self.current = -1  # index into steps of the step shown
@@ -84,7 +98,11 @@ class TimelineView(LiveView):
         return self.steps[self.current] if self.steps else None
 
     def update(self, run_metadata):
-        """Adds a traced step (the oldest beyond ``keep`` goes) and shows it."""
+        """Adds a traced step (the oldest beyond ``keep`` goes) and shows it.
+        A list of ``RunMetadata`` (one step of each of several sessions, e.g.
+        each worker's of an all-reduce step) is drawn as one step."""
+        if isinstance(run_metadata, (list, tuple)):
+            run_metadata = merge_run_metadata(run_metadata)
         with self._lock:
             self.steps.append(run_metadata)
             del self.steps[: -self.keep]
@@ -105,6 +123,20 @@ class TimelineView(LiveView):
         md = self.steps[index]
         self.spans = spans_from_run_metadata(md)
         self.transfers = transfers_from_run_metadata(md)
+        self.wire = self._wire_of(md)
+
+    def _wire_of(self, md) -> list[Transfer]:
+        source = self.wire_source
+        if source is None:
+            return []
+        records = source.records() if hasattr(source, "records") else list(source)
+        t0 = step_origin_us(md)
+        end = t0 + max((s.end_us for s in self.spans), default=0)
+        return [Transfer(r.kind, short_task(r.source), short_task(r.destination),
+                         r.nbytes, r.start_us - t0, r.end_us - t0, f"{r.kind}:{r.step}")
+                for r in records
+                if r.kind in ("collective", "PullTensor")
+                and r.start_us >= t0 and r.end_us <= end]
 
     def chrome_trace(self, show_dataflow: bool = True, show_memory: bool = False,
                      graph=None) -> str:
@@ -139,12 +171,15 @@ class TimelineView(LiveView):
         for t in tasks:
             spans = [s for s in self.spans if s.task == t]
             busy = sum(s.end_us - s.start_us for s in spans)
+            kinds = [(sum(s.kind == k for s in spans), name)
+                     for k, (_, name) in KINDS.items()]
             lines.append(
                 f"  {t}: {len(spans)} ops, busy {busy / 1000:.1f} ms: "
-                + ", ".join(s.name for s in spans[:8])
-                + (", ..." if len(spans) > 8 else "")
-            )
-        for tr in self.transfers:
+                + ", ".join(f"{n} {name}" for n, name in kinds if n))
+        # In a stable order (not by time: concurrent transfers swap places).
+        for tr in sorted(self.transfers,
+                         key=lambda x: (task_key(x.source), task_key(x.destination),
+                                        x.tensor)):
             lines.append(f"  {tr.source} → {tr.destination}: {tr.tensor} "
                          f"({format_bytes(tr.bytes)}) at {_fmt_ms(tr.recv_us)}")
         return "\n".join(lines)
@@ -244,6 +279,15 @@ class TimelineView(LiveView):
                 f"fill='{color}'/><text x='{lx + 14}' y='{ly}' font-size='11'>"
                 f"{esc(name)}</text>")
             lx += 24 + 6.5 * len(name)
+        if self.wire:
+            lx += 10
+            legend.append(
+                f"<line x1='{lx}' y1='{ly - 4}' x2='{lx + 22}' y2='{ly - 4}' "
+                f"stroke='{KINDS['collective'][0]}' stroke-width='1.5' "
+                "stroke-dasharray='4 2'/>"
+                f"<text x='{lx + 28}' y='{ly}' font-size='11'>chunk seen by the "
+                "tap</text>")
+            lx += 150
         if self.transfers:
             legend.append(
                 f"<line x1='{lx}' y1='{ly - 4}' x2='{lx + 22}' y2='{ly - 4}' "
@@ -255,40 +299,99 @@ class TimelineView(LiveView):
                 "refX='9' refY='5' markerWidth='7' markerHeight='7' orient='auto'>"
                 "<path d='M0,0 L10,5 L0,10 z' fill='#57606a'/></marker></defs>")
         return (
-            f"<svg class='nbdist-timeline' width='{label_w + width + 40}' "
+            f"<svg class='nbdist-timeline' width='{label_w + width + 150}' "
             f"height='{ly + 10}' xmlns='http://www.w3.org/2000/svg' font-size='12' "
             f"font-family='system-ui,sans-serif'>{defs}{''.join(parts)}"
             f"{''.join(arrows)}{''.join(axis)}{''.join(legend)}</svg>")
 
     def _arrows(self, x_of, lane_mid) -> list[str]:
         out = []
-        labelled = len(self.transfers) <= _LABELLED_ARROWS
-        for k, tr in enumerate(self.transfers):
+        labelled = len(self.transfers) + len(self.wire) <= _LABELLED_ARROWS
+        links: dict = {}  # (source, destination): its transfers, one label each
+        for tr in self.transfers:
             if tr.source not in lane_mid or tr.destination not in lane_mid:
                 continue
+            links.setdefault((tr.source, tr.destination), []).append(tr)
             x1, x2 = x_of(tr.send_us), x_of(max(tr.recv_us, tr.send_us))
             y1, y2 = lane_mid[tr.source], lane_mid[tr.destination]
             tip = (f"{tr.tensor}: {tr.source} → {tr.destination} · "
                    f"{format_bytes(tr.bytes)} ({tr.bytes} bytes) · sent "
                    f"{_fmt_ms(tr.send_us)} · received {_fmt_ms(tr.recv_us)}")
-            label = ""
-            if labelled:
-                # Labels of neighbouring arrows are staggered so they do not overlap.
-                lx = (x1 + x2) / 2
-                ly = min(y1, y2) + abs(y2 - y1) / 2 - 4 + (k % 3 - 1) * 11
-                name = tr.tensor if len(tr.tensor) <= 22 else "…" + tr.tensor[-21:]
-                label = (f"<text x='{lx + 4:.1f}' y='{ly:.1f}' font-size='10' "
-                         "fill='#24292f' stroke='#fff' stroke-width='3' "
-                         "paint-order='stroke'>"
-                         f"{esc(name)} · {format_bytes(tr.bytes)}</text>")
             out.append(
                 f"<g class='nbdist-transfer' data-bytes='{tr.bytes}' "
                 f"data-source='{esc(tr.source)}' data-destination="
                 f"'{esc(tr.destination)}'><title>{esc(tip)}</title>"
                 f"<line x1='{x1:.1f}' y1='{y1:.1f}' x2='{x2:.1f}' y2='{y2:.1f}' "
                 "stroke='#57606a' stroke-width='1.5' "
-                f"marker-end='url(#nbdist-arrow-{id(self):x})'/>{label}</g>")
+                f"marker-end='url(#nbdist-arrow-{id(self):x})'/></g>")
+        if labelled:
+            out.extend(self._link_labels(links, x_of, lane_mid))
+        for k, tr in enumerate(self.wire):
+            if tr.source in lane_mid and tr.destination in lane_mid:
+                out.append(self._wire_arrow(tr, x_of, lane_mid, labelled, k))
         return out
+
+    def _link_labels(self, links, x_of, lane_mid) -> list[str]:
+        """One label per link (its tensors and bytes, a line each), beside the
+        link's last arrow: at the first point along it (and shift up or down)
+        where it overlaps no label placed before."""
+        out, placed = [], []
+        for (src, dst), transfers in sorted(
+                links.items(), key=lambda kv: max(t.recv_us for t in kv[1])):
+            last = max(transfers, key=lambda t: t.recv_us)
+            x1, x2 = x_of(last.send_us), x_of(max(last.recv_us, last.send_us))
+            y1, y2 = lane_mid[src], lane_mid[dst]
+            lines = [f"{t.tensor if len(t.tensor) <= 26 else '…' + t.tensor[-25:]} · "
+                     f"{format_bytes(t.bytes)}"
+                     for t in sorted(transfers, key=lambda t: -t.bytes)[:3]]
+            if len(transfers) > 3:
+                lines.append(f"+{len(transfers) - 3} more")
+            w, h = 5.6 * max(map(len, lines)) + 4, 11 * len(lines) + 2
+            box = None
+            for at in _LABEL_AT:
+                for dy in (0, -12, 12, -24, 24):
+                    lx = x1 + at * (x2 - x1) + 5
+                    top = y1 + at * (y2 - y1) - h / 2 + dy
+                    if not any(lx < bx + bw and bx < lx + w and top < by + bh
+                               and by < top + h for bx, by, bw, bh in placed):
+                        box = (lx, top, w, h)
+                        break
+                if box is not None:
+                    break
+            if box is None:  # crowded: the first place, overlapping
+                box = (x1 + 0.75 * (x2 - x1) + 5, y1 + 0.75 * (y2 - y1) - h / 2, w, h)
+            placed.append(box)
+            lx, top = box[0], box[1]
+            spans = "".join(
+                f"<tspan x='{lx:.1f}' dy='{0 if i == 0 else 11}'>{esc(line)}</tspan>"
+                for i, line in enumerate(lines))
+            out.append(f"<text class='nbdist-transfer-label' x='{lx:.1f}' "
+                       f"y='{top + 9:.1f}' font-size='10' fill='#24292f' "
+                       "stroke='#fff' stroke-width='3' paint-order='stroke'>"
+                       f"{spans}</text>")
+        return out
+
+    def _wire_arrow(self, tr, x_of, lane_mid, labelled, k) -> str:
+        """A call seen by a task's tap (a collective chunk, a pull): dashed."""
+        x1, x2 = x_of(max(tr.send_us, 0)), x_of(max(tr.recv_us, tr.send_us, 0))
+        y1, y2 = lane_mid[tr.source], lane_mid[tr.destination]
+        color = KINDS["collective"][0] if tr.tensor == "collective" else "#bc4c00"
+        what = "collective chunk" if tr.tensor == "collective" else "pulled tensor"
+        tip = (f"{what}: {tr.source} → {tr.destination} · {format_bytes(tr.bytes)} "
+               f"({tr.bytes} bytes) · {_fmt_ms(tr.send_us)} to "
+               f"{_fmt_ms(tr.recv_us)} (from the tap)")
+        label = ""
+        if labelled:
+            ly = (y1 + y2) / 2 - 4 + (k % 3 - 1) * 11
+            label = (f"<text x='{(x1 + x2) / 2 + 4:.1f}' y='{ly:.1f}' font-size='10' "
+                     f"fill='{color}' stroke='#fff' stroke-width='3' "
+                     f"paint-order='stroke'>chunk · {format_bytes(tr.bytes)}</text>")
+        return (f"<g class='nbdist-transfer nbdist-wire' data-bytes='{tr.bytes}' "
+                f"data-source='{esc(tr.source)}' data-destination="
+                f"'{esc(tr.destination)}'><title>{esc(tip)}</title>"
+                f"<line x1='{x1:.1f}' y1='{y1:.1f}' x2='{x2:.1f}' y2='{y2:.1f}' "
+                f"stroke='{color}' stroke-width='1.5' stroke-dasharray='4 2' "
+                f"marker-end='url(#nbdist-arrow-{id(self):x})'/>{label}</g>")
 
     # -- the live widget: a slider over the kept steps ----------------------------------
     def _build(self):
@@ -319,6 +422,18 @@ class TimelineView(LiveView):
         value = self._full_html()
         if html.value != value:
             html.value = value
+
+
+def merge_run_metadata(run_metadatas):
+    """One ``RunMetadata`` with the step stats of all ``run_metadatas`` (steps
+    that ran at the same time in several sessions: their times are wall-clock
+    microseconds, comparable between the processes of one host)."""
+    from nbdist.proto.config_pb2 import RunMetadata
+
+    merged = RunMetadata()
+    for md in run_metadatas:
+        merged.step_stats.dev_stats.extend(md.step_stats.dev_stats)
+    return merged
 
 
 def trace(session, fetches, feed_dict=None, title: str = "", steps: int = 1

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import collections
 import os
+import time
 
 from nbdist.notebook._live import LiveView, esc, short_task
 from nbdist.notebook.timeline_model import (
@@ -51,8 +52,10 @@ _MAX_ARROWS = 80  # drawn in the diagram; the matrix counts every record
 
 
 class TrafficView(LiveView):
-    """Calls and bytes between tasks over the last ``steps`` steps (or the
-    last ``seconds``).
+    """Calls and bytes between tasks over the last ``steps`` steps (every
+    record kept when None), or the last ``seconds``. Following a cluster's
+    events, the view starts from now (``history=True``: from the records
+    the event log still has).
 
     >>> import numpy as np, nbdist as nd
     >>> from nbdist.runtime.tap import TapEvent
@@ -68,10 +71,11 @@ class TrafficView(LiveView):
     face_class = "nbdist-traffic-view"
     refresh_s = 0.25
 
-    def __init__(self, cluster=None, *, servers=None, steps: int = 3,
+    def __init__(self, cluster=None, *, servers=None, steps: int | None = 3,
                  seconds: float | None = None, keep: int = 8192, title: str = "",
-                 **kwargs):
-        self.steps = max(1, int(steps))
+                 history: bool = False, **kwargs):
+        self.steps = None if steps is None else max(1, int(steps))
+        self.added = 0  # records received
         self.seconds = seconds
         self.title = title
         self._records: collections.deque = collections.deque(maxlen=max(16, keep))
@@ -85,6 +89,9 @@ class TrafficView(LiveView):
             self._recorder = TapRecorder(taps, maxlen=1, on_record=self._add_record)
         elif cluster is not None or kwargs:
             super().__init__(cluster, **kwargs)
+            if not history:  # the catch-up brought what went before: from now on
+                with self._lock:
+                    self._records.clear()
         else:
             super().__init__(None, live=False)
 
@@ -101,6 +108,8 @@ class TrafficView(LiveView):
     def _add_record(self, record: TapRecord) -> None:
         with self._lock:
             self._records.append(record)
+            self.added += 1
+            self._state_changed.notify_all()
         self._changed()
 
     def add(self, event) -> None:
@@ -115,7 +124,29 @@ class TrafficView(LiveView):
     def _apply(self, event) -> bool:
         records = records_from_payload(event.payload)
         self._records.extend(records)
+        self.added += len(records)
         return bool(records)
+
+    def wait_for_steps(self, steps: int | None = None, timeout: float = 20.0,
+                       quiet_s: float = 0.5) -> bool:
+        """Waits until the window holds ``steps`` steps (default: the view's)
+        and no record came for ``quiet_s`` (tasks publish in batches), at most
+        ``timeout`` seconds; then draws. Whether it got there."""
+        want = steps or self.steps or 1
+        deadline = time.monotonic() + timeout
+        ok = False
+        with self._lock:
+            while True:
+                seen = self.added
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._state_changed.wait(min(quiet_s, left))
+                if self.added == seen and self.steps_in(self.window()) >= want:
+                    ok = True
+                    break
+        self.refresh()
+        return ok
 
     def clear(self) -> None:
         with self._lock:
@@ -142,6 +173,8 @@ class TrafficView(LiveView):
         if self.seconds is not None:
             since = records[-1].end_us - int(self.seconds * 1e6)
             return [r for r in records if r.end_us >= since]
+        if self.steps is None:
+            return records
         stepped = [r for r in records if r.kind not in ("collective", "AbortStep")]
         basis = stepped or records
         first: dict[int, int] = {}
@@ -175,8 +208,10 @@ class TrafficView(LiveView):
         tasks = {short_task(t) for r in records for t in (r.source, r.destination)}
         n, nbytes = len(records), sum(r.nbytes for r in records)
         steps = self.steps_in(records)
+        stepped = any(r.kind not in ("collective", "AbortStep") for r in records)
+        what = "step" if stepped or not records else "collective execution"
         scope = (f"the last {self.seconds:g} s" if self.seconds is not None
-                 else f"{steps} step{'s' if steps != 1 else ''}")
+                 else f"{steps} {what}{'s' if steps != 1 else ''}")
         return (f"{n} call{'s' if n != 1 else ''}, {format_bytes(nbytes)} between "
                 f"{len(tasks)} task{'s' if len(tasks) != 1 else ''} in {scope} over "
                 f"{self.span_us(records) / 1000:.1f} ms")
