@@ -191,11 +191,12 @@ class TimelineView(LiveView):
         n_tr = len(self.transfers)
         moved = sum(t.bytes for t in self.transfers)
         note = f" · {self._step_note()}" if self._step_note() else ""
+        wire = (f" · {n_tr} transfer{'s' if n_tr != 1 else ''} ({format_bytes(moved)})"
+                if len(tasks) > 1 else "")
         head = (
             f"<h4>Timeline{title} <span class='muted'>· {len(self.spans)} ops on "
             f"{len(tasks)} task{'s' if len(tasks) != 1 else ''} over "
-            f"{total / 1000:.2f} ms · {n_tr} transfer{'s' if n_tr != 1 else ''} "
-            f"({format_bytes(moved)}){note}</span></h4>"
+            f"{total / 1000:.2f} ms{wire}{note}</span></h4>"
         )
         if not self.spans:
             return head
@@ -300,7 +301,9 @@ class TimelineView(LiveView):
                 "<path d='M0,0 L10,5 L0,10 z' fill='#57606a'/></marker></defs>")
         return (
             f"<svg class='nbdist-timeline' width='{label_w + width + 150}' "
-            f"height='{ly + 10}' xmlns='http://www.w3.org/2000/svg' font-size='12' "
+            f"height='{ly + 10}' viewBox='0 0 {label_w + width + 150} {ly + 10}' "
+            "style='max-width:100%;height:auto' "
+            "xmlns='http://www.w3.org/2000/svg' font-size='12' "
             f"font-family='system-ui,sans-serif'>{defs}{''.join(parts)}"
             f"{''.join(arrows)}{''.join(axis)}{''.join(legend)}</svg>")
 

@@ -75,6 +75,9 @@ class TrafficView(LiveView):
                  seconds: float | None = None, keep: int = 8192, title: str = "",
                  history: bool = False, **kwargs):
         self.steps = None if steps is None else max(1, int(steps))
+        # Without history, records of calls that started before now are left
+        # out (the catch-up of the event log brings them, late ones too).
+        self._since_us = 0 if history else int(time.time() * 1e6)
         self.added = 0  # records received
         self.seconds = seconds
         self.title = title
@@ -89,9 +92,6 @@ class TrafficView(LiveView):
             self._recorder = TapRecorder(taps, maxlen=1, on_record=self._add_record)
         elif cluster is not None or kwargs:
             super().__init__(cluster, **kwargs)
-            if not history:  # the catch-up brought what went before: from now on
-                with self._lock:
-                    self._records.clear()
         else:
             super().__init__(None, live=False)
 
@@ -122,7 +122,8 @@ class TrafficView(LiveView):
         self._add_record(event)
 
     def _apply(self, event) -> bool:
-        records = records_from_payload(event.payload)
+        records = [r for r in records_from_payload(event.payload)
+                   if r.start_us >= self._since_us]
         self._records.extend(records)
         self.added += len(records)
         return bool(records)
@@ -347,5 +348,6 @@ class TrafficView(LiveView):
             f"L0,10 z' fill='{c}'/></marker>"
             for c in (*CALL_COLORS.values(), _OTHER_COLOR)) + "</defs>"
         return (f"<svg class='nbdist-traffic' width='{width}' height='{ly + 26}' "
+                f"viewBox='0 0 {width} {ly + 26}' style='max-width:100%;height:auto' "
                 "xmlns='http://www.w3.org/2000/svg' font-size='11' "
                 f"font-family='system-ui,sans-serif'>{defs}{''.join(parts)}{note}</svg>")
