@@ -322,6 +322,30 @@ def test_traffic_view_counts_calls_and_bytes_per_link_over_a_window_of_steps():
     assert len(view.records()) == 64
 
 
+def test_traffic_view_shows_barrier_arrivals_and_releases():
+    """From the coordination service's events: each arrival a call to the
+    service's task, the passing a release of each participant."""
+    from nbdist.runtime.coordination import Event
+
+    view = nd.notebook.TrafficView(steps=1)
+    now = int(time.time() * 1e6) + 1000
+    both = [W0, W1]
+    view.apply(Event(1, now, "barrier_arrival", W1,
+                     {"barrier_id": "b", "round": 1, "arrived": [W1],
+                      "participants": both}))
+    view.apply(Event(2, now + 500, "barrier_arrival", W0,
+                     {"barrier_id": "b", "round": 1, "arrived": both,
+                      "participants": both}))
+    view.apply(Event(3, now + 500, "barrier_passed", W0,
+                     {"barrier_id": "b", "round": 1, "participants": both}))
+    calls = [(r.kind, r.source, r.destination) for r in view.records()]
+    assert calls == [("Barrier", W1, "coordination"), ("Barrier", W0, "coordination"),
+                     ("Barrier release", "coordination", W0),
+                     ("Barrier release", "coordination", W1)]
+    assert repr(view).startswith("TrafficView: 4 calls, 0 B between 3 tasks in 1 round")
+    assert view._repr_html_().count("data-kind='Barrier release'") == 2
+
+
 def test_traffic_view_follows_servers_taps_live(ps_cluster):
     g, _w, train, loss = _ps_graph()
     view = nd.notebook.TrafficView(servers=ps_cluster, steps=3)

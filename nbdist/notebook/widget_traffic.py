@@ -1,9 +1,10 @@
 """``TrafficView``: the calls and tensors between the tasks of a cluster, from
 their taps (``runtime.tap``), live while training runs: a sequence diagram of
 the last few steps (one lifeline per task, one arrow per call: RunGraph,
-tensor exchanges, pulls of parked tensors, collective chunks, step aborts;
-barrier and token traffic shows as the RunGraph and tensors of the ops that
-carry it) and a task × task matrix of bytes and calls per second.
+tensor exchanges, pulls of parked tensors, collective chunks, step aborts,
+arrivals at the coordination service's barriers and their release; the
+tokens of ``SyncReplicasOptimizer`` show as the RunGraph and tensors of the
+queue ops that carry them) and a task × task matrix of bytes and calls per second.
 
 Where the taps are:
 
@@ -46,7 +47,12 @@ CALL_COLORS = {
     "PullTensor": "#bc4c00",
     "collective": "#bf3989",
     "AbortStep": "#6e7781",
+    "Barrier": "#9a6700",
+    "Barrier release": "#9a6700",
 }
+# Calls whose step is not a Session.run's (a collective's execution, a
+# barrier's round): steps are counted from the others.
+_UNSTEPPED = ("collective", "AbortStep", "Barrier", "Barrier release")
 _OTHER_COLOR = "#1a7f37"
 _MAX_ARROWS = 80  # drawn in the diagram; the matrix counts every record
 
@@ -57,17 +63,17 @@ class TrafficView(LiveView):
     events, the view starts from now (``history=True``: from the records
     the event log still has).
 
-    >>> import numpy as np, nbdist as nd
+    >>> import nbdist as nd
     >>> from nbdist.runtime.tap import TapEvent
     >>> view = nd.notebook.TrafficView(steps=1)
     >>> view.add(TapEvent("RecvTensor", "/job:ps/replica:0/task:0",
     ...                   "/job:worker/replica:0/task:0", 7, 48, 1.0, 1.002))
     >>> print(view)  # doctest: +ELLIPSIS
     TrafficView: 1 call, 48 B between 2 tasks in 1 step over 2.0 ms
-      ps:0 → worker:0: 1 calls, 48 B (... B/s, ... calls/s)
+      ps:0 → worker:0: 1 calls, 48 B (23 KB/s, 500 calls/s)
     """
 
-    kinds = (TAP_EVENT_KIND,)
+    kinds = (TAP_EVENT_KIND, "barrier_arrival", "barrier_passed")
     face_class = "nbdist-traffic-view"
     refresh_s = 0.25
 
@@ -121,9 +127,39 @@ class TrafficView(LiveView):
                               int(event.start * 1e6), int(event.end * 1e6))
         self._add_record(event)
 
+    def _leader(self) -> str:
+        """The task hosting the coordination service (barriers go there)."""
+        leader = getattr(self, "_leader_task", None)
+        if leader is None:
+            from nbdist.runtime.coordination import leader_task
+
+            spec = getattr(self.cluster, "cluster_spec", None)
+            try:
+                leader = leader_task(spec) if spec is not None else None
+            except Exception:  # noqa: BLE001 - a spec of another shape
+                leader = None
+            leader = self._leader_task = leader or "coordination"
+        return leader
+
+    def _barrier_records(self, event) -> list[TapRecord]:
+        """A barrier arrival as a call to the coordination service; its
+        passing as a release of every participant."""
+        payload = event.payload if isinstance(event.payload, dict) else {}
+        at = int(event.wall_time_us)
+        round_ = payload.get("round", 0)
+        step = round_ if isinstance(round_, int) else 0
+        if event.kind == "barrier_arrival":
+            return [TapRecord("Barrier", event.task, self._leader(), step, 0, at, at)]
+        participants = payload.get("participants", [])
+        return [TapRecord("Barrier release", self._leader(), t, step, 0, at, at)
+                for t in participants if isinstance(t, str)]
+
     def _apply(self, event) -> bool:
-        records = [r for r in records_from_payload(event.payload)
-                   if r.start_us >= self._since_us]
+        if event.kind.startswith("barrier_"):
+            records = self._barrier_records(event)
+        else:
+            records = records_from_payload(event.payload)
+        records = [r for r in records if r.start_us >= self._since_us]
         self._records.extend(records)
         self.added += len(records)
         return bool(records)
@@ -176,7 +212,7 @@ class TrafficView(LiveView):
             return [r for r in records if r.end_us >= since]
         if self.steps is None:
             return records
-        stepped = [r for r in records if r.kind not in ("collective", "AbortStep")]
+        stepped = [r for r in records if r.kind not in _UNSTEPPED]
         basis = stepped or records
         first: dict[int, int] = {}
         for r in basis:
@@ -186,7 +222,7 @@ class TrafficView(LiveView):
         return [r for r in records if r.start_us >= since]
 
     def steps_in(self, records) -> int:
-        stepped = {r.step for r in records if r.kind not in ("collective", "AbortStep")}
+        stepped = {r.step for r in records if r.kind not in _UNSTEPPED}
         return len(stepped) or len({r.step for r in records})
 
     def matrix(self, records=None) -> dict:
@@ -209,8 +245,9 @@ class TrafficView(LiveView):
         tasks = {short_task(t) for r in records for t in (r.source, r.destination)}
         n, nbytes = len(records), sum(r.nbytes for r in records)
         steps = self.steps_in(records)
-        stepped = any(r.kind not in ("collective", "AbortStep") for r in records)
-        what = "step" if stepped or not records else "collective execution"
+        stepped = any(r.kind not in _UNSTEPPED for r in records)
+        what = ("step" if stepped or not records else "collective execution"
+                if any(r.kind == "collective" for r in records) else "round")
         scope = (f"the last {self.seconds:g} s" if self.seconds is not None
                  else f"{steps} {what}{'s' if steps != 1 else ''}")
         return (f"{n} call{'s' if n != 1 else ''}, {format_bytes(nbytes)} between "
