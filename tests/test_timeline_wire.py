@@ -20,6 +20,7 @@ import time
 import numpy as np
 import pytest
 from conftest import local_cluster
+from test_widgets import comm  # noqa: F401
 
 import nbdist as nd
 from nbdist.notebook.timeline_model import nice_ticks, op_kind, tick_label
@@ -427,3 +428,28 @@ def test_percluster_magic_shows_traffic_of_an_in_process_server():
     finally:
         ip.run_line_magic("cluster", "stop")
     assert view.face().startswith("final state at")
+
+
+def test_the_live_timeline_scrubs_through_its_kept_steps(comm):  # noqa: F811
+    """``trace(steps=3)`` keeps three steps; the widget's slider shows each,
+    the static face the one chosen."""
+    g = nd.Graph()
+    with g.as_default():
+        counter = nd.Variable(0.0, name="counter")
+        bump = counter.assign_add(1.0)
+        with nd.Session() as sess:
+            sess.run(counter.initializer)
+            view = nd.notebook.TimelineView.trace(sess, bump, steps=3)
+    assert len(view.steps) == 3 and view.current == 2 and view.result == 3.0
+    slider, html = view.widget.children
+    assert (slider.min, slider.max, slider.value) == (1, 3, 3)
+    assert "step 3 of 3" in html.value
+    slider.value = 1
+    assert view.current == 0
+    view.refresh()
+    assert "step 1 of 3" in html.value and "step 1 of 3" in repr(view)
+    assert view.show_step(-1).current == 2
+    bounded = nd.notebook.TimelineView(keep=2)
+    for md in view.steps:
+        bounded.update(md)
+    assert bounded.steps == view.steps[1:]
