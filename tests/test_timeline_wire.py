@@ -280,17 +280,6 @@ def validate_trace_events(doc) -> None:
         assert steps[-1][1] >= steps[0][1], (key, steps)
     for object_id, phases in objects.items():
         assert phases[0] == "N", (object_id, phases)
-    _perfetto_check(doc)
-
-
-def _perfetto_check(doc) -> None:
-    """Loads the trace in Perfetto's trace processor when its Python package
-    and binary are already installed (it fetches its binary on first use:
-    never at test time)."""
-    try:
-        from perfetto.trace_processor import TraceProcessor  # noqa: F401
-    except ImportError:
-        return
 
 
 # -- the wire -----------------------------------------------------------------------

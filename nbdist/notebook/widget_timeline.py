@@ -327,18 +327,19 @@ class TimelineView(LiveView):
                 f"<line x1='{x1:.1f}' y1='{y1:.1f}' x2='{x2:.1f}' y2='{y2:.1f}' "
                 "stroke='#57606a' stroke-width='1.5' "
                 f"marker-end='url(#nbdist-arrow-{id(self):x})'/></g>")
+        placed: list = []  # the labels' boxes so far
         if labelled:
-            out.extend(self._link_labels(links, x_of, lane_mid))
-        for k, tr in enumerate(self.wire):
+            out.extend(self._link_labels(links, x_of, lane_mid, placed))
+        for tr in self.wire:
             if tr.source in lane_mid and tr.destination in lane_mid:
-                out.append(self._wire_arrow(tr, x_of, lane_mid, labelled, k))
+                out.append(self._wire_arrow(tr, x_of, lane_mid, labelled, placed))
         return out
 
-    def _link_labels(self, links, x_of, lane_mid) -> list[str]:
+    def _link_labels(self, links, x_of, lane_mid, placed) -> list[str]:
         """One label per link (its tensors and bytes, a line each), beside the
         link's last arrow: at the first point along it (and shift up or down)
         where it overlaps no label placed before."""
-        out, placed = [], []
+        out = []
         for (src, dst), transfers in sorted(
                 links.items(), key=lambda kv: max(t.recv_us for t in kv[1])):
             last = max(transfers, key=lambda t: t.recv_us)
@@ -350,21 +351,7 @@ class TimelineView(LiveView):
             if len(transfers) > 3:
                 lines.append(f"+{len(transfers) - 3} more")
             w, h = 5.6 * max(map(len, lines)) + 4, 11 * len(lines) + 2
-            box = None
-            for at in _LABEL_AT:
-                for dy in (0, -12, 12, -24, 24):
-                    lx = x1 + at * (x2 - x1) + 5
-                    top = y1 + at * (y2 - y1) - h / 2 + dy
-                    if not any(lx < bx + bw and bx < lx + w and top < by + bh
-                               and by < top + h for bx, by, bw, bh in placed):
-                        box = (lx, top, w, h)
-                        break
-                if box is not None:
-                    break
-            if box is None:  # crowded: the first place, overlapping
-                box = (x1 + 0.75 * (x2 - x1) + 5, y1 + 0.75 * (y2 - y1) - h / 2, w, h)
-            placed.append(box)
-            lx, top = box[0], box[1]
+            lx, top = _place_label(placed, x1, y1, x2, y2, w, h)
             spans = "".join(
                 f"<tspan x='{lx:.1f}' dy='{0 if i == 0 else 11}'>{esc(line)}</tspan>"
                 for i, line in enumerate(lines))
@@ -374,7 +361,7 @@ class TimelineView(LiveView):
                        f"{spans}</text>")
         return out
 
-    def _wire_arrow(self, tr, x_of, lane_mid, labelled, k) -> str:
+    def _wire_arrow(self, tr, x_of, lane_mid, labelled, placed) -> str:
         """A call seen by a task's tap (a collective chunk, a pull): dashed."""
         x1, x2 = x_of(max(tr.send_us, 0)), x_of(max(tr.recv_us, tr.send_us, 0))
         y1, y2 = lane_mid[tr.source], lane_mid[tr.destination]
@@ -385,10 +372,12 @@ class TimelineView(LiveView):
                f"{_fmt_ms(tr.recv_us)} (from the tap)")
         label = ""
         if labelled:
-            ly = (y1 + y2) / 2 - 4 + (k % 3 - 1) * 11
-            label = (f"<text x='{(x1 + x2) / 2 + 4:.1f}' y='{ly:.1f}' font-size='10' "
+            text = ("chunk" if tr.tensor == "collective" else "pull") + (
+                f" · {format_bytes(tr.bytes)}")
+            lx, top = _place_label(placed, x1, y1, x2, y2, 5.6 * len(text) + 4, 13)
+            label = (f"<text x='{lx:.1f}' y='{top + 9:.1f}' font-size='10' "
                      f"fill='{color}' stroke='#fff' stroke-width='3' "
-                     f"paint-order='stroke'>chunk · {format_bytes(tr.bytes)}</text>")
+                     f"paint-order='stroke'>{esc(text)}</text>")
         return (f"<g class='nbdist-transfer nbdist-wire' data-bytes='{tr.bytes}' "
                 f"data-source='{esc(tr.source)}' data-destination="
                 f"'{esc(tr.destination)}'><title>{esc(tip)}</title>"
@@ -425,6 +414,27 @@ class TimelineView(LiveView):
         value = self._full_html()
         if html.value != value:
             html.value = value
+
+
+def _place_label(placed: list, x1, y1, x2, y2, w, h) -> tuple[float, float]:
+    """Where a ``w`` × ``h`` label of the arrow (x1, y1) → (x2, y2) goes: the
+    first point along it (and shifted up or down) that overlaps no box in
+    ``placed`` (crowded: three quarters along, overlapping); added to it."""
+    box = None
+    for at in _LABEL_AT:
+        for dy in (0, -12, 12, -24, 24):
+            lx = x1 + at * (x2 - x1) + 5
+            top = y1 + at * (y2 - y1) - h / 2 + dy
+            if not any(lx < bx + bw and bx < lx + w and top < by + bh
+                       and by < top + h for bx, by, bw, bh in placed):
+                box = (lx, top, w, h)
+                break
+        if box is not None:
+            break
+    if box is None:
+        box = (x1 + 0.75 * (x2 - x1) + 5, y1 + 0.75 * (y2 - y1) - h / 2, w, h)
+    placed.append(box)
+    return box[0], box[1]
 
 
 def merge_run_metadata(run_metadatas):
