@@ -67,7 +67,7 @@ from nbdist.distribute.worker_context import is_chief as _is_chief
 from nbdist.proto import cluster_pb2, config_pb2
 from nbdist.runtime import transports
 from nbdist.runtime.cluster_spec import ClusterSpec, task_device
-from nbdist.runtime.coordination import leader_task
+from nbdist.runtime.coordination import target_of
 from nbdist.runtime.server_lib import Server
 from nbdist.train.coordinator import Coordinator
 
@@ -224,10 +224,7 @@ def _worker_tasks(cluster_spec) -> list[str]:
 def _coordination_client(cluster_spec, session_config, target=None):
     """A client of the coordination service of the training cluster."""
     if target is None:
-        training = _split_cluster_for_evaluator(cluster_spec, _TaskType.CHIEF)
-        leader = leader_task(training)
-        job, index = leader.split("/")[1][4:], int(leader.rsplit(":", 1)[1])
-        target = training.task_address(job, index)
+        target = target_of(_split_cluster_for_evaluator(cluster_spec, _TaskType.CHIEF))
     return transports.connect_coordination(target, config=session_config)
 
 

@@ -8,7 +8,7 @@ interface               in process                      over gRPC (``runtime/grp
 ======================  ==============================  =================================
 ``MasterInterface``     ``runtime.master.Master``       ``client.GrpcMasterClient``
 ``WorkerInterface``     ``runtime.worker.Worker``       ``client.GrpcWorkerClient``
-``CoordinationClient``  ``coordination_local.``         ``coordination_client.``
+``CoordinationClient``  ``coordination.``               ``coordination_client.``
                         ``LocalCoordinationClient``     ``GrpcCoordinationClient``
 ``TensorTransport``     (a task's own rendezvous)       ``transport.GrpcTensorTransport``
 ======================  ==============================  =================================

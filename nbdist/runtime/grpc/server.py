@@ -28,8 +28,7 @@ from nbdist.executor.limits import Limits
 from nbdist.proto import config_pb2, server_def_pb2
 from nbdist.runtime import coordination, transports
 from nbdist.runtime.cluster_spec import ClusterSpec, split_address, task_device
-from nbdist.runtime.coordination_agent import CoordinationAgent
-from nbdist.runtime.coordination_local import LocalCoordinationClient
+from nbdist.runtime.coordination import CoordinationAgent, LocalCoordinationClient
 from nbdist.runtime.grpc import auth
 from nbdist.runtime.grpc.admission import AdmissionInterceptor
 from nbdist.runtime.grpc.coordination_client import GrpcCoordinationClient
@@ -370,7 +369,7 @@ class GrpcServer(Server):
         if self._coordination is not None:
             self._coordination_target = self._target
         else:
-            self._coordination_target = "grpc://" + self._peers.address(self._leader)
+            self._coordination_target = coordination.target_of(self._cluster)
 
     def _listen(self, sd):
         """Binds the task's port (a free one for port 0, written into the
