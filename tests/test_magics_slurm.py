@@ -193,7 +193,7 @@ def test_connect_slurm_attaches_refuses_kill_and_disconnect_leaves_the_job(
     ip, slurm, served, clean, capsys
 ):
     from nbdist.notebook import ClusterView, PlacementView
-    from nbdist.notebook.attach import AttachedCluster
+    from nbdist.cluster.attached import AttachedCluster
 
     job = served.job_id
     view = ip.run_line_magic("cluster", f"connect --slurm {job}")

@@ -1,39 +1,47 @@
-"""Attaching the notebook to a cluster it did not start (``%cluster connect``).
+"""``AttachedCluster``: a running cluster this process did not start (what
+``%cluster connect`` attaches to), satisfying the ``Cluster`` protocol.
 
 A cluster is named by a spec string (``ps|h:1,worker|h:2;h:3``, the
 ``--cluster_spec`` syntax), a dict (or a ``TF_CONFIG``-shaped dict with a
-``cluster`` key), ``TF_CONFIG`` or a running SLURM job. ``connect`` checks
-that the tasks answer (every task at once, within one bounded timeout) and
-returns an ``AttachedCluster``: the spec, each task's session target and the
-coordination service's target, which the views follow. The notebook does not
-own the tasks' processes: it cannot kill or restart them, and disconnecting
-leaves them running.
+``cluster`` key), ``TF_CONFIG`` or a running SLURM job (read with
+``SlurmCluster``'s ``scontrol`` parser, laid out as ``SlurmClusterResolver``
+does). ``connect`` checks that the tasks answer (every task at once, within
+one bounded timeout) and returns an ``AttachedCluster``: the spec, each task's
+session target and the coordination service's target, which the views
+follow. This process does not own the tasks' processes: it cannot kill or
+restart them, and disconnecting leaves them running.
 """
 
 from __future__ import annotations
 
 import ast
 import json
-import re
 import subprocess
 import threading
 import time
 
 from nbdist import errors
 from nbdist.cluster import env
-from nbdist.cluster.local_cluster import TaskInfo
-from nbdist.cluster.resolvers import expand_hostlist
+from nbdist.cluster.base import ClusterBase, TaskInfo
+from nbdist.cluster.resolvers import expand_hostlist, slurm_layout
+from nbdist.cluster.slurm_cluster import (
+    SlurmTaskInfo,
+    job_task_states,
+    scontrol_fields,
+    show_job,
+)
 from nbdist.graph.device import DeviceSpec
 from nbdist.runtime import transports
 from nbdist.runtime.cluster_spec import ClusterSpec
-from nbdist.runtime.coordination import leader_task
 
 __all__ = [
     "CONNECT_TIMEOUT_S",
     "NOT_OWNED",
+    "SPEC_FORMS",
     "AttachedCluster",
     "ConnectError",
     "connect",
+    "first_line",
     "spec_from_slurm_job",
     "spec_from_tf_config",
     "spec_from_value",
@@ -44,9 +52,8 @@ NOT_OWNED = (
     "unavailable: this notebook attached to the cluster (%cluster connect) "
     "and does not own its processes"
 )
-SLURM_PORT_BASE = 8888  # SlurmClusterResolver's default
 _TASKS_EVERY_S = 1.0  # ClusterView polls `tasks` every 0.25 s: one RPC a second
-_SPEC_FORMS = (
+SPEC_FORMS = (
     "a spec string (ps|host:port,worker|host:port;host:port), a dict literal or "
     "the name of one, --tf_config or --slurm JOBID"
 )
@@ -56,7 +63,7 @@ class ConnectError(ValueError):
     """The cluster cannot be attached; its message is one clear line."""
 
 
-class AttachedCluster:
+class AttachedCluster(ClusterBase):
     """A running cluster this process did not start, as ``%cluster connect``
     attaches to it: ``cluster_spec``, ``target(job, index)``,
     ``coordination_target``; no kill, restart or shutdown (``owned`` is
@@ -84,38 +91,13 @@ class AttachedCluster:
         self.source = source
         self.slurm_job = slurm_job  # its tasks' end is read from SLURM
         self._ended: list[TaskInfo] | None = None
-        self._closed = False  # read by events.cluster_gone: the views stop
+        self._closed = False  # ``closed``: the views stop
         self._lock = threading.Lock()
         self._client = None
         self._tasks: list[TaskInfo] = []
         self._tasks_at: float | None = None
 
-    @property
-    def cluster_spec(self) -> ClusterSpec:
-        return self._spec
-
-    def target(self, job: str = "worker", index: int = 0) -> str:
-        """The session target of a task, e.g. ``grpc://host:2222``."""
-        return "grpc://" + self._spec.task_address(job, index)
-
-    @property
-    def targets(self) -> dict[str, list[str]]:
-        """job -> the targets of its tasks, in index order."""
-        return {
-            job: [self.target(job, i) for i in self._spec.task_indices(job)]
-            for job in self._spec.jobs
-        }
-
-    @property
-    def leader(self) -> tuple[str, int]:
-        """(job, index) of the task hosting the coordination service."""
-        name = leader_task(self._spec)
-        job = name.split("/job:")[1].split("/")[0]
-        return job, int(name.rsplit("task:", 1)[1])
-
-    @property
-    def coordination_target(self) -> str:
-        return self.target(*self.leader)
+    # cluster_spec, target, targets, leader, coordination_target, closed: ClusterBase
 
     def default_task(self) -> tuple[str, int]:
         """The task a notebook's sessions use: the chief, else worker 0, else
@@ -156,8 +138,6 @@ class AttachedCluster:
             return list(self._tasks)
 
     def _slurm_ended(self) -> bool:
-        from nbdist.cluster.slurm_cluster import SlurmTaskInfo, job_task_states
-
         ended = job_task_states(self.slurm_job, self._spec)
         if not ended:
             return False
@@ -216,7 +196,7 @@ def spec_from_value(text: str, namespace: dict) -> tuple[ClusterSpec, str]:
     ``namespace``."""
     text = text.strip()
     if not text:
-        raise ConnectError(f"%cluster connect needs a cluster: {_SPEC_FORMS}")
+        raise ConnectError(f"%cluster connect needs a cluster: {SPEC_FORMS}")
     if text.isidentifier() and text in namespace:
         value, source = namespace[text], f"'{text}'"
     elif text[0] in "{'\"":
@@ -230,7 +210,7 @@ def spec_from_value(text: str, namespace: dict) -> tuple[ClusterSpec, str]:
     elif "|" in text:
         value, source = text, "a spec string"
     else:
-        raise ConnectError(f"'{text}' is not a cluster: give {_SPEC_FORMS}")
+        raise ConnectError(f"'{text}' is not a cluster: give {SPEC_FORMS}")
     return _as_spec(value, text), source
 
 
@@ -241,16 +221,16 @@ def _as_spec(value, text: str) -> ClusterSpec:
         try:
             spec = ClusterSpec.from_string(value)
         except ValueError as e:
-            raise ConnectError(f"'{text}': {_first_line(e)}") from None
+            raise ConnectError(f"'{text}': {first_line(e)}") from None
     elif isinstance(value, dict):
         cluster = value.get("cluster", value)  # TF_CONFIG's shape is fine too
         try:
             spec = ClusterSpec(cluster)
         except (TypeError, ValueError) as e:
-            raise ConnectError(f"'{text}': {_first_line(e)}") from None
+            raise ConnectError(f"'{text}': {first_line(e)}") from None
     else:
         raise ConnectError(
-            f"'{text}' is a {type(value).__name__}, not a cluster: give {_SPEC_FORMS}"
+            f"'{text}' is a {type(value).__name__}, not a cluster: give {SPEC_FORMS}"
         )
     if not spec.jobs:
         raise ConnectError(f"'{text}' has no tasks")
@@ -263,7 +243,7 @@ def spec_from_tf_config(text: str | None = None) -> tuple[ClusterSpec, str]:
         try:
             config = env.tf_config()
         except ValueError as e:
-            raise ConnectError(_first_line(e)) from None
+            raise ConnectError(first_line(e)) from None
         where = "TF_CONFIG"
         if not config:
             raise ConnectError("TF_CONFIG is not set in the notebook's environment")
@@ -279,26 +259,18 @@ def spec_from_tf_config(text: str | None = None) -> tuple[ClusterSpec, str]:
 
 
 def _scontrol_fields(job_id: str, run=subprocess.run) -> dict[str, str]:
-    try:
-        out = run(
-            ["scontrol", "show", "job", str(job_id)],
-            capture_output=True,
-            text=True,
-            timeout=CONNECT_TIMEOUT_S,
-        )
-    except FileNotFoundError:
+    out = show_job(job_id, run=run, timeout=CONNECT_TIMEOUT_S)
+    if out.returncode == 127:
         raise ConnectError(
-            "--slurm needs SLURM's scontrol, which is not on this machine's PATH"
-        ) from None
-    except subprocess.TimeoutExpired:
+            "--slurm needs SLURM's scontrol, which is not on this machine's PATH")
+    if out.returncode == 124:
         raise ConnectError(
-            f"scontrol show job {job_id} did not answer within {CONNECT_TIMEOUT_S:g} s"
-        ) from None
+            f"scontrol show job {job_id} did not answer within {CONNECT_TIMEOUT_S:g} s")
     if out.returncode != 0:
         raise ConnectError(
-            f"SLURM job {job_id}: {_first_line(out.stderr or out.stdout)}"
+            f"SLURM job {job_id}: {first_line(out.stderr or out.stdout)}"
         )
-    return dict(re.findall(r"(\w+)=(\S*)", out.stdout))
+    return scontrol_fields(out.stdout)
 
 
 def spec_from_slurm_job(
@@ -334,12 +306,7 @@ def spec_from_slurm_job(
             f"({', '.join(f'{n} {j}' for j, n in jobs.items())})"
         )
     per_node = num_tasks // len(hosts)
-    addresses = [f"{h}:{SLURM_PORT_BASE + k}" for h in hosts for k in range(per_node)]
-    cluster, start = {}, 0
-    for job, n in sorted(jobs.items()):
-        cluster[job] = addresses[start : start + n]
-        start += n
-    return ClusterSpec(cluster), where
+    return ClusterSpec(slurm_layout(jobs, dict.fromkeys(hosts, per_node))), where
 
 
 # -- attaching ----------------------------------------------------------------------
@@ -370,7 +337,7 @@ def _probe(spec: ClusterSpec, timeout: float) -> tuple[list[str], list[str]]:
             with lock:
                 refused.append(
                     f"{job}:{index} ({spec.task_address(job, index)}) answers but "
-                    f"refuses: {_first_line(e)}"
+                    f"refuses: {first_line(e)}"
                 )
         except Exception:  # noqa: BLE001 - any failure is "does not answer"
             why = "silent"
@@ -427,82 +394,7 @@ def connect(
     return cluster, silent
 
 
-def _first_line(e) -> str:
+def first_line(e) -> str:
+    """The first line of an error's message (its class name when empty)."""
     text = str(e).strip() or type(e).__name__
     return text.splitlines()[0]
-
-
-# -- the magics' arguments --------------------------------------------------------
-_QUOTED_TF_CONFIG = re.compile(r"--tf_config(?:=|\s+)(['\"])(.*?)\1(?=\s|$)")
-
-
-def take_tf_config(line: str) -> tuple[str, str | None]:
-    """(``line`` with a quoted ``--tf_config='{json}'`` made a bare
-    ``--tf_config``, the JSON): IPython's argument splitting keeps quotes and
-    splits inside them."""
-    m = _QUOTED_TF_CONFIG.search(line)
-    if m is None:
-        return line, None
-    return line[: m.start()] + "--tf_config" + line[m.end() :], m.group(2)
-
-
-def connect_from_args(args, namespace: dict) -> tuple[AttachedCluster, list[str]]:
-    """``%cluster connect``'s arguments -> ``connect(...)``'s result."""
-    given = [x for x in (args.args, args.tf_config, args.slurm) if x]
-    if len(given) != 1:
-        raise ConnectError(f"%cluster connect needs one cluster: {_SPEC_FORMS}")
-    if (args.ps is not None or args.workers is not None) and not args.slurm:
-        raise ConnectError("--ps and --workers are for %cluster connect --slurm JOBID")
-    if args.slurm is True:
-        raise ConnectError("%cluster connect --slurm needs the job id: --slurm JOBID")
-    if args.slurm:
-        jobs = {j: n for j, n in (("ps", args.ps), ("worker", args.workers)) if n}
-        spec, source = spec_from_slurm_job(args.slurm, jobs)
-        timeout = CONNECT_TIMEOUT_S if args.timeout is None else args.timeout
-        if timeout <= 0:
-            raise ConnectError("--timeout must be a positive number of seconds")
-        cluster, silent = connect(spec, source, timeout)
-        cluster.slurm_job = str(args.slurm)
-        return cluster, silent
-    elif args.tf_config:
-        text = None if args.tf_config is True else args.tf_config
-        spec, source = spec_from_tf_config(text)
-    else:
-        spec, source = spec_from_value(" ".join(args.args), namespace)
-    timeout = CONNECT_TIMEOUT_S if args.timeout is None else args.timeout
-    if timeout <= 0:
-        raise ConnectError("--timeout must be a positive number of seconds")
-    return connect(spec, source, timeout)
-
-
-class SlurmStartError(RuntimeError):
-    """A SLURM job that did not start; its message has the job's state and the
-    tail of its log (several lines)."""
-
-
-def start_slurm(args):
-    """``%cluster start --slurm ...`` -> (the ``SlurmCluster``, its session
-    target)."""
-    if args.slurm is not True:
-        raise ConnectError(
-            f"%cluster start --slurm takes no job id (got '{args.slurm}'): "
-            f"%cluster connect --slurm {args.slurm} attaches to a running job"
-        )
-    if args.chief or args.evaluator:
-        raise ConnectError("--chief and --evaluator are not for --slurm")
-    try:
-        from nbdist.cluster.slurm_cluster import SlurmCluster
-    except ImportError as e:
-        raise ConnectError(f"SlurmCluster is not available: {_first_line(e)}") from None
-    ps = 1 if args.ps is None else args.ps
-    workers = 2 if args.workers is None else args.workers
-    try:
-        cluster = SlurmCluster(
-            ps=ps, workers=workers, partition=args.partition, time=args.time
-        )
-    except (ValueError, TypeError) as e:  # bad arguments: one line
-        raise ConnectError(_first_line(e)) from None
-    except Exception as e:  # noqa: BLE001 - the job failed: its state and log
-        raise SlurmStartError(str(e) or type(e).__name__) from None
-    job = "worker" if workers else cluster.cluster_spec.jobs[0]
-    return cluster, cluster.target(job, 0)
