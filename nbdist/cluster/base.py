@@ -15,6 +15,10 @@ through these names:
   service and its target, both from ``runtime.coordination`` (one rule);
 - ``tasks``: each task's ``TaskInfo`` now.
 
+An object with only ``cluster_spec`` and ``tasks`` (a cluster class of the
+user's, a test's fake) is read through ``PartialCluster``, which says what the
+missing names default to.
+
 >>> from nbdist.runtime.cluster_spec import ClusterSpec
 >>> class Spec(ClusterBase):
 ...     def __init__(self, spec):
@@ -37,8 +41,8 @@ from nbdist.runtime.cluster_spec import ClusterSpec
 from nbdist.runtime.coordination import leader_of, target_of
 from nbdist.runtime.server_lib import Server
 
-__all__ = ["Cluster", "ClusterBase", "ServerCluster", "TaskInfo", "as_cluster",
-           "is_cluster"]
+__all__ = ["Cluster", "ClusterBase", "PartialCluster", "ServerCluster", "TaskInfo",
+           "as_cluster", "is_cluster"]
 
 
 @dataclass
@@ -162,21 +166,50 @@ class ServerCluster(ClusterBase):
 
 _MEMBERS = ("owned", "not_owned_reason", "restarts_tasks", "closed", "cluster_spec",
             "target", "targets", "leader", "coordination_target", "tasks")
+_MISSING = object()
+
+
+def _has(value, name: str) -> bool:
+    # Statically: no property runs (``tasks`` may ask the cluster over the network).
+    return inspect.getattr_static(value, name, _MISSING) is not _MISSING
 
 
 def is_cluster(value) -> bool:
-    """Whether ``value`` has every name of ``Cluster``; looked up statically,
-    so no property runs (``tasks`` may ask the cluster over the network)."""
-    missing = object()
-    return all(inspect.getattr_static(value, name, missing) is not missing
-               for name in _MEMBERS)
+    """Whether ``value`` has every name of ``Cluster`` (no property runs)."""
+    return all(_has(value, name) for name in _MEMBERS)
+
+
+class PartialCluster(ClusterBase):
+    """A cluster object of someone else's making that has only
+    ``cluster_spec`` and ``tasks`` (and perhaps ``kill``/``restart``,
+    ``closed``, ``owned``), read as a ``Cluster``: owned unless it says not,
+    open unless it says closed, restarting tasks when it has ``kill`` and
+    ``restart``."""
+
+    def __init__(self, value):
+        self.value = value
+        self._spec = value.cluster_spec
+        self.owned = bool(getattr(value, "owned", True))
+        self.not_owned_reason = getattr(value, "not_owned_reason", "")
+        self.restarts_tasks = _has(value, "kill") and _has(value, "restart")
+
+    @property
+    def closed(self) -> bool:
+        return bool(getattr(self.value, "closed", False))
+
+    @property
+    def tasks(self) -> list[TaskInfo]:
+        return self.value.tasks
 
 
 def as_cluster(value) -> Cluster | None:
     """``value`` as a ``Cluster``: itself, an in-process ``Server``'s
-    ``ServerCluster``, or None (a ``ClusterSpec``, nothing)."""
+    ``ServerCluster``, a ``PartialCluster`` over an object with
+    ``cluster_spec`` and ``tasks``, or None (a ``ClusterSpec``, nothing)."""
     if isinstance(value, ClusterBase) or is_cluster(value):
         return value
     if isinstance(value, Server):
         return ServerCluster(value)
+    if _has(value, "cluster_spec") and _has(value, "tasks"):
+        return PartialCluster(value)
     return None
