@@ -138,6 +138,17 @@ class TensorTransport(Protocol):
 
 
 @runtime_checkable
+class TensorParking(Protocol):
+    """Where a task parks values for another task to pull by reference
+    (``tensor_store.ParkedTensors``): a client that sends a large feed to a
+    peer parks it here and sends the reference."""
+
+    def park(self, value) -> tuple[str, int]:
+        """Parks ``value``; returns the (rendezvous key, step id) to pull it."""
+        ...
+
+
+@runtime_checkable
 class CoordinationClient(Protocol):
     """A client of the cluster's coordination service (liveness, barriers,
     key-value, events), wherever the service runs."""
