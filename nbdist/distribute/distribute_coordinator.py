@@ -64,6 +64,7 @@ from nbdist.cluster import env
 from nbdist.distribute.worker_context import BetweenGraphStrategy
 from nbdist.distribute.worker_context import TaskType as _TaskType
 from nbdist.distribute.worker_context import WorkerContext as _WorkerContext
+from nbdist.distribute.worker_context import is_chief as _is_chief  # noqa: F401
 from nbdist.proto import cluster_pb2, config_pb2
 from nbdist.runtime import transports
 from nbdist.runtime.cluster_spec import ClusterSpec, task_device
