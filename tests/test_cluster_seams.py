@@ -19,16 +19,8 @@ import pytest
 
 import nbdist as nd
 from nbdist import errors
-from nbdist.cluster.attached import AttachedCluster, spec_from_slurm_job
-from nbdist.cluster.base import ClusterBase, TaskInfo, as_cluster, is_cluster
 from nbdist.runtime.cluster_spec import ClusterSpec
-from nbdist.runtime.coordination import (
-    CoordinationService,
-    LocalCoordinationClient,
-    LocalEventWatch,
-    leader_task,
-    target_of,
-)
+from nbdist.runtime.coordination import CoordinationService, leader_task
 
 NBDIST = Path(nd.__file__).resolve().parent
 SPEC = {"ps": ["h:1"], "worker": ["h:2", "h:3"], "chief": ["h:4"]}
@@ -51,6 +43,9 @@ def _wait(predicate, timeout=10.0):
     ({"evaluator": ["h:6"]}, "evaluator:0"),
 ])
 def test_the_leader_is_chief_then_worker_then_ps_then_the_first_job(cluster, leader):
+    from nbdist.cluster.attached import AttachedCluster
+    from nbdist.runtime.coordination import target_of
+
     spec = ClusterSpec(cluster)
     job, index = leader.split(":")
     address = spec.task_address(job, int(index))
@@ -61,6 +56,8 @@ def test_the_leader_is_chief_then_worker_then_ps_then_the_first_job(cluster, lea
 
 
 def test_target_of_strings_and_bad_values():
+    from nbdist.runtime.coordination import target_of
+
     assert target_of("grpc://h:9") == "grpc://h:9"
     assert target_of("h:9") == "grpc://h:9"
     with pytest.raises(ValueError, match="empty"):
@@ -70,6 +67,8 @@ def test_target_of_strings_and_bad_values():
 
 
 def test_every_cluster_class_takes_its_leader_from_the_one_rule():
+    from nbdist.cluster.attached import AttachedCluster
+    from nbdist.cluster.base import ClusterBase
     from nbdist.cluster.local_cluster import LocalCluster
     from nbdist.cluster.slurm_cluster import SlurmCluster
 
@@ -86,6 +85,8 @@ def test_every_cluster_class_takes_its_leader_from_the_one_rule():
 
 
 def test_a_server_that_does_not_lead_names_the_leader_by_the_same_rule():
+    from nbdist.runtime.coordination import target_of
+
     ports = [_free_port(), _free_port()]
     cluster = {"ps": [f"localhost:{ports[0]}"], "worker": [f"localhost:{ports[1]}"]}
     ps = nd.Server(cluster, job_name="ps", task_index=0)
@@ -106,6 +107,7 @@ def _free_port() -> int:
 
 
 def test_the_duplicates_are_gone():
+    from nbdist.cluster.attached import AttachedCluster
     from nbdist.distribute import coordination as strategy_coordination
     from nbdist.notebook import events
 
@@ -120,6 +122,7 @@ def test_the_duplicates_are_gone():
 # -- the in-process watch --------------------------------------------------------------
 def test_the_notebook_follows_an_in_process_service_with_the_runtime_watch():
     from nbdist.notebook.events import EventFollower, ServiceEventSource
+    from nbdist.runtime.coordination import LocalCoordinationClient, LocalEventWatch
 
     task = "/job:worker/replica:0/task:0"
     service = CoordinationService([task])
@@ -146,6 +149,8 @@ def test_the_notebook_follows_an_in_process_service_with_the_runtime_watch():
 
 
 def test_the_service_validates_what_every_codec_passes_on():
+    from nbdist.runtime.coordination import LocalCoordinationClient
+
     task = "/job:worker/replica:0/task:0"
     service = CoordinationService([task])
     try:
@@ -181,12 +186,15 @@ class OwnCluster:
 
     @property
     def tasks(self):
+        from nbdist.cluster.local_cluster import TaskInfo
+
         self.reads += 1
         return [TaskInfo("worker", i, self.cluster_spec.task_address("worker", i),
                          1000 + i, self.state) for i in range(2)]
 
 
 def test_views_read_any_object_with_the_protocol():
+    from nbdist.cluster.base import as_cluster, is_cluster
     from nbdist.notebook import ClusterView
     from nbdist.notebook.events import cluster_gone
 
@@ -213,6 +221,8 @@ def test_views_read_any_object_with_the_protocol():
 
 
 def test_an_attached_cluster_is_not_owned_and_closes_on_disconnect():
+    from nbdist.cluster.attached import AttachedCluster
+    from nbdist.cluster.base import is_cluster
     from nbdist.notebook.events import cluster_gone
 
     cluster = AttachedCluster(ClusterSpec(SPEC), source="a spec string")
@@ -226,6 +236,7 @@ def test_an_attached_cluster_is_not_owned_and_closes_on_disconnect():
 
 
 def test_an_in_process_server_is_read_as_the_cluster_of_its_task():
+    from nbdist.cluster.base import as_cluster
     from nbdist.notebook.events import cluster_gone
 
     server = nd.Server.create_local_server()
@@ -245,6 +256,7 @@ def test_an_in_process_server_is_read_as_the_cluster_of_its_task():
 
 # -- SLURM: one parser, one layout --------------------------------------------------------
 def test_attaching_to_a_slurm_job_lays_tasks_out_as_the_resolver(monkeypatch):
+    from nbdist.cluster.attached import spec_from_slurm_job
     from nbdist.cluster.resolvers import SlurmClusterResolver
 
     answer = ("JobId=7 JobState=RUNNING NodeList=n[1-2] NumTasks=4 "
@@ -336,10 +348,9 @@ def test_a_large_feed_reaches_a_peer_task():
     servers = [nd.Server(cluster, job_name=j, task_index=0) for j in ("ps", "worker")]
     try:
         g = nd.Graph()
-        with g.as_default():
-            with nd.device("/job:ps/task:0"):
-                x = nd.placeholder(nd.float32, [None])
-                total = nd.reduce_sum(x)
+        with g.as_default(), nd.device("/job:ps/task:0"):
+            x = nd.placeholder(nd.float32, [None])
+            total = nd.reduce_sum(x)
         value = np.random.default_rng(0).random(1 << 20).astype(np.float32)  # 4 MiB
         with nd.Session(servers[1].target, graph=g) as sess:
             got = sess.run(total, {x: value})

@@ -16,8 +16,8 @@ from conftest import local_cluster
 import nbdist as nd
 from nbdist import errors
 from nbdist.distribute.coordination import watch_events
-from nbdist.runtime.coordination import target_of as coordination_target
 from nbdist.runtime.coordination import CONNECTED, DISCONNECTED, leader_task
+from nbdist.runtime.coordination import target_of as coordination_target
 from nbdist.runtime.grpc.coordination_client import (
     GrpcCoordinationClient as CoordinationClient,
 )

@@ -85,8 +85,8 @@ def _step(target, graph=False):
 def test_connect_by_spec_string_views_session_refusals_disconnect(
     ip, served, detach, capsys
 ):
-    from nbdist.notebook import BarrierView, ClusterView, PlacementView, TimelineView
     from nbdist.cluster.attached import AttachedCluster
+    from nbdist.notebook import BarrierView, ClusterView, PlacementView, TimelineView
 
     pids = [t.pid for t in served.tasks]
     view = ip.run_line_magic("cluster", f"connect {_spec_string(served)}")

@@ -19,13 +19,13 @@ from nbdist.cluster import env
 from nbdist.runtime.cluster_spec import ClusterSpec
 
 __all__ = [
+    "SLURM_PORT_BASE",
     "ClusterResolver",
     "SimpleClusterResolver",
     "SlurmClusterResolver",
     "TFConfigClusterResolver",
     "expand_hostlist",
     "expand_tasks_per_node",
-    "SLURM_PORT_BASE",
     "format_master_url",
     "slurm_layout",
 ]
