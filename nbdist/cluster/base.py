@@ -2,7 +2,7 @@
 
 ``LocalCluster``, ``SlurmCluster`` and ``AttachedCluster`` satisfy it (through
 ``ClusterBase``), and ``as_cluster`` shows an in-process ``Server`` as the
-one-task cluster it is, so the notebook's views and magics read clusters only
+one-task cluster it is, so the notebook's views read clusters only
 through these names:
 
 - ``owned``: this process started the tasks (False: attached, so no stop,
