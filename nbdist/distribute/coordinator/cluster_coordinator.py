@@ -102,12 +102,11 @@ from nbdist.distribute.coordinator.values import (
 from nbdist.distribute.data.data_ops import Dataset
 from nbdist.distribute.tracing.function import ConcreteFunction, Function
 from nbdist.distribute.tracing.function import function as _function
-from nbdist.graph.device import DeviceSpec
 from nbdist.graph.nest import flatten, map_structure
 from nbdist.graph.ops import Graph
 from nbdist.graph.variables import is_variable_initialized
 from nbdist.proto.config_pb2 import ConfigProto
-from nbdist.runtime.coordination import leader_task
+from nbdist.runtime.coordination import leader_of
 from nbdist.runtime.session import Session
 
 __all__ = ["ClusterCoordinator", "PerWorkerDataset", "PerWorkerIterator"]
@@ -265,8 +264,7 @@ class ClusterCoordinator:
                      for j in ("worker", "ps") if j in spec.jobs
                      for i in range(spec.num_tasks(j))}
         if coordination_target is None:
-            leader = DeviceSpec.from_string(leader_task(spec))
-            coordination_target = ext.task_target(leader.job, leader.task or 0)
+            coordination_target = ext.task_target(*leader_of(spec))
         self._state = cs.CoordinatorState(self._num_workers, max_batch=max_batch)
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
