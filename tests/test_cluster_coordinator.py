@@ -58,6 +58,9 @@ def ps_cluster():
                     except ProcessLookupError:
                         pass
             obj.shutdown()
+    # Variables made under strategy.scope() land in the default graph, as TF2
+    # code expects: leave the next test a fresh one.
+    nd.reset_default_graph()
 
 
 def read(cluster, variable):
