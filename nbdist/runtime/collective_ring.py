@@ -1,0 +1,149 @@
+"""The all-reduce algorithms of ``runtime.collective``, chosen by size as NCCL
+and Gloo choose theirs.
+
+- **direct** (a member sends at most ``direct_bytes`` in all): every member sends
+  its tensor to every other and reduces them all in rank order: one round
+  instead of the ring's 2(N-1), so every member computes the same bits.
+- **ring** (the rest): reduce-scatter then all-gather over the flattened
+  tensor, cut into pieces of ``segment_bytes`` per member that run on a pool
+  (``pipeline`` at once), so a large tensor pipelines; each member sends and
+  receives 2(N-1)/N of the tensor, the least any algorithm moves.
+
+A chunk from a peer on this host is pushed and reduced where it landed, in the
+sender's shared-memory segment, straight into the result: ``np.add(chunk,
+mine, out=result)`` (``samehost.collective_push``); from elsewhere it is pulled.
+What a member sends is copied as it is sent, so it may send from its result.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from nbdist import errors
+
+__all__ = ["all_reduce"]
+
+_HUGE_BYTES = 1 << 21
+
+
+def _result_like(flat: np.ndarray) -> np.ndarray:
+    """The result buffer; a large one on transparent huge pages (faulting in
+    2 MiB at a time is several times faster than 4 KiB pages)."""
+    if flat.nbytes < _HUGE_BYTES:
+        return np.empty_like(flat)
+    from nbdist.runtime.samehost.wire import fresh_array
+
+    return fresh_array(flat.dtype, flat.shape)
+
+
+def all_reduce(owner, run, flat: np.ndarray, merge, segment_bytes: int,
+               direct_bytes: int, pipeline: int) -> np.ndarray:
+    """``flat`` reduced by ``merge`` across ``run``'s group."""
+    n = run.group.size
+    out = _result_like(flat)
+    if flat.nbytes * (n - 1) <= direct_bytes:
+        _direct(owner, run, flat, out, merge)
+        return out
+    per_piece = max(1, segment_bytes // max(1, flat.itemsize)) * n
+    bounds = range(0, flat.size, per_piece)
+    if len(bounds) == 1:
+        _ring_piece(run, 0, flat, out, merge)
+    else:
+        _map_pieces(owner, run, pipeline, [
+            (i, flat[b:b + per_piece], out[b:b + per_piece], merge)
+            for i, b in enumerate(bounds)])
+    return out
+
+
+def _direct(owner, run, flat, out, merge) -> None:
+    g = run.group
+    sent = [run.put(dst, "direct", flat) for dst in g.members if dst != owner.task]
+    try:
+        _fold_direct(owner, run, flat, out, merge)
+        for finish in sent:
+            finish()
+    finally:
+        for finish in sent:
+            finish.abandon()  # (after an error: the peers withdraw the chunks)
+
+
+def _fold_direct(owner, run, flat, out, merge) -> None:
+    first = True
+    for src in run.group.members:
+        if src == owner.task:
+            part = flat
+        else:
+            def fold(chunk, first=first):
+                if first:
+                    np.copyto(out, chunk)
+                else:
+                    merge(out, chunk, out=out)
+            run.take(src, "direct", flat, fold, "direct", 0, 0)
+            first = False
+            continue
+        if first:
+            np.copyto(out, part)
+        else:
+            merge(out, part, out=out)
+        first = False
+
+
+def _map_pieces(owner, run, pipeline: int, pieces) -> None:
+    with owner._lock:
+        if owner._pool is None:
+            owner._pool = ThreadPoolExecutor(
+                pipeline, thread_name_prefix=f"nbdist-collective{owner.task}")
+        pool = owner._pool
+    futures = [pool.submit(_ring_piece, run, *p) for p in pieces]
+    try:
+        for f in futures:
+            f.result()
+    except Exception as e:
+        error = e if isinstance(e, errors.OpError) else errors.InternalError(
+            None, None, f"{run.what}: {type(e).__name__}: {e}")
+        run.step.cancel(error)  # the other pieces stop waiting
+        for f in futures:
+            f.exception()
+        raise
+
+
+def _step(finish, take, *args) -> None:
+    """One ring step: the chunk taken from the left while ours goes right."""
+    try:
+        take(*args)
+        finish()
+    finally:
+        finish.abandon()
+
+
+def _ring_piece(run, piece: int, data: np.ndarray, out: np.ndarray, merge) -> None:
+    """Reduce-scatter then all-gather of ``data`` into ``out``: at step k a member
+    sends one segment right and receives one from the left, reduced with its
+    own segment straight into ``out``, which is what it sends next."""
+    g = run.group
+    n, r = g.size, g.rank
+    cuts = [len(data) * j // n for j in range(n + 1)]
+    right, left = g.right(), g.left()
+
+    def seg(buf, i):
+        return buf[cuts[i]:cuts[i + 1]]
+
+    moving = seg(data, r)  # the input's own segment r goes first
+    for k in range(n - 1):  # reduce-scatter: segment r+1 ends complete here
+        finish = run.put(right, f"p{piece}rs{k}", moving)
+        i = (r - k - 1) % n
+        own, dst = seg(data, i), seg(out, i)
+        _step(finish, run.take, left, f"p{piece}rs{k}", own,
+              lambda chunk, own=own, dst=dst: merge(chunk, own, out=dst),
+              "reduce-scatter", k, piece)
+        moving = dst
+    for k in range(n - 1):  # all-gather of the complete segments
+        finish = run.put(right, f"p{piece}ag{k}", moving)
+        i = (r - k) % n
+        dst = seg(out, i)
+        _step(finish, run.take, left, f"p{piece}ag{k}", dst,
+              lambda chunk, dst=dst: np.copyto(dst, chunk),
+              "all-gather", k, piece)
+        moving = dst
