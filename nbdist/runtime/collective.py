@@ -8,10 +8,14 @@ member runs it in the same order). Its chunks are left in the task's own
 rendezvous under a synthetic step id derived from that name, and a peer pulls
 them through the worker's ``TensorTransport.recv_collective``.
 
-All-reduce is a ring (reduce-scatter, then all-gather) over the flattened tensor,
-cut into pieces of ``SEGMENT_BYTES`` per member that run concurrently, so a large
-tensor pipelines. All-gather is a ring over whole tensors (concatenated on axis
-0); a broadcast is pulled from its source by every other member.
+All-reduce (``collective_ring``) is a direct exchange for small tensors and two
+members, else a ring (reduce-scatter, then all-gather) over the flattened
+tensor, cut into pieces of ``SEGMENT_BYTES`` per member that run concurrently,
+so a large tensor pipelines. Its chunks to a peer on this host are pushed and
+reduced in place from the sender's shared memory (``ChunkMailbox``); every
+chunk a member receives is a ``ChunkEvent`` (``subscribe_chunks``, and in a
+traced step's stats). All-gather is a ring over whole tensors (concatenated on
+axis 0); a broadcast is pulled from its source by every other member.
 
 Failure: every wait honours the step's cancellation and deadline, and while a
 collective runs a watchdog reads the group's task states from the coordination
@@ -42,9 +46,9 @@ from nbdist.runtime.collective_mailbox import ChunkMailbox
 __all__ = ["DIRECT_BYTES", "SEGMENT_BYTES", "ChunkEvent", "CollectiveExecutor",
            "CollectiveGroup"]
 
-SEGMENT_BYTES = 4 << 20  # one ring message per member and piece
+SEGMENT_BYTES = 16 << 20  # one ring message per member and piece
 DIRECT_BYTES = 256 << 10  # all-reduces sending at most this go direct, not round
-_PIPELINE = 4  # pieces of one all-reduce in flight at once
+_PIPELINE = 2  # pieces of one all-reduce in flight at once
 _WATCH_S = 0.25  # how often the watchdog reads task states (no push API for one task)
 _DEAD_STATES = ("DISCONNECTED", "ERROR")
 _RECENT_CHUNKS = 4096
@@ -279,9 +283,12 @@ class CollectiveExecutor:
     # -- the collectives -----------------------------------------------------------------
     def all_reduce(self, step, value, group: CollectiveGroup, instance_key: int,
                    merge_op: str = "Add", final_op: str = "Id",
-                   timeout_s: float | None = None) -> np.ndarray:
+                   timeout_s: float | None = None,
+                   communication_hint: str = "auto") -> np.ndarray:
         """The element-wise ``merge_op`` of every member's ``value``, then
-        ``final_op`` (``Id``, or ``Div`` by the group size: the mean)."""
+        ``final_op`` (``Id``, or ``Div`` by the group size: the mean).
+        ``communication_hint`` "ring" always runs the ring; otherwise the
+        algorithm is chosen by size (``collective_ring.algorithm``)."""
         value = np.asarray(value)
         if merge_op not in _MERGE or final_op not in ("Id", "Div"):
             raise errors.InvalidArgumentError(
@@ -295,7 +302,7 @@ class CollectiveExecutor:
             with self._running(run):
                 flat = collective_ring.all_reduce(
                     self, run, value.ravel(), merge, SEGMENT_BYTES, DIRECT_BYTES,
-                    _PIPELINE)
+                    _PIPELINE, communication_hint)
             value = flat.reshape(value.shape)
         else:
             value = value.copy()

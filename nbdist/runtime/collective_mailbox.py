@@ -3,9 +3,10 @@ that consumes it, with no copy in between.
 
 A peer on this host pushes a chunk (``samehost.collective_push``); the service
 thread that read it holds it as a view of the pusher's shared-memory segment and
-``deliver``s it here, blocking until the collective ``take``s it and has reduced
-(or copied) it into its own buffer. Only then does the pusher get its answer and
-may reuse its segment: a chunk is consumed exactly where it landed.
+``deliver``s it here. If the collective already waits for it (``take``), that
+thread reduces (or copies) it into the collective's buffer itself; otherwise
+it blocks until the collective takes it. Only then does the pusher get its
+answer and may reuse its segment: a chunk is consumed exactly where it landed.
 
 A collective that fails ``abort``s its execution: chunks waiting for it and
 chunks that arrive later are refused with its error, so the pusher fails at once.
@@ -35,12 +36,24 @@ _ABORTED_KEPT = 1024  # failed executions remembered, for chunks that come late
 
 
 class _Slot:
-    __slots__ = ("done", "error", "meta", "value")
+    __slots__ = ("done", "error", "meta", "result", "value")
 
     def __init__(self, value, meta: dict):
         self.value = value
         self.meta = meta
         self.done = False
+        self.result = None
+        self.error: BaseException | None = None
+
+
+class _Taker:
+    __slots__ = ("consume", "done", "error", "result", "what")
+
+    def __init__(self, consume, what: str):
+        self.consume = consume
+        self.what = what
+        self.done = False
+        self.result = None
         self.error: BaseException | None = None
 
 
@@ -50,6 +63,7 @@ class ChunkMailbox:
     def __init__(self):
         self._cond = threading.Condition()
         self._slots: dict[tuple[int, str], _Slot] = {}
+        self._takers: dict[tuple[int, str], _Taker] = {}
         self._aborted: collections.OrderedDict[int, errors.OpError] = (
             collections.OrderedDict())
 
@@ -65,6 +79,13 @@ class ChunkMailbox:
         with self._cond:
             if exec_id in self._aborted:
                 raise self._aborted[exec_id]
+            taker = self._takers.pop(name, None)
+        if taker is not None:  # the collective waits for it: consumed right here
+            self._consume(taker, slot)
+            if slot.error is not None:
+                raise slot.error
+            return
+        with self._cond:
             if name in self._slots:
                 raise errors.InvalidArgumentError(
                     None, None, f"collective chunk {key} was pushed twice")
@@ -94,21 +115,42 @@ class ChunkMailbox:
         answered when it returns (with its error if it raised)."""
         name = (exec_id, key)
         with self._cond:
-            step.wait(lambda: name in self._slots or exec_id in self._aborted,
-                      what, self._cond.wait)
-            if exec_id in self._aborted and name not in self._slots:
-                raise self._aborted[exec_id]
-            slot = self._slots.pop(name)
+            slot = self._slots.pop(name, None)
+            if slot is None:
+                if exec_id in self._aborted:
+                    raise self._aborted[exec_id]
+                # Waits for it: the service thread that reads it consumes it
+                # (one thread hand-off less on the ring's critical path).
+                taker = self._takers[name] = _Taker(consume, what)
+                try:
+                    step.wait(lambda: taker.done or (
+                        exec_id in self._aborted and name in self._takers),
+                        what, self._cond.wait)
+                finally:
+                    if self._takers.get(name) is taker:
+                        del self._takers[name]
+                if not taker.done:
+                    raise self._aborted[exec_id]
+                if taker.error is not None:
+                    raise taker.error
+                return taker.result
+        self._consume(_Taker(consume, what), slot)
+        if slot.error is not None:
+            raise slot.error
+        return slot.result
+
+    def _consume(self, taker: _Taker, slot: _Slot) -> None:
+        """``taker``'s consume of ``slot``; both learn its outcome."""
         try:
-            return consume(slot.value, slot.meta)
-        except BaseException as e:
-            slot.error = e if isinstance(e, errors.OpError) else errors.InternalError(
-                None, None, f"{what}: {type(e).__name__}: {e}")
-            raise
+            slot.result = taker.result = taker.consume(slot.value, slot.meta)
+        except BaseException as e:  # noqa: BLE001 - handed to both sides
+            slot.error = taker.error = e if isinstance(e, errors.OpError) else (
+                errors.InternalError(None, None,
+                                     f"{taker.what}: {type(e).__name__}: {e}"))
         finally:
             slot.value = None  # the pusher's segment is its own again
             with self._cond:
-                slot.done = True
+                slot.done = taker.done = True
                 self._cond.notify_all()
 
     def abort(self, exec_id: int, error: errors.OpError) -> None:

@@ -1,13 +1,15 @@
 """The all-reduce algorithms of ``runtime.collective``, chosen by size as NCCL
 and Gloo choose theirs.
 
-- **direct** (a member sends at most ``direct_bytes`` in all): every member sends
-  its tensor to every other and reduces them all in rank order: one round
-  instead of the ring's 2(N-1), so every member computes the same bits.
+- **direct** (a member sends at most ``direct_bytes`` in all, or the group has
+  two members): every member sends its tensor to every other and reduces them
+  all in rank order: one round instead of the ring's 2(N-1), and every member
+  computes the same bits. Two members move the same bytes as the ring would.
 - **ring** (the rest): reduce-scatter then all-gather over the flattened
   tensor, cut into pieces of ``segment_bytes`` per member that run on a pool
   (``pipeline`` at once), so a large tensor pipelines; each member sends and
-  receives 2(N-1)/N of the tensor, the least any algorithm moves.
+  receives 2(N-1)/N of the tensor, the least any algorithm moves. Also for
+  any size when the op's ``communication_hint`` is ``"ring"``.
 
 A chunk from a peer on this host is pushed and reduced where it landed, in the
 sender's shared-memory segment, straight into the result: ``np.add(chunk,
@@ -38,30 +40,47 @@ def _result_like(flat: np.ndarray) -> np.ndarray:
     return fresh_array(flat.dtype, flat.shape)
 
 
+def algorithm(nbytes: int, n: int, direct_bytes: int, hint: str = "auto") -> str:
+    """"direct" or "ring" for an all-reduce of ``nbytes`` over ``n`` members:
+    the ring when asked (``communication_hint="ring"``) or when it moves less;
+    two members move the same bytes either way, and direct is one step."""
+    if hint == "ring":
+        return "ring"
+    return "direct" if n == 2 or nbytes * (n - 1) <= direct_bytes else "ring"
+
+
 def all_reduce(owner, run, flat: np.ndarray, merge, segment_bytes: int,
-               direct_bytes: int, pipeline: int) -> np.ndarray:
+               direct_bytes: int, pipeline: int, hint: str = "auto") -> np.ndarray:
     """``flat`` reduced by ``merge`` across ``run``'s group."""
     n = run.group.size
     out = _result_like(flat)
-    if flat.nbytes * (n - 1) <= direct_bytes:
-        _direct(owner, run, flat, out, merge)
-        return out
-    per_piece = max(1, segment_bytes // max(1, flat.itemsize)) * n
+    how = algorithm(flat.nbytes, n, direct_bytes, hint)
+    per_member = max(1, segment_bytes // max(1, flat.itemsize))
+    if how == "direct":
+        # Pieces of one message each when large (pipelined); one when small.
+        per_piece = flat.size if flat.nbytes * (n - 1) <= direct_bytes else per_member
+        piece_fn = _direct
+    else:
+        per_piece = per_member * n
+        piece_fn = _ring_piece
     bounds = range(0, flat.size, per_piece)
     if len(bounds) == 1:
-        _ring_piece(run, 0, flat, out, merge)
+        piece_fn(run, 0, flat, out, merge)
     else:
-        _map_pieces(owner, run, pipeline, [
+        _map_pieces(owner, run, pipeline, piece_fn, [
             (i, flat[b:b + per_piece], out[b:b + per_piece], merge)
             for i, b in enumerate(bounds)])
     return out
 
 
-def _direct(owner, run, flat, out, merge) -> None:
-    g = run.group
-    sent = [run.put(dst, "direct", flat) for dst in g.members if dst != owner.task]
+def _direct(run, piece: int, flat, out, merge) -> None:
+    """Every member sends ``flat`` to every other and folds them all in rank
+    order (every member computes the same bits)."""
+    me = run.owner.task
+    tag = f"p{piece}direct"
+    sent = [run.put(dst, tag, flat) for dst in run.group.members if dst != me]
     try:
-        _fold_direct(owner, run, flat, out, merge)
+        _fold_direct(run, piece, tag, flat, out, merge)
         for finish in sent:
             finish()
     finally:
@@ -69,10 +88,10 @@ def _direct(owner, run, flat, out, merge) -> None:
             finish.abandon()  # (after an error: the peers withdraw the chunks)
 
 
-def _fold_direct(owner, run, flat, out, merge) -> None:
+def _fold_direct(run, piece, tag, flat, out, merge) -> None:
     first = True
     for src in run.group.members:
-        if src == owner.task:
+        if src == run.owner.task:
             part = flat
         else:
             def fold(chunk, first=first):
@@ -80,7 +99,7 @@ def _fold_direct(owner, run, flat, out, merge) -> None:
                     np.copyto(out, chunk)
                 else:
                     merge(out, chunk, out=out)
-            run.take(src, "direct", flat, fold, "direct", 0, 0)
+            run.take(src, tag, flat, fold, "direct", 0, piece)
             first = False
             continue
         if first:
@@ -90,13 +109,13 @@ def _fold_direct(owner, run, flat, out, merge) -> None:
         first = False
 
 
-def _map_pieces(owner, run, pipeline: int, pieces) -> None:
+def _map_pieces(owner, run, pipeline: int, piece_fn, pieces) -> None:
     with owner._lock:
         if owner._pool is None:
             owner._pool = ThreadPoolExecutor(
                 pipeline, thread_name_prefix=f"nbdist-collective{owner.task}")
         pool = owner._pool
-    futures = [pool.submit(_ring_piece, run, *p) for p in pieces]
+    futures = [pool.submit(piece_fn, run, *p) for p in pieces]
     try:
         for f in futures:
             f.result()
