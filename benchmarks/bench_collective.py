@@ -196,10 +196,10 @@ def _run(python: str, script: str, n: int, sizes: list[int], rounds: int,
 def _tf_usable(python: str) -> bool:
     if not python or not Path(python).exists():
         return False
-    return subprocess.run(
-        [python, "-c", "import importlib.util, sys; "
-         "sys.exit(importlib.util.find_spec('tensorflow') is None)"],
-        capture_output=True, timeout=120).returncode == 0
+    probe = ("import importlib.util, sys; "
+             "sys.exit(importlib.util.find_spec('tensorflow') is None)")
+    return subprocess.run([python, "-c", probe], capture_output=True, timeout=120,
+                          check=False).returncode == 0
 
 
 def _rate(size: int, seconds: float | None) -> float | None:
@@ -251,9 +251,10 @@ def main():
                         f"{n / (2 * (n - 1)):>7.2f}")
                 if use_tf:
                     tf_rate, tf_raw = (_rate(size, t) for t in theirs[size])
+                    tf_ratio = tf_rate / tf_raw if tf_rate and tf_raw else None
+                    vs_tf = rate / tf_rate if rate and tf_rate else None
                     line += (f"{_cell(tf_rate, '.0f', 14)}{_cell(tf_raw, '.0f', 8)}"
-                             f"{_cell(tf_rate / tf_raw if tf_rate and tf_raw else None, '.2f', 9)}"  # noqa: E501
-                             f"{_cell(rate / tf_rate if rate and tf_rate else None, '.2f', 10)}")  # noqa: E501
+                             f"{_cell(tf_ratio, '.2f', 9)}{_cell(vs_tf, '.2f', 10)}")
                 print(line, flush=True)
     if not use_tf:
         print(f"(no TF columns: {args.tf_python or 'no interpreter'} does not "
