@@ -8,6 +8,7 @@ live widgets, usable on their own::
     nd.notebook.BarrierView(cluster)           # barriers and SyncReplicas rounds
     nd.notebook.TimelineView.trace(sess, train_op)  # one step's ops over time
     nd.notebook.TrainingView(cluster, logdir=logdir)  # loss and steps/s per worker
+    nd.notebook.CollectiveView(run_metadatas)  # an all-reduce's steps around the ring
 
 ipywidgets is imported only when a widget is drawn in a kernel; elsewhere each
 view is text/html and text/plain.
@@ -18,6 +19,7 @@ from __future__ import annotations
 from nbdist.notebook.events import EventFollower, ServiceEventSource, event_source_for
 from nbdist.notebook.widget_barrier import BarrierView
 from nbdist.notebook.widget_cluster import ClusterView
+from nbdist.notebook.widget_collective import CollectiveView
 from nbdist.notebook.widget_placement import PlacementView
 from nbdist.notebook.widget_timeline import TimelineView
 from nbdist.notebook.widget_training import TrainingView
@@ -25,6 +27,7 @@ from nbdist.notebook.widget_training import TrainingView
 __all__ = [
     "BarrierView",
     "ClusterView",
+    "CollectiveView",
     "EventFollower",
     "PlacementView",
     "ServiceEventSource",
