@@ -272,8 +272,9 @@ class CollectiveView(LiveView):
         pos = {t: (cx + radius * math.sin(2 * math.pi * i / n),
                    cy - radius * math.cos(2 * math.pi * i / n))
                for i, t in enumerate(tasks)}
-        parts = [f"<circle cx='{cx}' cy='{cy}' r='{radius:.1f}' fill='none' "
-                 "stroke='#d0d7de' stroke-dasharray='3 3'/>"]
+        ring = (f"<circle cx='{cx}' cy='{cy}' r='{radius:.1f}' fill='none' "
+                "stroke='#d0d7de' stroke-dasharray='3 3'/>")
+        parts = [ring]
         color = _COLORS.get(rnd.phase, "#59636e") if rnd else "#59636e"
         marker = f"nbdist-arrow-{rnd.phase if rnd else 'none'}"
         parts.append(
