@@ -294,5 +294,5 @@ def test_the_views_static_face_draws_every_step_without_javascript():
     assert "1.0 MiB · 210 MB/s" in html  # 1 MiB in 5 ms on each link
     assert "worker:2 → worker:0" in html  # the link table
     assert bundle["text/plain"].startswith(
-        "CollectiveView: all-reduce over 3 tasks, 12.0 MiB in 12 chunks, 4 steps "
-        "(ring)")
+        "CollectiveView: all-reduce over 3 tasks: 12 chunks moved 12.0 MiB in 4 "
+        "steps (ring)")

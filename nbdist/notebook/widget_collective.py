@@ -17,7 +17,7 @@ the bytes and the measured bandwidth of every link.
 ...     ChunkEvent(1, 1, 0, "all-gather", 0, 0, a, b, 2 << 20, 0.002, 0.004),
 ...     ChunkEvent(1, 1, 0, "all-gather", 0, 0, b, a, 2 << 20, 0.002, 0.004)])
 >>> print(view)  # doctest: +NORMALIZE_WHITESPACE
-CollectiveView: all-reduce over 2 tasks, 8.0 MiB in 4 chunks, 2 steps (ring), 4.0 ms
+CollectiveView: all-reduce over 2 tasks: 4 chunks moved 8.0 MiB in 2 steps (ring), 4.0 ms
   reduce-scatter step 1: worker:0 → worker:1 2.0 MiB (1049 MB/s), worker:1 → worker:0 2.0 MiB (1049 MB/s)
   all-gather step 1: worker:0 → worker:1 2.0 MiB (1049 MB/s), worker:1 → worker:0 2.0 MiB (1049 MB/s)
 >>> view.bytes_received(a)
@@ -248,8 +248,8 @@ class CollectiveView(LiveView):
     def _summary(self) -> str:
         total = sum(c.nbytes for c in self.chunks)
         rounds = self.rounds()
-        return (f"all-reduce over {len(self.tasks)} tasks, {_size(total)} in "
-                f"{len(self.chunks)} chunks, {len(rounds)} "
+        return (f"all-reduce over {len(self.tasks)} tasks: {len(self.chunks)} "
+                f"chunks moved {_size(total)} in {len(rounds)} "
                 f"step{'s' if len(rounds) != 1 else ''} ({self.algorithm}), "
                 f"{self.duration() * 1000:.1f} ms")
 
