@@ -263,12 +263,14 @@ class CollectiveView(LiveView):
                 f"{_size(x.nbytes)} ({x.mb_per_s:.0f} MB/s)" for x in rnd.links))
         return "\n".join(lines)
 
-    def _ring_svg(self, rnd: Round | None, size: int = 210) -> str:
-        """The ring with ``rnd``'s links as labelled arrows."""
+    def _ring_svg(self, rnd: Round | None, size: int = 130) -> str:
+        """The ring with ``rnd``'s links as labelled arrows, bowed outwards
+        (labels outside the ring; a → b and b → a apart)."""
         tasks = self.tasks
         n = len(tasks)
-        cx = cy = size / 2
-        radius = size / 2 - 34
+        pad_x, pad_y = 60, 34  # room for the labels outside the ring
+        cx, cy = size / 2 + pad_x, size / 2 + pad_y
+        radius = size / 2 - 8
         pos = {t: (cx + radius * math.sin(2 * math.pi * i / n),
                    cy - radius * math.cos(2 * math.pi * i / n))
                for i, t in enumerate(tasks)}
@@ -283,16 +285,28 @@ class CollectiveView(LiveView):
             f"<path d='M0,0 L10,5 L0,10 z' fill='{color}'/></marker></defs>")
         for link in rnd.links if rnd else ():
             (x1, y1), (x2, y2) = pos[link.source], pos[link.destination]
-            dx, dy = x2 - x1, y2 - y1
-            dist = math.hypot(dx, dy) or 1.0
-            ux, uy = dx / dist, dy / dist
-            # Bowed outwards so that a → b and b → a do not overlap.
-            bow = 18 if n == 2 else 10
-            mx, my = (x1 + x2) / 2 - uy * bow, (y1 + y2) / 2 + ux * bow
-            sx, sy = x1 + ux * 20, y1 + uy * 20
-            ex, ey = x2 - ux * 20, y2 - uy * 20
-            label = f"{_size(link.nbytes)} · {link.mb_per_s:.0f} MB/s"
-            lx, ly = (x1 + x2) / 2 - uy * (bow + 12), (y1 + y2) / 2 + ux * (bow + 12)
+            mx0, my0 = (x1 + x2) / 2, (y1 + y2) / 2
+            # Outwards: away from the centre (for two members, to either side).
+            ox, oy = mx0 - cx, my0 - cy
+            if math.hypot(ox, oy) < 1:
+                dx, dy = x2 - x1, y2 - y1
+                ox, oy = dy, -dx
+            norm = math.hypot(ox, oy) or 1.0
+            ox, oy = ox / norm, oy / norm
+            bow = 0.35 * radius
+            mx, my = mx0 + ox * bow, my0 + oy * bow
+            # Ends just off the members' circles, towards the bend.
+            def off(x, y, mx=mx, my=my):
+                dx, dy = mx - x, my - y
+                d = math.hypot(dx, dy) or 1.0
+                return x + dx / d * 19, y + dy / d * 19
+            sx, sy = off(x1, y1)
+            ex, ey = off(x2, y2)
+            lx, ly = mx0 + ox * (bow * 0.55 + 12), my0 + oy * (bow * 0.55 + 12)
+            anchor = "middle" if abs(ox) < 0.3 else ("start" if ox > 0 else "end")
+            ly += 12 if oy > 0.3 else (-6 if oy < -0.3 else -2)
+            label = (f"{_size(link.nbytes)} · "
+                     f"<tspan x='{lx:.1f}' dy='11'>{link.mb_per_s:.0f} MB/s</tspan>")
             parts.append(
                 f"<g class='nbdist-link' data-src='{esc(link.source)}' "
                 f"data-dst='{esc(link.destination)}' data-bytes='{link.nbytes}'>"
@@ -302,8 +316,8 @@ class CollectiveView(LiveView):
                 f"{esc(link.destination)}: {link.nbytes} bytes in {link.chunks} "
                 f"chunk{'s' if link.chunks != 1 else ''}, "
                 f"{link.seconds * 1000:.2f} ms</title></path>"
-                f"<text x='{lx:.1f}' y='{ly:.1f}' text-anchor='middle' "
-                f"font-size='10' fill='{color}'>{esc(label)}</text></g>")
+                f"<text x='{lx:.1f}' y='{ly:.1f}' text-anchor='{anchor}' "
+                f"font-size='10' fill='{color}'>{label}</text></g>")
         for t in tasks:
             x, y = pos[t]
             parts.append(
@@ -312,11 +326,12 @@ class CollectiveView(LiveView):
                 f"<text x='{x:.1f}' y='{y + 4:.1f}' text-anchor='middle' "
                 f"font-size='10' font-weight='600'>{esc(short_task(t))}</text></g>")
         title = esc(rnd.label) if rnd else ""
-        return (f"<svg class='nbdist-ring' width='{size}' height='{size + 18}' "
+        width, height = size + 2 * pad_x, size + 2 * pad_y
+        return (f"<svg class='nbdist-ring' width='{width}' height='{height + 16}' "
                 "xmlns='http://www.w3.org/2000/svg' font-family='system-ui,sans-serif'>"
                 f"<text x='{cx}' y='14' text-anchor='middle' font-size='12' "
                 f"font-weight='600' fill='{color}'>{title}</text>"
-                f"<g transform='translate(0,14)'>{''.join(parts)}</g></svg>")
+                f"<g transform='translate(0,16)'>{''.join(parts)}</g></svg>")
 
     def _html(self) -> str:
         title = f" · {esc(self.title)}" if self.title else ""
