@@ -20,7 +20,7 @@ the same measurements run on TensorFlow's own servers: TF1 graph mode,
 ``NBDIST_SAME_HOST=0`` in the environment measures nbdist's gRPC-only path;
 ``BENCH_SEGMENT_BYTES``, ``BENCH_DIRECT_BYTES`` and ``BENCH__PIPELINE``
 override the all-reduce's piece size, direct-exchange bound and pieces in
-flight; ``BENCH_SKIP_RAW=1`` leaves the raw transfer out (for profiling). The
+flight, ``BENCH_HINT`` its ``communication_hint`` (ring, scatter); ``BENCH_SKIP_RAW=1`` leaves the raw transfer out (for profiling). The
 benchmark measures the nbdist of the checkout it is in. Every process it
 starts is stopped by PID.
 """
@@ -56,7 +56,9 @@ for k, size in enumerate(sizes):
     elements = size // 4
     with nd.Graph().as_default():
         x = nd.fill([elements], float(index + 1))
-        check = collective_ops.all_reduce(x, n, 1, k + 1)[0]
+        check = collective_ops.all_reduce(
+            x, n, 1, k + 1,
+            communication_hint=os.environ.get("BENCH_HINT", "auto"))[0]
         local = x[0]  # the same step without the all-reduce: subtracted
         with nd.Session(server.target) as sess:
             sess.run(local)

@@ -5,7 +5,7 @@ tensor (the ring's bound) and come from the left neighbour, one per piece and
 ring step; a traced run's RunMetadata carries the same chunks, and the view's
 rounds, links and bytes are those of the events. The fast path keeps the
 semantics: results equal NumPy's for dtypes, shapes and lengths not divisible
-by N (ring and direct); a member left alone fails by its deadline and the
+by N (ring, two-round scatter and direct); a member left alone fails by its deadline and the
 chunk it pushed is withdrawn; a peer that goes away mid-push fails it with
 UnavailableError naming the peer."""
 
@@ -165,7 +165,7 @@ def test_odd_lengths_receive_all_but_two_segments_per_piece(servers, monkeypatch
         assert sum(e.nbytes for e in events) == expected * 8
 
 
-@pytest.mark.parametrize("hint", ["ring", "auto"])
+@pytest.mark.parametrize("hint", ["ring", "scatter", "auto"])
 @pytest.mark.parametrize("n", [2, 3])
 def test_results_equal_numpy_for_dtypes_shapes_and_odd_sizes(servers, monkeypatch,
                                                              n, hint):
@@ -296,3 +296,22 @@ def test_the_views_static_face_draws_every_step_without_javascript():
     assert bundle["text/plain"].startswith(
         "CollectiveView: all-reduce over 3 tasks: 12 chunks moved 12.0 MiB in 4 "
         "steps (ring)")
+
+
+def test_three_members_scatter_in_two_rounds_with_the_ring_bytes(servers, monkeypatch):
+    tasks = _servers(servers, monkeypatch, 3)
+    monkeypatch.setattr(collective, "DIRECT_BYTES", 0)  # large enough not to go direct
+    length = 2 * SEGMENT // 4 * 3
+    xs = [np.random.RandomState(20 + i).randn(length).astype(np.float32)
+          for i in range(3)]
+    members = [t.task_name for t in tasks]
+    outcomes = _traced_all_reduce(tasks, xs, "auto")
+    for r, (result, view, events) in enumerate(outcomes):
+        np.testing.assert_allclose(result, np.sum(xs, axis=0), rtol=1e-5, atol=1e-5)
+        np.testing.assert_array_equal(result, outcomes[0][0])
+        assert sum(e.nbytes for e in events) == 2 * 2 * xs[0].nbytes // 3
+        assert {e.source for e in events} == set(members) - {members[r]}
+    whole = CollectiveView([v for _, v, _ in outcomes])
+    assert [(x.phase, x.step) for x in whole.rounds()] == [
+        ("reduce-scatter", 0), ("all-gather", 0)]
+    assert all(len(x.links) == 6 for x in whole.rounds())  # every pair, both ways

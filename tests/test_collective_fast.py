@@ -149,7 +149,7 @@ def test_ring_chunks_on_the_tap_and_the_same_host_path(servers, monkeypatch, n):
 
     def task(i):
         with nd.Graph().as_default():
-            op = collective_ops.all_reduce(xs[i], n, 1, 1)
+            op = collective_ops.all_reduce(xs[i], n, 1, 1, communication_hint="ring")
             with nd.Session(tasks[i].target) as sess:
                 return sess.run(op)
 
