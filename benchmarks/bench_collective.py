@@ -10,7 +10,9 @@ transfer of the same size (a tensor made on worker 1 and consumed on worker 0,
 minus the same step with both ops on worker 1). ``ratio`` is their quotient;
 ``bound`` the ring's, N / (2(N-1)) (each worker sends and receives
 2(N-1)/N x size). Each figure is the best of several rounds, less the best of
-its local step (on a busy machine, differences of pairs are noise).
+its local step (on a busy machine, differences of pairs are noise). ``CPU ms``:
+the CPU time an all-reduce costs one worker process (all its threads; mean over
+workers and rounds), which a busy machine disturbs far less than wall time.
 
 When ``--tf_python`` (default ``/work/tfvenv/bin/python``) imports TensorFlow,
 the same measurements run on TensorFlow's own servers: TF1 graph mode,
@@ -62,14 +64,15 @@ for k, size in enumerate(sizes):
         local = x[0]  # the same step without the all-reduce: subtracted
         with nd.Session(server.target) as sess:
             sess.run(local)
-            times, local_times = [], []
+            times, local_times, cpu = [], [], 0.0
             for _ in range(rounds):
-                start = time.perf_counter()
+                start, cpu0 = time.perf_counter(), time.process_time()
                 first = sess.run(check)
-                middle = time.perf_counter()
+                middle, cpu1 = time.perf_counter(), time.process_time()
                 sess.run(local)
                 times.append(middle - start)
                 local_times.append(time.perf_counter() - middle)
+                cpu += (cpu1 - cpu0) - (time.process_time() - cpu1)
             assert abs(first - n * (n + 1) / 2) < 1e-6, first
             raw = []
             if index == 0 and not os.environ.get("BENCH_SKIP_RAW"):
@@ -88,7 +91,7 @@ for k, size in enumerate(sizes):
                     near_times.append(time.perf_counter() - t1)
                 raw = [t - min(near_times) for t in far_times]
     times = [t - min(local_times) for t in times]
-    print("RESULT " + json.dumps([size, times, raw]), flush=True)
+    print("RESULT " + json.dumps([size, times, raw, cpu / rounds]), flush=True)
 sys.stdin.readline()  # the others may still be reading from this task
 server.stop()
 """
@@ -143,7 +146,7 @@ for k, size in enumerate(sizes):
                     near_times.append(time.perf_counter() - t1)
                 raw = [t - min(near_times) for t in far_times]
     times = [t - min(local_times) for t in times]
-    print("RESULT " + json.dumps([size, times, raw]), flush=True)
+    print("RESULT " + json.dumps([size, times, raw, None]), flush=True)
 sys.stdin.readline()
 """
 
@@ -155,8 +158,9 @@ def _free_port() -> int:
 
 
 def _run(python: str, script: str, n: int, sizes: list[int], rounds: int,
-         env: dict, quiet: bool = False) -> dict[int, tuple[float, float | None]]:
-    """{size: (best all-reduce seconds (slowest worker), best raw seconds)}."""
+         env: dict, quiet: bool = False) -> dict[int, tuple]:
+    """{size: (best all-reduce seconds (slowest worker), best raw seconds, mean
+    CPU seconds per worker and all-reduce or None)}."""
     cluster = {"worker": [f"127.0.0.1:{_free_port()}" for _ in range(n)]}
     procs = [subprocess.Popen(
         [python, script, json.dumps([cluster, i, n, sizes, rounds])],
@@ -166,11 +170,14 @@ def _run(python: str, script: str, n: int, sizes: list[int], rounds: int,
     try:
         slowest = {s: [0.0] * rounds for s in sizes}
         raw: dict[int, list] = {}
+        cpus: dict[int, list] = {s: [] for s in sizes}
         for p in procs:
             got = 0
             for line in p.stdout:
                 if line.startswith("RESULT "):
-                    size, times, raw_times = json.loads(line[7:])
+                    size, times, raw_times, cpu = json.loads(line[7:])
+                    if cpu is not None:
+                        cpus[size].append(cpu)
                     slowest[size] = [max(a, b) for a, b in zip(slowest[size], times)]
                     if raw_times:
                         raw[size] = raw_times
@@ -184,7 +191,8 @@ def _run(python: str, script: str, n: int, sizes: list[int], rounds: int,
             p.stdin.flush()
         for p in procs:
             p.wait(60)
-        return {s: (min(slowest[s]), min(raw[s]) if s in raw else None)
+        return {s: (min(slowest[s]), min(raw[s]) if s in raw else None,
+                    sum(cpus[s]) / len(cpus[s]) if cpus[s] else None)
                 for s in sizes}
     finally:
         for p in procs:
@@ -234,7 +242,7 @@ def main():
             scripts[name] = str(Path(tmp) / f"bench_collective_{name}.py")
             Path(scripts[name]).write_text(text)
         head = (f"{'size MiB':>8}{'workers':>8}{'all-reduce MB/s':>16}{'raw MB/s':>10}"
-                f"{'ratio':>7}{'bound':>7}")
+                f"{'ratio':>7}{'bound':>7}{'CPU ms':>9}")
         if use_tf:
             head += (f"{'TF all-reduce':>14}{'TF raw':>8}{'TF ratio':>9}"
                      f"{'nbdist/TF':>10}")
@@ -246,13 +254,14 @@ def main():
                                 TF_CPP_MIN_LOG_LEVEL="3"), quiet=True)
                       if use_tf else {})
             for size in sizes:
-                rate, raw = (_rate(size, t) for t in ours[size])
+                rate, raw = (_rate(size, t) for t in ours[size][:2])
+                cpu_ms = ours[size][2] * 1000 if ours[size][2] is not None else None
                 line = (f"{size / MIB:>8g}{n:>8}{_cell(rate, '.0f', 16)}"
                         f"{_cell(raw, '.0f', 10)}"
                         f"{_cell(rate / raw if rate and raw else None, '.2f', 7)}"
-                        f"{n / (2 * (n - 1)):>7.2f}")
+                        f"{n / (2 * (n - 1)):>7.2f}{_cell(cpu_ms, '.1f', 9)}")
                 if use_tf:
-                    tf_rate, tf_raw = (_rate(size, t) for t in theirs[size])
+                    tf_rate, tf_raw = (_rate(size, t) for t in theirs[size][:2])
                     tf_ratio = tf_rate / tf_raw if tf_rate and tf_raw else None
                     vs_tf = rate / tf_rate if rate and tf_rate else None
                     line += (f"{_cell(tf_rate, '.0f', 14)}{_cell(tf_raw, '.0f', 8)}"

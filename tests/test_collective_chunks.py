@@ -315,3 +315,27 @@ def test_three_members_scatter_in_two_rounds_with_the_ring_bytes(servers, monkey
     assert [(x.phase, x.step) for x in whole.rounds()] == [
         ("reduce-scatter", 0), ("all-gather", 0)]
     assert all(len(x.links) == 6 for x in whole.rounds())  # every pair, both ways
+
+
+def test_a_kept_result_is_never_overwritten_by_the_next_run(servers, monkeypatch):
+    tasks = _servers(servers, monkeypatch, 2)
+    monkeypatch.setattr(collective, "SEGMENT_BYTES", 1 << 20)
+    length = 1 << 20  # 4 MiB of float32: the result buffer is kept for reuse
+
+    def task(i):
+        with nd.Graph().as_default():
+            x = nd.placeholder(nd.float32, [length])
+            total = collective_ops.all_reduce(x, 2, 1, 1)
+            with nd.Session(tasks[i].target) as sess:
+                first = sess.run(total, {x: np.full(length, i + 1.0, np.float32)})
+                view = first[::2]  # a view of it, kept too
+                second = sess.run(total, {x: np.full(length, 10.0 * (i + 1),
+                                                     np.float32)})
+                third = sess.run(total, {x: np.full(length, 100.0, np.float32)})
+                return first, view, second, third
+
+    for first, view, second, third in _in_threads(2, task):
+        np.testing.assert_array_equal(first, np.full(length, 3.0))
+        np.testing.assert_array_equal(view, np.full(length // 2, 3.0))
+        np.testing.assert_array_equal(second, np.full(length, 30.0))
+        np.testing.assert_array_equal(third, np.full(length, 200.0))

@@ -220,6 +220,8 @@ class CollectiveExecutor:
         self._watching = False
         self._pool: ThreadPoolExecutor | None = None
         self.mailbox = ChunkMailbox()  # chunks peers on this host pushed
+        # (group, instance) -> its last large all-reduce result (collective_ring)
+        self.result_buffers: dict[tuple[int, int], np.ndarray] = {}
         self._chunk_subscribers: tuple = ()
         self.recent_chunks: collections.deque[ChunkEvent] = collections.deque(
             maxlen=_RECENT_CHUNKS)
@@ -451,6 +453,7 @@ class CollectiveExecutor:
     def close(self):
         with self._lock:
             pool, self._pool = self._pool, None
+            self.result_buffers.clear()
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
 
