@@ -213,7 +213,8 @@ def _tf_usable(python: str) -> bool:
 
 
 def _rate(size: int, seconds: float | None) -> float | None:
-    return None if not seconds else size / MIB / max(seconds, 1e-9)
+    """MB/s; None when the difference of bests is not positive (noise won)."""
+    return None if not seconds or seconds <= 0 else size / MIB / seconds
 
 
 def _cell(x: float | None, fmt: str, width: int) -> str:
@@ -226,7 +227,7 @@ def main():
     parser.add_argument("--workers", type=int, nargs="+", default=[2, 3])
     parser.add_argument("--sizes", type=float, nargs="+", default=[1, 64],
                         help="tensor sizes in MiB")
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--tf_python", default="/work/tfvenv/bin/python",
                         help="an interpreter that imports tensorflow ('' for none)")
     args = parser.parse_args()
