@@ -19,7 +19,6 @@ What a member sends is copied as it is sent, so it may send from its result.
 
 from __future__ import annotations
 
-import mmap
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
@@ -30,19 +29,7 @@ from nbdist import errors
 __all__ = ["all_reduce"]
 
 _HUGE_BYTES = 1 << 21
-_MADV_HUGEPAGE = getattr(mmap, "MADV_HUGEPAGE", None)
 _KEPT_RESULTS = 8  # instances whose last result buffer is kept for reuse
-
-
-def _fresh_flat(dtype: np.dtype, size: int) -> np.ndarray:
-    """A 1-d array on its own anonymous mapping (transparent huge pages when
-    the kernel has them). Every view of it has it as its ``base``, so its
-    reference count tells whether anything still uses its memory."""
-    m = mmap.mmap(-1, max(1, size * dtype.itemsize),
-                  flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-    if _MADV_HUGEPAGE is not None:
-        m.madvise(_MADV_HUGEPAGE)
-    return np.frombuffer(m, dtype=dtype, count=size)
 
 
 def _result_like(owner, run, flat: np.ndarray) -> np.ndarray:
@@ -61,7 +48,9 @@ def _result_like(owner, run, flat: np.ndarray) -> np.ndarray:
             kept.dtype == flat.dtype and kept.shape == flat.shape:
         out = kept
     else:
-        out = _fresh_flat(flat.dtype, flat.size)
+        from nbdist.runtime.samehost.collective_push import fresh_flat
+
+        out = fresh_flat(flat.dtype, flat.size)
     del kept
     with owner._lock:
         cache[key] = out

@@ -18,6 +18,7 @@ chunk.
 from __future__ import annotations
 
 import math
+import mmap
 import os
 import select
 import threading
@@ -30,10 +31,23 @@ from nbdist.runtime.samehost.common import ChannelBroken, went_away
 from nbdist.runtime.samehost.wire import Outgoing
 from nbdist.runtime.timeouts import UNBOUNDED_S, ms_from_seconds, step_time_left
 
-__all__ = ["PushedChunk", "finish_push", "serve_push", "start_push"]
+__all__ = ["PushedChunk", "finish_push", "fresh_flat", "serve_push", "start_push"]
 
 _POLL_S = 0.1
+_MADV_HUGEPAGE = getattr(mmap, "MADV_HUGEPAGE", None)
 _NUMERIC = "biuf"
+
+
+def fresh_flat(dtype: np.dtype, size: int) -> np.ndarray:
+    """A 1-d array on its own anonymous mapping (transparent huge pages when
+    the kernel has them), for a large all-reduce result. Every view of it has
+    it as its ``base``, so its reference count tells whether anything still
+    uses its memory (``collective_ring`` reuses it when nothing does)."""
+    m = mmap.mmap(-1, max(1, size * dtype.itemsize),
+                  flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    if _MADV_HUGEPAGE is not None:
+        m.madvise(_MADV_HUGEPAGE)
+    return np.frombuffer(m, dtype=dtype, count=size)
 
 
 def start_push(ch, step, exec_id: int, key: str, value: np.ndarray, t0: float):
