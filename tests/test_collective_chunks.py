@@ -339,3 +339,23 @@ def test_a_kept_result_is_never_overwritten_by_the_next_run(servers, monkeypatch
         np.testing.assert_array_equal(view, np.full(length // 2, 3.0))
         np.testing.assert_array_equal(second, np.full(length, 30.0))
         np.testing.assert_array_equal(third, np.full(length, 200.0))
+
+
+def test_the_widget_replays_one_step_at_a_time():
+    pytest.importorskip("ipywidgets")
+    from nbdist.runtime.collective import ChunkEvent
+
+    members = [f"/job:worker/replica:0/task:{i}" for i in range(3)]
+    events = [ChunkEvent(1, 1, 0, phase, k, 0, members[(r - 1) % 3], members[r],
+                         1 << 20, 0.01 * k, 0.01 * k + 0.005)
+              for phase in ("reduce-scatter", "all-gather") for k in range(2)
+              for r in range(3)]
+    view = CollectiveView(events)
+    controls, picture = view.widget.children
+    play, slider, label = controls.children
+    assert slider.max == 4 and label.value == "all steps"
+    assert picture.value.count("<svg class='nbdist-ring'") == 4
+    slider.value = 2
+    assert label.value == "3/4: all-gather step 1"
+    assert picture.value.count("<svg class='nbdist-ring'") == 1
+    assert "all-gather step 1" in picture.value
