@@ -8,7 +8,6 @@ live widgets, usable on their own::
     nd.notebook.BarrierView(cluster)           # barriers and SyncReplicas rounds
     nd.notebook.TimelineView.trace(sess, train_op)  # one step's ops over time
     nd.notebook.TrainingView(cluster, logdir=logdir)  # loss and steps/s per worker
-    nd.notebook.CollectiveView(run_metadatas)  # an all-reduce's steps around the ring
 
 ipywidgets is imported only when a widget is drawn in a kernel; elsewhere each
 view is text/html and text/plain.
