@@ -4,7 +4,8 @@ tensors. Results equal NumPy's for lengths around the ring's piece and segment
 boundaries, odd lengths and lengths shorter than the group, for float32,
 float64 and int32, on 2 and 3 in-process servers; every member gets the same
 bits; each chunk exchange shows on the tap as one "collective" event from the
-left neighbour, and the ring moves 2(N-1)/N of the tensor per member."""
+left neighbour (pushed to it over the same-host path), and the ring moves
+2(N-1)/N of the tensor per member."""
 
 from __future__ import annotations
 
@@ -148,7 +149,7 @@ def test_ring_chunks_on_the_tap_and_the_same_host_path(servers, monkeypatch, n):
 
     def task(i):
         with nd.Graph().as_default():
-            op = collective_ops.all_reduce(xs[i], n, 1, 1)
+            op = collective_ops.all_reduce(xs[i], n, 1, 1, communication_hint="ring")
             with nd.Session(tasks[i].target) as sess:
                 return sess.run(op)
 
@@ -167,10 +168,11 @@ def test_ring_chunks_on_the_tap_and_the_same_host_path(servers, monkeypatch, n):
         assert len(mine) == 3 * 2 * (n - 1)
         assert {e.source for e in mine} == {members[(r - 1) % n]}
         assert sum(e.nbytes for e in mine) == 2 * (n - 1) * xs[0].nbytes // n
-        # ... pulled over the same-host channel, not gRPC.
-        calls = tasks[r]._router.path_peers[0].calls
-        left = members[(r - 1) % n]
-        assert calls[(left, "recv")] - before[r].get((left, "recv"), 0) >= len(mine)
+        # ... pushed by the left neighbour over the same-host channel, not gRPC.
+        left = (r - 1) % n
+        calls = tasks[left]._router.path_peers[0].calls
+        pushed = calls[(me, "cpush")] - before[left].get((me, "cpush"), 0)
+        assert pushed == len(mine)
 
 
 def test_members_with_different_dtypes_fail_clearly(servers, monkeypatch):

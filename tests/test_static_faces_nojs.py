@@ -66,9 +66,13 @@ FACES = {
         ("barriers = nd.notebook.BarrierView", r"rounds? completed"),
     ],
     "06-collective-allreduce": [
-        ("%cluster start", r"Cluster · 3 tasks: 3 stopped"),
+        ("%cluster start", r"Cluster · 4 tasks: 4 stopped"),
         ("MultiWorkerMirroredStrategy", r"worker:1"),
         ("MultiWorkerMirroredStrategy", r"fingerprint"),
+        ("communication_hint=\"ring\"", r"received 32 MiB"),
+        ("CollectiveView(ring_traces", r"reduce-scatter step 2"),
+        ("CollectiveView(ring_traces", r"worker:2 → worker:0"),
+        ("CollectiveView(ring_traces", "svg"),
     ],
     "07-tensorboard-and-live-curves": [
         ("%cluster start", r"Cluster · 3 tasks: 3 stopped"),

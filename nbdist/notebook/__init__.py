@@ -19,6 +19,7 @@ from __future__ import annotations
 from nbdist.notebook.events import EventFollower, ServiceEventSource, event_source_for
 from nbdist.notebook.widget_barrier import BarrierView
 from nbdist.notebook.widget_cluster import ClusterView
+from nbdist.notebook.widget_collective import CollectiveView
 from nbdist.notebook.widget_placement import PlacementView
 from nbdist.notebook.widget_timeline import TimelineView
 from nbdist.notebook.widget_traffic import TrafficView
@@ -27,6 +28,7 @@ from nbdist.notebook.widget_training import TrainingView
 __all__ = [
     "BarrierView",
     "ClusterView",
+    "CollectiveView",
     "EventFollower",
     "PlacementView",
     "ServiceEventSource",

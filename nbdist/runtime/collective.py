@@ -8,10 +8,14 @@ member runs it in the same order). Its chunks are left in the task's own
 rendezvous under a synthetic step id derived from that name, and a peer pulls
 them through the worker's ``TensorTransport.recv_collective``.
 
-All-reduce is a ring (reduce-scatter, then all-gather) over the flattened tensor,
-cut into pieces of ``SEGMENT_BYTES`` per member that run concurrently, so a large
-tensor pipelines. All-gather is a ring over whole tensors (concatenated on axis
-0); a broadcast is pulled from its source by every other member.
+All-reduce (``collective_ring``) is a direct exchange for small tensors and two
+members, else a ring (reduce-scatter, then all-gather) over the flattened
+tensor, cut into pieces of ``SEGMENT_BYTES`` per member that run concurrently,
+so a large tensor pipelines. Its chunks to a peer on this host are pushed and
+reduced in place from the sender's shared memory (``ChunkMailbox``); every
+chunk a member receives is a ``ChunkEvent`` (``subscribe_chunks``, and in a
+traced step's stats). All-gather is a ring over whole tensors (concatenated on
+axis 0); a broadcast is pulled from its source by every other member.
 
 Failure: every wait honours the step's cancellation and deadline, and while a
 collective runs a watchdog reads the group's task states from the coordination
@@ -22,6 +26,7 @@ so peers pulling from this task fail at once too.
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import itertools
 import threading
@@ -29,19 +34,24 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 from nbdist import errors
 from nbdist.executor.rendezvous import make_key
+from nbdist.runtime import collective_ring
+from nbdist.runtime.collective_mailbox import ChunkMailbox
 
-__all__ = ["DIRECT_BYTES", "SEGMENT_BYTES", "CollectiveExecutor", "CollectiveGroup"]
+__all__ = ["DIRECT_BYTES", "SEGMENT_BYTES", "ChunkEvent", "CollectiveExecutor",
+           "CollectiveGroup"]
 
-SEGMENT_BYTES = 4 << 20  # one ring message per member and piece
+SEGMENT_BYTES = 16 << 20  # one ring message per member and piece
 DIRECT_BYTES = 256 << 10  # all-reduces sending at most this go direct, not round
-_PIPELINE = 4  # pieces of one all-reduce in flight at once
+_PIPELINE = 2  # pieces of one all-reduce in flight at once
 _WATCH_S = 0.25  # how often the watchdog reads task states (no push API for one task)
 _DEAD_STATES = ("DISCONNECTED", "ERROR")
+_RECENT_CHUNKS = 4096
 _MERGE = {"Add": np.add, "Mul": np.multiply, "Min": np.minimum, "Max": np.maximum}
 
 
@@ -62,6 +72,35 @@ class CollectiveGroup:
 
     def left(self) -> str:
         return self.members[(self.rank - 1) % self.size]
+
+
+class ChunkEvent(NamedTuple):
+    """One chunk of an all-reduce, as its receiver consumed it: ``phase`` is
+    ``"reduce-scatter"``, ``"all-gather"`` (ring step ``step``, 0-based, of
+    pipelined piece ``piece``) or ``"direct"`` (small tensors: one exchange);
+    ``start`` when the sender began sending it, ``end`` when it was reduced or
+    copied into the receiver's result (``time.time()``, seconds)."""
+
+    group_key: int
+    instance_key: int
+    run: int  # this member's n-th run of the instance
+    phase: str
+    step: int
+    piece: int
+    source: str
+    destination: str
+    nbytes: int
+    start: float
+    end: float
+
+
+CHUNK_OP = "CollectiveChunk"  # the op type of chunks in a traced step's stats
+
+
+def chunk_stat_name(node: str, e: ChunkEvent) -> str:
+    """How a chunk is named in step stats (``parse_chunk_stat`` reads it back)."""
+    return (f"{node} [{e.phase} {e.step} piece {e.piece}] {e.source} -> "
+            f"{e.destination}")
 
 
 def _device(task: str) -> str:
@@ -89,6 +128,9 @@ class _Execution:
         self.prefix = f"_collective/{group.group_key}/{instance_key}/{self.n}"
         self.incarnations: dict[str, int] = {}
         self.deadline: float | None = None  # the op's timeout_seconds
+        self.instance_key = instance_key
+        self.node = step.node_name  # the op running it (for its step stats)
+        self._pushes: dict[str, bool] = {}
 
     def check_deadline(self) -> None:
         if self.deadline is not None and time.monotonic() > self.deadline:
@@ -109,6 +151,52 @@ class _Execution:
         key = self.key(src, self.owner.task, tag)
         return np.asarray(self.owner._transport.recv_collective(
             self.step, src, self.exec_id, key))
+
+    def pushes(self, peer: str) -> bool:
+        """Whether chunks to and from ``peer`` are pushed (same host)."""
+        got = self._pushes.get(peer)
+        if got is None:
+            check = getattr(self.owner._transport, "pushes_collectives", None)
+            got = self._pushes[peer] = bool(check and check(peer))
+        return got
+
+    def put(self, dst: str, tag: str, value: np.ndarray):
+        """Sends an all-reduce chunk; returns what waits until ``dst`` has it.
+        Pushed to a peer on this host (copied now: ``value`` may change
+        after); else left here (a copy) for ``dst`` to pull."""
+        if self.pushes(dst):
+            finish = self.owner._transport.push_collective(
+                self.step, dst, self.exec_id, self.key(self.owner.task, dst, tag),
+                value, time.time())
+            if finish is None:  # the peer was here and is gone
+                raise errors.UnavailableError(
+                    None, None, f"{self.what} failed: task {dst} is no longer "
+                    "reachable on this host")
+            return finish
+        self.send(dst, tag, np.array(value))
+        return _nothing
+
+    def take(self, src: str, tag: str, mine: np.ndarray, consume, phase: str,
+             step: int, piece: int):
+        """``consume(chunk)`` of ``src``'s chunk ``tag`` (checked to be like
+        ``mine``), read in place when pushed; publishes its ``ChunkEvent``."""
+        key = self.key(src, self.owner.task, tag)
+        start = time.time()
+
+        def checked(value, meta):
+            nonlocal start
+            start = meta.get("t0") or start
+            return consume(_like(self, src, value, mine))
+
+        if self.pushes(src):
+            result = self.owner.mailbox.take(self.step, self.exec_id, key, checked,
+                                             f"{self.what}: a chunk from {src}")
+        else:
+            result = checked(self.recv(src, tag), {})
+        self.owner._publish(self, ChunkEvent(
+            self.group.group_key, self.instance_key, self.n, phase, step, piece,
+            src, self.owner.task, int(mine.nbytes), start, time.time()))
+        return result
 
 
 class CollectiveExecutor:
@@ -131,6 +219,40 @@ class CollectiveExecutor:
         self._active: dict[int, _Execution] = {}
         self._watching = False
         self._pool: ThreadPoolExecutor | None = None
+        self.mailbox = ChunkMailbox()  # chunks peers on this host pushed
+        # (group, instance) -> its last large all-reduce result (collective_ring)
+        self.result_buffers: dict[tuple[int, int], np.ndarray] = {}
+        self._chunk_subscribers: tuple = ()
+        self.recent_chunks: collections.deque[ChunkEvent] = collections.deque(
+            maxlen=_RECENT_CHUNKS)
+
+    # -- chunk events ------------------------------------------------------------------
+    def subscribe_chunks(self, fn: Callable[[ChunkEvent], None]) -> Callable[[], None]:
+        """Calls ``fn(event)`` for every all-reduce chunk this task receives from
+        now on (on the collective's thread: keep it quick); returns what
+        unsubscribes it. ``recent_chunks`` keeps the last few thousand."""
+        with self._lock:
+            self._chunk_subscribers = (*self._chunk_subscribers, fn)
+
+        def unsubscribe():
+            with self._lock:
+                subs = list(self._chunk_subscribers)
+                if fn in subs:
+                    subs.remove(fn)
+                self._chunk_subscribers = tuple(subs)
+
+        return unsubscribe
+
+    def _publish(self, run: _Execution, event: ChunkEvent) -> None:
+        self.recent_chunks.append(event)
+        for fn in self._chunk_subscribers:
+            fn(event)
+        stats = run.step.stats
+        if stats is not None:  # a traced step: the chunk shows in its RunMetadata
+            stats.append((chunk_stat_name(run.node, event), CHUNK_OP,
+                          _device(self.task), int(event.start * 1e6),
+                          int(event.end * 1e6), [event.nbytes],
+                          threading.get_ident() & 0xFFFFFFFF))
 
     # -- groups ------------------------------------------------------------------------
     def group(self, group_key: int, group_size: int, members, op: str
@@ -163,9 +285,12 @@ class CollectiveExecutor:
     # -- the collectives -----------------------------------------------------------------
     def all_reduce(self, step, value, group: CollectiveGroup, instance_key: int,
                    merge_op: str = "Add", final_op: str = "Id",
-                   timeout_s: float | None = None) -> np.ndarray:
+                   timeout_s: float | None = None,
+                   communication_hint: str = "auto") -> np.ndarray:
         """The element-wise ``merge_op`` of every member's ``value``, then
-        ``final_op`` (``Id``, or ``Div`` by the group size: the mean)."""
+        ``final_op`` (``Id``, or ``Div`` by the group size: the mean).
+        ``communication_hint`` "ring" always runs the ring; otherwise the
+        algorithm is chosen by size (``collective_ring.algorithm``)."""
         value = np.asarray(value)
         if merge_op not in _MERGE or final_op not in ("Id", "Div"):
             raise errors.InvalidArgumentError(
@@ -177,7 +302,9 @@ class CollectiveExecutor:
             merge = _MERGE[merge_op]
             run = self._start(step, group, instance_key, "all-reduce", timeout_s)
             with self._running(run):
-                flat = self._ring_all_reduce(run, value.ravel(), merge)
+                flat = collective_ring.all_reduce(
+                    self, run, value.ravel(), merge, SEGMENT_BYTES, DIRECT_BYTES,
+                    _PIPELINE, communication_hint)
             value = flat.reshape(value.shape)
         else:
             value = value.copy()
@@ -239,89 +366,6 @@ class CollectiveExecutor:
                 None, None, f"{run.what}: {source} sent {got.dtype.name}"
                 f"{list(got.shape)}, expected {np.dtype(dtype).name}{list(shape)}")
         return got
-
-    # -- the all-reduce algorithms -----------------------------------------------------
-    def _ring_all_reduce(self, run: _Execution, flat: np.ndarray, merge):
-        """``flat`` reduced across the group: small tensors by a direct exchange
-        (one round instead of the ring's 2(N-1)), others by the ring, in pieces
-        of ``SEGMENT_BYTES`` per member pipelined on the pool. The result is
-        written once into a fresh buffer; what is sent on is the input's own
-        segments or buffers just received (reduced in place), never the
-        result, so a peer still pulling never sees it change."""
-        n = run.group.size
-        out = np.empty_like(flat)
-        if flat.nbytes * (n - 1) <= DIRECT_BYTES:
-            self._direct_all_reduce(run, flat, out, merge)
-            return out
-        per_piece = max(1, SEGMENT_BYTES // max(1, flat.itemsize)) * n
-        bounds = range(0, flat.size, per_piece)
-        if len(bounds) == 1:
-            self._ring_piece(run, 0, flat, out, merge)
-        else:
-            self._map_pieces(run, [(i, flat[b:b + per_piece], out[b:b + per_piece],
-                                    merge) for i, b in enumerate(bounds)])
-        return out
-
-    def _direct_all_reduce(self, run: _Execution, flat, out, merge) -> None:
-        """Every member sends its tensor to every other and reduces them all in
-        rank order, so every member computes the same bits."""
-        g = run.group
-        for dst in g.members:
-            if dst != self.task:
-                run.send(dst, "direct", flat)
-        first = True
-        for src in g.members:
-            part = flat if src == self.task else _like(
-                run, src, run.recv(src, "direct"), flat)
-            if first:
-                np.copyto(out, part)
-                first = False
-            else:
-                merge(out, part, out=out)
-
-    def _map_pieces(self, run, pieces) -> None:
-        with self._lock:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(
-                    _PIPELINE, thread_name_prefix=f"nbdist-collective{self.task}")
-            pool = self._pool
-        futures = [pool.submit(self._ring_piece, run, *p) for p in pieces]
-        try:
-            for f in futures:
-                f.result()
-        except Exception as e:
-            error = e if isinstance(e, errors.OpError) else errors.InternalError(
-                None, None, f"{run.what}: {type(e).__name__}: {e}")
-            run.step.cancel(error)  # the other pieces stop waiting
-            for f in futures:
-                f.exception()
-            raise
-
-    def _ring_piece(self, run: _Execution, piece: int, data: np.ndarray,
-                    out: np.ndarray, merge) -> None:
-        """Reduce-scatter then all-gather of ``data`` into ``out``: at step k a
-        member sends one segment right and receives one from the left, merged
-        in place into the buffer it arrived in, which is what it sends next."""
-        g = run.group
-        n, r = g.size, g.rank
-        cuts = [len(data) * j // n for j in range(n + 1)]
-        right, left = g.right(), g.left()
-        moving = data[cuts[r]:cuts[r + 1]]  # the input's own segment r goes first
-        for k in range(n - 1):  # reduce-scatter: segment r+1 ends complete here
-            run.send(right, f"p{piece}rs{k}", moving)
-            i = (r - k - 1) % n
-            own = data[cuts[i]:cuts[i + 1]]
-            got = _like(run, left, run.recv(left, f"p{piece}rs{k}"), own)
-            moving = merge(got, own, out=got) if got.flags.writeable else merge(
-                got, own)
-        i = (r + 1) % n
-        out[cuts[i]:cuts[i + 1]] = moving
-        for k in range(n - 1):  # all-gather of the complete segments
-            run.send(right, f"p{piece}ag{k}", moving)
-            i = (r - k) % n
-            moving = _like(run, left, run.recv(left, f"p{piece}ag{k}"),
-                           out[cuts[i]:cuts[i + 1]])
-            out[cuts[i]:cuts[i + 1]] = moving
 
     # -- starting, liveness and failure ----------------------------------------------------
     def _start(self, step, group, instance_key, what, timeout_s) -> _Execution:
@@ -403,11 +447,13 @@ class CollectiveExecutor:
                 pass
         if isinstance(error, errors.OpError):
             self._rendezvous.abort_step(run.exec_id, error)
+            self.mailbox.abort(run.exec_id, error)
         return error
 
     def close(self):
         with self._lock:
             pool, self._pool = self._pool, None
+            self.result_buffers.clear()
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
 
@@ -455,3 +501,16 @@ def _like(run: _Execution, src: str, got: np.ndarray, mine: np.ndarray) -> np.nd
             "members' tensors must have the same shape and dtype")
     return got
 
+
+
+class _Left:
+    """``put``'s answer for a chunk left to pull: nothing to wait for."""
+
+    def __call__(self):
+        return None
+
+    def abandon(self):
+        pass
+
+
+_nothing = _Left()

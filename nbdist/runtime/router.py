@@ -174,6 +174,23 @@ class TappedTransport:
         self._emit("collective", src_task, exec_id, value, start)
         return value
 
+    def pushes_collectives(self, task: str) -> bool:
+        """Whether all-reduce chunks to and from ``task`` are pushed (a peer
+        path reaches it) rather than pulled."""
+        pushes = getattr(self._inner, "pushes_collectives", None)
+        return bool(pushes and pushes(task))
+
+    def push_collective(self, step, dst_task: str, exec_id: int, key: str, value,
+                        t0: float):
+        """``finish()`` of an all-reduce chunk pushed to ``dst_task`` (shown on
+        the tap as a "collective" event when it was consumed), or None."""
+        push = getattr(self._inner, "push_collective", None)
+        finish = push and push(step, dst_task, exec_id, key, value, t0)
+        if not finish or not self._tap.listening:
+            return finish
+        return _TappedPush(finish, self._tap, self._own_task, dst_task, exec_id,
+                           int(getattr(value, "nbytes", 0)))
+
     def pull(self, ref, timeout_s: float, on_cancel=None):
         if not self._tap.listening:
             return self._inner.pull(ref, timeout_s, on_cancel)
@@ -184,6 +201,25 @@ class TappedTransport:
 
     def close(self) -> None:
         self._inner.close()
+
+
+class _TappedPush:
+    """A pushed chunk's ``finish()`` that shows on the tap when consumed."""
+
+    def __init__(self, finish, tap: Tap, src: str, dst: str, exec_id: int,
+                 nbytes: int):
+        self._finish, self._tap = finish, tap
+        self._event = (src, dst, exec_id, nbytes, time.monotonic())
+
+    def __call__(self):
+        done = self._finish()
+        src, dst, exec_id, nbytes, start = self._event
+        self._tap.emit(TapEvent("collective", src, dst, exec_id, nbytes, start,
+                                time.monotonic()))
+        return done
+
+    def abandon(self):
+        self._finish.abandon()
 
 
 class PeerRouter:

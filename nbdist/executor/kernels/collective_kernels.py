@@ -37,11 +37,12 @@ class _Collective:
 def collective_reduce_kernel(node):
     c = _Collective(node)
     merge_op, final_op = _text(node.attrs["merge_op"]), _text(node.attrs["final_op"])
+    hint = _text(node.attrs.get("communication_hint") or "auto")
 
     def compute(step, x, group_size, group_key, instance_key):
         return c.collectives.all_reduce(
             step, x, c.group(group_size, group_key), int(instance_key), merge_op,
-            final_op, c.timeout_s)
+            final_op, c.timeout_s, hint)
 
     return compute
 

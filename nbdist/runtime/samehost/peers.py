@@ -13,6 +13,7 @@ import time
 
 from nbdist import errors
 from nbdist.runtime.samehost.channel import SameHostChannel
+from nbdist.runtime.samehost.collective_push import PushedChunk, start_push
 from nbdist.runtime.samehost.common import (
     RECV_POLL_MS,
     RETRY_CONNECT_S,
@@ -119,6 +120,27 @@ class SameHostTransport:
                 raise went_away(src_task, f"RecvTensor for {key.split(';')[3]}",
                                  e) from None
             return self._inner.recv_collective(step, src_task, exec_id, key)
+
+    def pushes_collectives(self, task: str) -> bool:
+        """Whether all-reduce chunks to and from ``task`` are pushed (it is on
+        this host) rather than pulled."""
+        return self._path_of(task).channel() is not None
+
+    def push_collective(self, step, dst_task: str, exec_id: int, key: str, value,
+                        t0: float):
+        """Pushes an all-reduce chunk to ``dst_task`` (``samehost.collective_push``);
+        returns ``finish()``, which waits until the peer consumed it, or None
+        when ``dst_task`` is not reachable here (the caller leaves it to pull)."""
+        path = self._path_of(dst_task)
+        ch = path.channel()
+        if ch is None:
+            return None
+        try:
+            sent = start_push(ch, step, exec_id, key, value, t0)
+        except ChannelBroken as e:  # it was here: gone now (the receiver expects a push)
+            path.forget()
+            raise went_away(dst_task, "a collective push", e) from None
+        return PushedChunk(ch, step, sent, dst_task)
 
     def pull(self, ref, timeout_s: float, on_cancel=None):
         return self._inner.pull(ref, timeout_s, on_cancel)

@@ -11,6 +11,7 @@ import threading
 
 from nbdist import errors
 from nbdist.proto import config_pb2
+from nbdist.runtime.samehost.collective_push import serve_push
 from nbdist.runtime.samehost.common import (
     MAX_CONNECTIONS,
     RECV_POLL_MS,
@@ -238,6 +239,10 @@ class SameHostService:
             check_sizes(entries, self._max_tensor, self._max_total)
             if op == "push":  # before the pushed segments are mapped
                 self._admit_push(header, conn)
+            if op == "cpush":  # read in place: samehost.collective_push
+                pushed, fds = fds, ()
+                return serve_push(self.worker.collectives, header, payload, pushed,
+                                  link, on_hangup)
             tensors = decode_tensors(entries, payload, fds, header.get("seg"), link)
             fds = ()
             if op == "step" and self.master_handler is not None:

@@ -1,0 +1,384 @@
+"""``CollectiveView``: a real all-reduce replayed step by step around the ring.
+
+Every chunk a member of an all-reduce receives is a ``ChunkEvent`` of the
+collective runtime (``runtime.collective``): which phase (reduce-scatter,
+all-gather, or a direct exchange), which ring step and pipelined piece, from
+which task to which, how many bytes, when it was sent and when it was reduced
+into the receiver's result. A traced ``Session.run`` carries them in its
+``RunMetadata`` (op type ``CollectiveChunk``), so each worker's session can
+bring its own back; the view merges them and draws each step of the ring with
+the bytes and the measured bandwidth of every link.
+
+>>> from nbdist.runtime.collective import ChunkEvent
+>>> a, b = "/job:worker/replica:0/task:0", "/job:worker/replica:0/task:1"
+>>> view = CollectiveView([
+...     ChunkEvent(1, 1, 0, "reduce-scatter", 0, 0, a, b, 2 << 20, 0.0, 0.002),
+...     ChunkEvent(1, 1, 0, "reduce-scatter", 0, 0, b, a, 2 << 20, 0.0, 0.002),
+...     ChunkEvent(1, 1, 0, "all-gather", 0, 0, a, b, 2 << 20, 0.002, 0.004),
+...     ChunkEvent(1, 1, 0, "all-gather", 0, 0, b, a, 2 << 20, 0.002, 0.004)])
+>>> print(view)  # doctest: +NORMALIZE_WHITESPACE
+CollectiveView: all-reduce over 2 tasks: 4 chunks moved 8.0 MiB in 2 steps (ring), 4.0 ms
+  reduce-scatter step 1: worker:0 → worker:1 2.0 MiB (1049 MB/s), worker:1 → worker:0 2.0 MiB (1049 MB/s)
+  all-gather step 1: worker:0 → worker:1 2.0 MiB (1049 MB/s), worker:1 → worker:0 2.0 MiB (1049 MB/s)
+>>> view.bytes_received(a)
+4194304
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from nbdist.notebook._live import LiveView, esc, short_task
+
+__all__ = ["Chunk", "CollectiveView", "Round", "chunks_from_run_metadata"]
+
+_CHUNK_OP = "CollectiveChunk"  # runtime.collective.CHUNK_OP
+_CHUNK_NAME = re.compile(
+    r"^(?P<node>.*) \[(?P<phase>reduce-scatter|all-gather|direct) (?P<step>\d+) "
+    r"piece (?P<piece>\d+)\] (?P<src>\S+) -> (?P<dst>\S+)$")
+_PHASES = ("direct", "reduce-scatter", "all-gather")
+_COLORS = {"reduce-scatter": "#bc4c00", "all-gather": "#0969da", "direct": "#1a7f37"}
+_MIB = 1 << 20
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One chunk as its receiver consumed it (times in seconds, wall clock)."""
+
+    phase: str
+    step: int
+    piece: int
+    source: str
+    destination: str
+    nbytes: int
+    start: float
+    end: float
+
+
+@dataclass(frozen=True)
+class Link:
+    """What one link (``source`` → ``destination``) carried in one round."""
+
+    source: str
+    destination: str
+    nbytes: int
+    chunks: int
+    seconds: float  # from the first chunk's send to the last one's reduction
+
+    @property
+    def mb_per_s(self) -> float:
+        return self.nbytes / 1e6 / self.seconds if self.seconds > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class Round:
+    """One step of the algorithm: every link's chunks of ``phase`` step ``step``
+    (all pipelined pieces together)."""
+
+    phase: str
+    step: int
+    links: tuple[Link, ...]
+
+    @property
+    def label(self) -> str:
+        return "direct exchange" if self.phase == "direct" else (
+            f"{self.phase} step {self.step + 1}")
+
+    @property
+    def nbytes(self) -> int:
+        return sum(link.nbytes for link in self.links)
+
+
+def chunks_from_run_metadata(run_metadata) -> list[Chunk]:
+    """The all-reduce chunks of a traced step (every device's ``CollectiveChunk``
+    node stats)."""
+    out = []
+    for dev in run_metadata.step_stats.dev_stats:
+        for n in dev.node_stats:
+            if n.op_type != _CHUNK_OP:
+                continue
+            m = _CHUNK_NAME.match(n.node_name)
+            if m is None:
+                continue
+            start = n.all_start_micros / 1e6
+            out.append(Chunk(
+                m["phase"], int(m["step"]), int(m["piece"]), m["src"], m["dst"],
+                sum(o.tensor_description.allocated_bytes for o in n.output),
+                start, start + n.all_end_rel_micros / 1e6))
+    return out
+
+
+def _chunks_of(source) -> list[Chunk]:
+    """Chunks of a ``RunMetadata``, a ``ChunkEvent``/``Chunk``, a view, or a list or
+    dict (e.g. ``nd.notebook.last_cell_results()``) of those."""
+    if source is None:
+        return []
+    if isinstance(source, CollectiveView):
+        return list(source.chunks)
+    if isinstance(source, Chunk):
+        return [source]
+    if hasattr(source, "step_stats"):
+        return chunks_from_run_metadata(source)
+    if hasattr(source, "phase") and hasattr(source, "destination"):  # ChunkEvent
+        return [Chunk(source.phase, source.step, source.piece, source.source,
+                      source.destination, source.nbytes, source.start, source.end)]
+    if isinstance(source, dict):
+        source = list(source.values())
+    if isinstance(source, (list, tuple)):
+        return [c for s in source for c in _chunks_of(s)]
+    raise TypeError(f"CollectiveView shows RunMetadata, ChunkEvents or views, not "
+                    f"{type(source).__name__}")
+
+
+def _task_key(task: str):
+    job = re.search(r"/job:([^/]+)", task)
+    index = re.search(r"/task:(\d+)", task)
+    return (job[1] if job else task, int(index[1]) if index else 0)
+
+
+def _size(nbytes: float) -> str:
+    if nbytes >= _MIB:
+        return f"{nbytes / _MIB:.1f} MiB"
+    if nbytes >= 1024:
+        return f"{nbytes / 1024:.1f} KiB"
+    return f"{int(nbytes)} B"
+
+
+class CollectiveView(LiveView):
+    """An all-reduce replayed as its steps around the ring.
+
+    ``source``: the ``RunMetadata`` of traced runs (one per worker: each
+    worker's step records the chunks it received), ``ChunkEvent``s
+    (``CollectiveExecutor.subscribe_chunks``), or a dict or list of those (such
+    as ``nd.notebook.last_cell_results()`` of a ``%%cluster`` cell whose tasks
+    each return ``CollectiveView.trace(sess, total)``).
+    """
+
+    face_class = "nbdist-collective"
+
+    def __init__(self, source=None, *, title: str = ""):
+        self.title = title
+        self.chunks: list[Chunk] = []
+        super().__init__(None, live=False)
+        if source is not None:
+            self.update(source)
+
+    @classmethod
+    def trace(cls, session, fetches, feed_dict=None, title: str = ""):
+        """Runs ``fetches`` once with ``FULL_TRACE`` and returns the view of the
+        chunks this task received (``view.result``: the fetched values)."""
+        from nbdist.proto.config_pb2 import RunMetadata, RunOptions
+
+        metadata = RunMetadata()
+        result = session.run(fetches, feed_dict,
+                             options=RunOptions(trace_level=RunOptions.FULL_TRACE),
+                             run_metadata=metadata)
+        view = cls(metadata, title=title)
+        view.result = result
+        view.run_metadata = metadata
+        return view
+
+    def update(self, source):
+        """Shows these chunks instead."""
+        chunks = sorted(set(_chunks_of(source)), key=lambda c: (
+            _PHASES.index(c.phase), c.step, c.piece, _task_key(c.destination)))
+        with self._lock:
+            self.chunks = chunks
+        self._changed()
+
+    # -- the model -----------------------------------------------------------------------
+    @property
+    def tasks(self) -> list[str]:
+        """The members, in rank (ring) order."""
+        return sorted({c.source for c in self.chunks}
+                      | {c.destination for c in self.chunks}, key=_task_key)
+
+    @property
+    def algorithm(self) -> str:
+        return "direct" if any(c.phase == "direct" for c in self.chunks) else "ring"
+
+    def rounds(self) -> list[Round]:
+        """The steps in order: reduce-scatter 1..N-1, then all-gather 1..N-1 (or
+        the one direct exchange), each with every link's bytes and bandwidth."""
+        groups: dict[tuple[str, int], dict[tuple[str, str], list[Chunk]]] = {}
+        for c in self.chunks:
+            groups.setdefault((c.phase, c.step), {}).setdefault(
+                (c.source, c.destination), []).append(c)
+        out = []
+        for (phase, step) in sorted(groups, key=lambda k: (_PHASES.index(k[0]), k[1])):
+            links = []
+            for (src, dst), cs in sorted(groups[(phase, step)].items(),
+                                         key=lambda kv: _task_key(kv[0][0])):
+                links.append(Link(src, dst, sum(c.nbytes for c in cs), len(cs),
+                                  max(c.end for c in cs) - min(c.start for c in cs)))
+            out.append(Round(phase, step, tuple(links)))
+        return out
+
+    def links(self) -> list[Link]:
+        """Every link over the whole all-reduce."""
+        by: dict[tuple[str, str], list[Chunk]] = {}
+        for c in self.chunks:
+            by.setdefault((c.source, c.destination), []).append(c)
+        return [Link(s, d, sum(c.nbytes for c in cs), len(cs),
+                     max(c.end for c in cs) - min(c.start for c in cs))
+                for (s, d), cs in sorted(by.items(), key=lambda kv: _task_key(kv[0][0]))]
+
+    def bytes_received(self, task: str) -> int:
+        return sum(c.nbytes for c in self.chunks if c.destination == task)
+
+    def duration(self) -> float:
+        if not self.chunks:
+            return 0.0
+        return max(c.end for c in self.chunks) - min(c.start for c in self.chunks)
+
+    def segment(self, chunk: Chunk) -> int | None:
+        """Which of the N segments of its piece a ring chunk carries (as the
+        receiver, rank r, gets segment r-k-1 at reduce-scatter step k and r-k
+        at all-gather step k); None for a direct one."""
+        tasks = self.tasks
+        if chunk.phase == "direct" or chunk.destination not in tasks:
+            return None
+        n, r = len(tasks), tasks.index(chunk.destination)
+        shift = 1 if chunk.phase == "reduce-scatter" else 0
+        return (r - chunk.step - shift) % n
+
+    # -- drawing -------------------------------------------------------------------------
+    def _summary(self) -> str:
+        total = sum(c.nbytes for c in self.chunks)
+        rounds = self.rounds()
+        return (f"all-reduce over {len(self.tasks)} tasks: {len(self.chunks)} "
+                f"chunks moved {_size(total)} in {len(rounds)} "
+                f"step{'s' if len(rounds) != 1 else ''} ({self.algorithm}), "
+                f"{self.duration() * 1000:.1f} ms")
+
+    def _text(self) -> str:
+        if not self.chunks:
+            return "CollectiveView: no all-reduce chunks (trace a step that runs one)"
+        lines = [f"CollectiveView: {self._summary()}"]
+        for rnd in self.rounds():
+            lines.append(f"  {rnd.label}: " + ", ".join(
+                f"{short_task(x.source)} → {short_task(x.destination)} "
+                f"{_size(x.nbytes)} ({x.mb_per_s:.0f} MB/s)" for x in rnd.links))
+        return "\n".join(lines)
+
+    def _ring_svg(self, rnd: Round | None, size: int = 130) -> str:
+        """The ring with ``rnd``'s links as labelled arrows, bowed outwards
+        (labels outside the ring; a → b and b → a apart)."""
+        tasks = self.tasks
+        n = len(tasks)
+        pad_x, pad_y = 60, 34  # room for the labels outside the ring
+        cx, cy = size / 2 + pad_x, size / 2 + pad_y
+        radius = size / 2 - 8
+        pos = {t: (cx + radius * math.sin(2 * math.pi * i / n),
+                   cy - radius * math.cos(2 * math.pi * i / n))
+               for i, t in enumerate(tasks)}
+        ring = (f"<circle cx='{cx}' cy='{cy}' r='{radius:.1f}' fill='none' "
+                "stroke='#d0d7de' stroke-dasharray='3 3'/>")
+        parts = [ring]
+        color = _COLORS.get(rnd.phase, "#59636e") if rnd else "#59636e"
+        marker = f"nbdist-arrow-{rnd.phase if rnd else 'none'}"
+        parts.append(
+            f"<defs><marker id='{marker}' viewBox='0 0 10 10' refX='9' refY='5' "
+            "markerWidth='7' markerHeight='7' orient='auto-start-reverse'>"
+            f"<path d='M0,0 L10,5 L0,10 z' fill='{color}'/></marker></defs>")
+        for link in rnd.links if rnd else ():
+            (x1, y1), (x2, y2) = pos[link.source], pos[link.destination]
+            mx0, my0 = (x1 + x2) / 2, (y1 + y2) / 2
+            # Outwards: away from the centre (for two members, to either side).
+            ox, oy = mx0 - cx, my0 - cy
+            if math.hypot(ox, oy) < 1:
+                dx, dy = x2 - x1, y2 - y1
+                ox, oy = dy, -dx
+            norm = math.hypot(ox, oy) or 1.0
+            ox, oy = ox / norm, oy / norm
+            bow = 0.35 * radius
+            mx, my = mx0 + ox * bow, my0 + oy * bow
+            # Ends just off the members' circles, towards the bend.
+            def off(x, y, mx=mx, my=my):
+                dx, dy = mx - x, my - y
+                d = math.hypot(dx, dy) or 1.0
+                return x + dx / d * 19, y + dy / d * 19
+            sx, sy = off(x1, y1)
+            ex, ey = off(x2, y2)
+            lx, ly = mx0 + ox * (bow * 0.55 + 12), my0 + oy * (bow * 0.55 + 12)
+            anchor = "middle" if abs(ox) < 0.3 else ("start" if ox > 0 else "end")
+            ly += 12 if oy > 0.3 else (-6 if oy < -0.3 else -2)
+            label = (f"{_size(link.nbytes)} · "
+                     f"<tspan x='{lx:.1f}' dy='11'>{link.mb_per_s:.0f} MB/s</tspan>")
+            parts.append(
+                f"<g class='nbdist-link' data-src='{esc(link.source)}' "
+                f"data-dst='{esc(link.destination)}' data-bytes='{link.nbytes}'>"
+                f"<path d='M{sx:.1f},{sy:.1f} Q{mx:.1f},{my:.1f} {ex:.1f},{ey:.1f}' "
+                f"fill='none' stroke='{color}' stroke-width='2.5' "
+                f"marker-end='url(#{marker})'><title>{esc(link.source)} → "
+                f"{esc(link.destination)}: {link.nbytes} bytes in {link.chunks} "
+                f"chunk{'s' if link.chunks != 1 else ''}, "
+                f"{link.seconds * 1000:.2f} ms</title></path>"
+                f"<text x='{lx:.1f}' y='{ly:.1f}' text-anchor='{anchor}' "
+                f"font-size='10' fill='{color}'>{label}</text></g>")
+        for t in tasks:
+            x, y = pos[t]
+            parts.append(
+                f"<g class='nbdist-member'><circle cx='{x:.1f}' cy='{y:.1f}' r='17' "
+                "fill='#f6f8fa' stroke='#59636e'/>"
+                f"<text x='{x:.1f}' y='{y + 4:.1f}' text-anchor='middle' "
+                f"font-size='10' font-weight='600'>{esc(short_task(t))}</text></g>")
+        title = esc(rnd.label) if rnd else ""
+        width, height = size + 2 * pad_x, size + 2 * pad_y
+        return (f"<svg class='nbdist-ring' width='{width}' height='{height + 16}' "
+                "xmlns='http://www.w3.org/2000/svg' font-family='system-ui,sans-serif'>"
+                f"<text x='{cx}' y='14' text-anchor='middle' font-size='12' "
+                f"font-weight='600' fill='{color}'>{title}</text>"
+                f"<g transform='translate(0,16)'>{''.join(parts)}</g></svg>")
+
+    def _html(self) -> str:
+        title = f" · {esc(self.title)}" if self.title else ""
+        if not self.chunks:
+            return (f"<h4>All-reduce{title} <span class='muted'>· no chunks "
+                    "recorded</span></h4>")
+        head = (f"<h4>All-reduce{title} <span class='muted'>· "
+                f"{esc(self._summary())}</span></h4>")
+        rings = "".join(f"<div style='display:inline-block;vertical-align:top'>"
+                        f"{self._ring_svg(r)}</div>" for r in self.rounds())
+        rows = "".join(
+            f"<tr><td>{esc(short_task(x.source))} → {esc(short_task(x.destination))}"
+            f"</td><td>{_size(x.nbytes)}</td><td>{x.chunks}</td>"
+            f"<td>{x.mb_per_s:.0f} MB/s</td></tr>" for x in self.links())
+        legend = " ".join(
+            f"<span class='chip'><span class='dot' style='background:{c}'></span>"
+            f"{p}</span>" for p, c in _COLORS.items()
+            if any(ch.phase == p for ch in self.chunks))
+        table = ("<table><tr><th>link</th><th>bytes</th><th>chunks</th>"
+                 f"<th>bandwidth</th></tr>{rows}</table>")
+        return f"{head}<div>{rings}</div><div>{legend}</div>{table}"
+
+    # -- the widget: one step at a time --------------------------------------------------
+    def _build(self):
+        import ipywidgets as w
+
+        rounds = self.rounds()
+        picture = w.HTML(value=self._full_html())
+        if len(rounds) < 2:
+            return picture
+        play = w.Play(min=0, max=len(rounds), step=1, interval=900, value=len(rounds))
+        slider = w.IntSlider(min=0, max=len(rounds), value=len(rounds),
+                             description="step", readout=False)
+        w.jslink((play, "value"), (slider, "value"))
+        label = w.Label(value="all steps")
+
+        def show(change):
+            k = change["new"]
+            if k >= len(rounds):
+                label.value = "all steps"
+                picture.value = self._full_html()
+            else:
+                label.value = f"{k + 1}/{len(rounds)}: {rounds[k].label}"
+                picture.value = self._ring_svg(rounds[k], 260)
+
+        slider.observe(show, names="value")
+        return w.VBox([w.HBox([play, slider, label]), picture])
+
+    def _update(self, widget):
+        pass  # the replay's picture follows its slider

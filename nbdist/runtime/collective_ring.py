@@ -1,0 +1,237 @@
+"""The all-reduce algorithms of ``runtime.collective``, chosen by size as NCCL
+and Gloo choose theirs.
+
+- **direct** (a member sends at most ``direct_bytes`` in all, or the group has
+  two members): every member sends its tensor to every other and reduces them
+  all in rank order: one round instead of the ring's 2(N-1), and every member
+  computes the same bits. Two members move the same bytes as the ring would.
+- **ring** (the rest): reduce-scatter then all-gather over the flattened
+  tensor, cut into pieces of ``segment_bytes`` per member that run on a pool
+  (``pipeline`` at once), so a large tensor pipelines; each member sends and
+  receives 2(N-1)/N of the tensor, the least any algorithm moves. Also for
+  any size when the op's ``communication_hint`` is ``"ring"``.
+
+A chunk from a peer on this host is pushed and reduced where it landed, in the
+sender's shared-memory segment, straight into the result: ``np.add(chunk,
+mine, out=result)`` (``samehost.collective_push``); from elsewhere it is pulled.
+What a member sends is copied as it is sent, so it may send from its result.
+"""
+
+from __future__ import annotations
+
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from nbdist import errors
+
+__all__ = ["all_reduce"]
+
+_HUGE_BYTES = 1 << 21
+_KEPT_RESULTS = 8  # instances whose last result buffer is kept for reuse
+
+
+def _result_like(owner, run, flat: np.ndarray) -> np.ndarray:
+    """The result buffer. A large one is the buffer of this instance's last run
+    when nothing references it any more (what TF's allocator would hand back:
+    memory already faulted in, which a fresh 64 MiB array pays ~40% of a
+    reduction for), else a new one on transparent huge pages."""
+    if flat.nbytes < _HUGE_BYTES:
+        return np.empty_like(flat)
+    key = (run.group.group_key, run.instance_key)
+    cache = owner.result_buffers
+    with owner._lock:
+        kept = cache.pop(key, None)
+    # Referenced only by ``kept`` and getrefcount's argument: no view of it lives.
+    if kept is not None and sys.getrefcount(kept) <= 2 and \
+            kept.dtype == flat.dtype and kept.shape == flat.shape:
+        out = kept
+    else:
+        from nbdist.runtime.samehost.collective_push import fresh_flat
+
+        out = fresh_flat(flat.dtype, flat.size)
+    del kept
+    with owner._lock:
+        cache[key] = out
+        while len(cache) > _KEPT_RESULTS:
+            cache.pop(next(iter(cache)))
+    return out
+
+
+def algorithm(nbytes: int, n: int, direct_bytes: int, hint: str = "auto") -> str:
+    """"direct" or "ring" for an all-reduce of ``nbytes`` over ``n`` members:
+    the ring when asked (``communication_hint="ring"``) or when it moves less;
+    two members move the same bytes either way, and direct is one step."""
+    if hint in ("ring", "scatter"):
+        return hint
+    return "direct" if n == 2 or nbytes * (n - 1) <= direct_bytes else "scatter"
+
+
+def all_reduce(owner, run, flat: np.ndarray, merge, segment_bytes: int,
+               direct_bytes: int, pipeline: int, hint: str = "auto") -> np.ndarray:
+    """``flat`` reduced by ``merge`` across ``run``'s group."""
+    n = run.group.size
+    out = _result_like(owner, run, flat)
+    how = algorithm(flat.nbytes, n, direct_bytes, hint)
+    per_member = max(1, segment_bytes // max(1, flat.itemsize))
+    if how == "direct":
+        # Pieces of one message each when large (pipelined); one when small.
+        per_piece = flat.size if flat.nbytes * (n - 1) <= direct_bytes else per_member
+        piece_fn = _direct
+    else:
+        per_piece = per_member * n
+        piece_fn = _ring_piece if how == "ring" else _scatter_piece
+    bounds = range(0, flat.size, per_piece)
+    if len(bounds) == 1:
+        piece_fn(run, 0, flat, out, merge)
+    else:
+        _map_pieces(owner, run, pipeline, piece_fn, [
+            (i, flat[b:b + per_piece], out[b:b + per_piece], merge)
+            for i, b in enumerate(bounds)])
+    return out
+
+
+def _direct(run, piece: int, flat, out, merge) -> None:
+    """Every member sends ``flat`` to every other and folds them all in rank
+    order (every member computes the same bits)."""
+    me = run.owner.task
+    tag = f"p{piece}direct"
+    sent = [run.put(dst, tag, flat) for dst in run.group.members if dst != me]
+    try:
+        _fold_direct(run, piece, tag, flat, out, merge)
+        for finish in sent:
+            finish()
+    finally:
+        for finish in sent:
+            finish.abandon()  # (after an error: the peers withdraw the chunks)
+
+
+def _fold_direct(run, piece, tag, flat, out, merge) -> None:
+    first = True
+    for src in run.group.members:
+        if src == run.owner.task:
+            part = flat
+        else:
+            def fold(chunk, first=first):
+                if first:
+                    np.copyto(out, chunk)
+                else:
+                    merge(out, chunk, out=out)
+            run.take(src, tag, flat, fold, "direct", 0, piece)
+            first = False
+            continue
+        if first:
+            np.copyto(out, part)
+        else:
+            merge(out, part, out=out)
+        first = False
+
+
+def _map_pieces(owner, run, pipeline: int, piece_fn, pieces) -> None:
+    with owner._lock:
+        if owner._pool is None:
+            owner._pool = ThreadPoolExecutor(
+                pipeline, thread_name_prefix=f"nbdist-collective{owner.task}")
+        pool = owner._pool
+    futures = [pool.submit(piece_fn, run, *p) for p in pieces]
+    try:
+        for f in futures:
+            f.result()
+    except Exception as e:
+        error = e if isinstance(e, errors.OpError) else errors.InternalError(
+            None, None, f"{run.what}: {type(e).__name__}: {e}")
+        run.step.cancel(error)  # the other pieces stop waiting
+        for f in futures:
+            f.exception()
+        raise
+
+
+def _step(finish, take, *args) -> None:
+    """One ring step: the chunk taken from the left while ours goes right."""
+    try:
+        take(*args)
+        finish()
+    finally:
+        finish.abandon()
+
+
+def _ring_piece(run, piece: int, data: np.ndarray, out: np.ndarray, merge) -> None:
+    """Reduce-scatter then all-gather of ``data`` into ``out``: at step k a member
+    sends one segment right and receives one from the left, reduced with its
+    own segment straight into ``out``, which is what it sends next."""
+    g = run.group
+    n, r = g.size, g.rank
+    cuts = [len(data) * j // n for j in range(n + 1)]
+    right, left = g.right(), g.left()
+
+    def seg(buf, i):
+        return buf[cuts[i]:cuts[i + 1]]
+
+    moving = seg(data, r)  # the input's own segment r goes first
+    for k in range(n - 1):  # reduce-scatter: segment r+1 ends complete here
+        finish = run.put(right, f"p{piece}rs{k}", moving)
+        i = (r - k - 1) % n
+        own, dst = seg(data, i), seg(out, i)
+        _step(finish, run.take, left, f"p{piece}rs{k}", own,
+              lambda chunk, own=own, dst=dst: merge(chunk, own, out=dst),
+              "reduce-scatter", k, piece)
+        moving = dst
+    for k in range(n - 1):  # all-gather of the complete segments
+        finish = run.put(right, f"p{piece}ag{k}", moving)
+        i = (r - k) % n
+        dst = seg(out, i)
+        _step(finish, run.take, left, f"p{piece}ag{k}", dst,
+              lambda chunk, dst=dst: np.copyto(dst, chunk),
+              "all-gather", k, piece)
+        moving = dst
+
+
+def _scatter_piece(run, piece: int, data: np.ndarray, out: np.ndarray,
+                   merge) -> None:
+    """Reduce-scatter and all-gather of ``data`` into ``out`` in two rounds:
+    member j receives segment j from every other member and reduces them (in
+    rank order) into its result, then sends the reduced segment to every other.
+    The ring's bytes (2(N-1)/N of the tensor per member), in 2 rounds instead
+    of 2(N-1): on one host every member reaches every other directly."""
+    g = run.group
+    n, r = g.size, g.rank
+    cuts = [len(data) * j // n for j in range(n + 1)]
+
+    def seg(buf, i):
+        return buf[cuts[i]:cuts[i + 1]]
+
+    mine = seg(out, r)
+    tag = f"p{piece}rs0"
+    sent = [run.put(g.members[j], tag, seg(data, j)) for j in range(n) if j != r]
+    try:
+        for j in range(n):
+            if j == r:
+                part = seg(data, r)
+                if j == 0:
+                    np.copyto(mine, part)
+                else:
+                    merge(mine, part, out=mine)
+                continue
+            run.take(g.members[j], tag, seg(data, r),
+                     (lambda c: np.copyto(mine, c)) if j == 0 else (
+                         lambda c: merge(mine, c, out=mine)),
+                     "reduce-scatter", 0, piece)
+        for finish in sent:
+            finish()
+    finally:
+        for finish in sent:
+            finish.abandon()
+    tag = f"p{piece}ag0"
+    sent = [run.put(g.members[j], tag, mine) for j in range(n) if j != r]
+    try:
+        for j in range(n):
+            if j != r:
+                dst = seg(out, j)
+                run.take(g.members[j], tag, dst,
+                         lambda c, dst=dst: np.copyto(dst, c), "all-gather", 0, piece)
+        for finish in sent:
+            finish()
+    finally:
+        for finish in sent:
+            finish.abandon()

@@ -1,0 +1,162 @@
+"""All-reduce chunks pushed to a peer on this host and consumed in place.
+
+A pulled chunk costs a request, a copy into the sender's staging segment, a
+copy out into a fresh array on the receiver and, there, the reduction: three
+passes over the bytes and a round trip per chunk. A pushed chunk (``cpush``)
+is copied once, by the sender, into its connection's staging segment (a memfd
+both ends map); the receiver's service thread hands a view of that segment to
+the task's ``CollectiveExecutor.mailbox`` and the collective reduces straight
+from it into its result (``np.add(view, mine, out=result)``). The answer goes
+back once the chunk was consumed, so the segment is free again when the sender
+hears it, and a sender never runs more than one chunk ahead per connection.
+
+The sender waits for that answer polling its step's cancellation: a cancelled
+step closes the connection, and the receiver (seeing the hang-up) withdraws the
+chunk.
+"""
+
+from __future__ import annotations
+
+import math
+import mmap
+import os
+import select
+import threading
+import time
+
+import numpy as np
+
+from nbdist import errors
+from nbdist.runtime.samehost.common import ChannelBroken, went_away
+from nbdist.runtime.samehost.wire import Outgoing
+from nbdist.runtime.timeouts import UNBOUNDED_S, ms_from_seconds, step_time_left
+
+__all__ = ["PushedChunk", "finish_push", "fresh_flat", "serve_push", "start_push"]
+
+_POLL_S = 0.1
+_MADV_HUGEPAGE = getattr(mmap, "MADV_HUGEPAGE", None)
+_NUMERIC = "biuf"
+
+
+def fresh_flat(dtype: np.dtype, size: int) -> np.ndarray:
+    """A 1-d array on its own anonymous mapping (transparent huge pages when
+    the kernel has them), for a large all-reduce result. Every view of it has
+    it as its ``base``, so its reference count tells whether anything still
+    uses its memory (``collective_ring`` reuses it when nothing does)."""
+    m = mmap.mmap(-1, max(1, size * dtype.itemsize),
+                  flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    if _MADV_HUGEPAGE is not None:
+        m.madvise(_MADV_HUGEPAGE)
+    return np.frombuffer(m, dtype=dtype, count=size)
+
+
+def start_push(ch, step, exec_id: int, key: str, value: np.ndarray, t0: float):
+    """Sends ``value`` as chunk ``key`` of execution ``exec_id`` (one copy, into
+    the connection's segment); ``finish_push`` waits for it to be consumed.
+    ChannelBroken when nothing went out."""
+    out = Outgoing()
+    out.add(key, value)
+    header = {"exec": exec_id, "key": key, "t": out.entries, "t0": t0,
+              "timeout_ms": ms_from_seconds(step_time_left(step))}
+    return ch.send("cpush", header, out)
+
+
+def finish_push(ch, step, sent, task: str) -> float:
+    """Waits until the peer consumed the chunk (or refused it: its error);
+    returns when. Closes the connection if the step is cancelled meanwhile."""
+    sock, link = sent[1]
+    while True:
+        try:
+            ready, _, _ = select.select([sock], [], [], _POLL_S)
+        except (OSError, ValueError) as e:
+            raise went_away(task, "a collective push", ChannelBroken(str(e))) from None
+        if ready:
+            break
+        try:
+            step.check()
+        except errors.OpError:
+            sock.close()  # the peer sees the hang-up and withdraws the chunk
+            link.close()
+            raise
+    try:
+        ch.receive(sent)
+    except ChannelBroken as e:
+        raise went_away(task, "a collective push", e) from None
+    return time.time()
+
+
+class PushedChunk:
+    """A chunk pushed to ``task``: calling it waits until the peer consumed it;
+    ``abandon()`` drops the connection instead (the peer withdraws the chunk)."""
+
+    def __init__(self, ch, step, sent, task: str):
+        self._ch, self._step, self._sent, self._task = ch, step, sent, task
+        self._done = False
+
+    def __call__(self) -> float:
+        self._done = True
+        return finish_push(self._ch, self._step, self._sent, self._task)
+
+    def abandon(self) -> None:
+        if not self._done:
+            self._done = True
+            sock, link = self._sent[1]
+            sock.close()
+            link.close()
+
+
+def serve_push(collectives, header: dict, payload: np.ndarray, fds: list, link,
+               on_hangup) -> tuple[dict, None]:
+    """The receiving side of ``cpush``: the chunk as a view of the sender's
+    segment, delivered to ``collectives.mailbox``; answers once consumed."""
+    m = None
+    try:
+        entries = header.get("t") or ()
+        if len(entries) != 1:
+            raise errors.InvalidArgumentError(
+                None, None, "a collective push carries exactly one tensor")
+        e = entries[0]
+        dtype = np.dtype(str(e["d"]))
+        shape = tuple(int(d) for d in e["s"])
+        nbytes = int(e["n"])
+        if dtype.kind not in _NUMERIC or min(shape, default=0) < 0 or \
+                math.prod(shape) * dtype.itemsize != nbytes:
+            raise ValueError(f"{nbytes} bytes are not a {dtype} of shape {shape}")
+        if "g" in e:
+            m = link.receive(header["seg"], fds)
+            start = int(e["g"])
+            if start < 0 or start + nbytes > len(m):
+                raise ValueError("the chunk lies outside its segment")
+            view = np.frombuffer(m, dtype=dtype, count=math.prod(shape),
+                                 offset=start).reshape(shape)
+        elif nbytes:
+            start = int(e["o"])
+            if start < 0 or start + nbytes > payload.size or start % 64:
+                raise ValueError("the chunk lies outside the frame")
+            view = payload[start:start + nbytes].view(dtype).reshape(shape)
+        else:
+            view = np.empty(shape, dtype)
+    finally:
+        for fd in fds:
+            os.close(fd)
+    hung = threading.Event()
+    mailbox = collectives.mailbox
+
+    def hang_up():
+        hung.set()
+        mailbox.poke()
+
+    if on_hangup is not None and not on_hangup(hang_up):
+        hung.set()
+    timeout = int(header.get("timeout_ms") or 0) / 1000.0 or UNBOUNDED_S
+    try:
+        mailbox.deliver(int(header["exec"]), str(header["key"]), view,
+                        {"t0": float(header.get("t0") or 0.0)}, timeout, hung)
+    finally:
+        del view
+        if m is not None and header["seg"].get("once"):
+            try:
+                m.close()
+            except BufferError:  # a view still lives: the mapping goes with it
+                pass
+    return {}, None
