@@ -84,6 +84,7 @@ import numpy as np
 
 from nbdist import errors
 from nbdist.distribute import coordinator_state as cs
+from nbdist.distribute import recovery_events
 from nbdist.distribute.closure_batching import BatchedFunction, batchable, copy_index
 from nbdist.distribute.data_ops import Dataset
 from nbdist.distribute.function import ConcreteFunction, Function
@@ -285,6 +286,8 @@ class ClusterCoordinator:
         self._fencing = [0] * self._num_workers
         self._open: list[dict] = [{} for _ in range(self._num_workers)]
         self._fenced: list[list] = [[] for _ in range(self._num_workers)]
+        # The failures and recoveries, as events the notebook views draw.
+        self._story = recovery_events.CoordinatorStory(coordination_target)
         self._liveness = TaskLiveness(addresses, self._num_workers, ps_tasks,
                                       coordination_target, self._handle,
                                       self._failed_tasks)
@@ -493,6 +496,7 @@ class ClusterCoordinator:
                 out += actions
             if self._waiters:
                 self._cond.notify_all()
+        self._story.observe(events, out)
         return out
 
     # -- fencing (see the module docstring) -------------------------------------------
