@@ -33,6 +33,7 @@ from __future__ import annotations
 import base64
 import collections
 import io
+import itertools
 import os
 import struct
 import threading
@@ -88,11 +89,11 @@ def segments(points, gap_s: float | None = None) -> list[list]:
     if not points:
         return []
     if gap_s is None:
-        dts = sorted(b[0] - a[0] for a, b in zip(points, points[1:]) if b[0] > a[0])
+        dts = sorted(b[0] - a[0] for a, b in itertools.pairwise(points) if b[0] > a[0])
         median = dts[len(dts) // 2] if dts else 0.0
         gap_s = max(_MIN_GAP_S, 10.0 * median)
     out = [[points[0]]]
-    for prev, p in zip(points, points[1:]):
+    for prev, p in itertools.pairwise(points):
         if p[0] - prev[0] > gap_s or p[1] < prev[1]:
             out.append([])
         out[-1].append(p)
