@@ -129,8 +129,15 @@ class Episode:
             )
         if self.back_at is not None:
             out.append(("back", self.back_at, "back"))
+        # Killed and detected open the story (the kill is seen by polling, so
+        # its time may trail an immediate detection); the rest as it happened.
         order = list(PHASE_COLORS)
-        return sorted(out, key=lambda p: order.index(p[0]))
+        first = [p for p in out if p[0] in ("killed", "detected")]
+        rest = sorted(
+            (p for p in out if p[0] not in ("killed", "detected")),
+            key=lambda p: (p[1], order.index(p[0])),
+        )
+        return first + rest
 
     def has(self, phase: str) -> bool:
         return any(p == phase for p, _, _ in self.phases())
