@@ -9,15 +9,15 @@ groups them into episodes, one per lost task. ``ClusterView`` draws it as a
 strip under its table; ``FailureStoryView`` is the strip on its own:
 
 >>> story = FailureStory()
->>> story.note("ps:0", "killed", 100.0)
->>> story.apply_payload({"phase": "lost", "task": "ps:0", "at": 100.4,
-...                      "source": "MonitoredSession", "story": "s1",
-...                      "how": "UnavailableError", "at_step": 48})
->>> story.apply_payload({"phase": "restored", "step": 40, "at": 103.0,
-...                      "source": "MonitoredSession", "story": "s1"})
->>> story.apply_payload({"phase": "redone", "count": 8, "unit": "steps",
-...                      "seconds": 0.5, "at": 103.5,
-...                      "source": "MonitoredSession", "story": "s1"})
+>>> _ = story.note("ps:0", "killed", 100.0)
+>>> _ = story.apply_payload({"phase": "lost", "task": "ps:0", "at": 100.4,
+...                          "source": "MonitoredSession", "story": "s1",
+...                          "how": "UnavailableError", "at_step": 48})
+>>> _ = story.apply_payload({"phase": "restored", "step": 40, "at": 103.0,
+...                          "source": "MonitoredSession", "story": "s1"})
+>>> _ = story.apply_payload({"phase": "redone", "count": 8, "unit": "steps",
+...                          "seconds": 0.5, "at": 103.5,
+...                          "source": "MonitoredSession", "story": "s1"})
 >>> print(story.lines(clock=lambda t: "t"))
 ps:0  t killed → detected after 0.4 s → restored step 40 → redone 8 steps in 0.5 s
 
