@@ -300,3 +300,15 @@ def test_story_model_merges_sources_and_keeps_episodes_apart():
     story.note("ps:0", "killed", 100.0)
     assert len(story.episodes) == 2 and story.episodes[1].killed_at == 100.0
     assert story.svg().count("<g class='nbdist-story-phase'") == 5
+
+
+def test_a_heartbeat_failure_told_after_the_restart_is_the_same_failure():
+    story = FailureStory()
+    story.note("worker:1", "killed", 10.0)
+    story.note("worker:1", "restarted", 12.5)
+    # Heartbeats stopped at 12.0: the service says so after the restart was seen.
+    assert story.note("worker:1", "failed by heartbeat", 12.0, weak=True) is False
+    assert len(story.episodes) == 1
+    # Killed again after it came back: another failure.
+    assert story.note("worker:1", "killed", 20.0) is True
+    assert len(story.episodes) == 2

@@ -43,6 +43,7 @@ class TaskInfo:
     address: str
     pid: int | None
     state: str
+    ended_at: float | None = None  # when kill() SIGKILLed it (wall time)
 
     @property
     def name(self) -> str:
@@ -156,7 +157,8 @@ class LocalCluster(ClusterTargets):
     def tasks(self) -> list[TaskInfo]:
         with self._lock:
             self._refresh_states()
-            return [TaskInfo(t.job, t.index, t.address, t.pid, t.state)
+            return [TaskInfo(t.job, t.index, t.address, t.pid, t.state,
+                             t.ended_at)
                     for t in self._tasks.values()]
 
     @property
@@ -179,6 +181,7 @@ class LocalCluster(ClusterTargets):
             p = self._procs.get((job, index))
             if p is not None and p.poll() is None:
                 p.kill()
+                t.ended_at = time.time()
                 p.wait(timeout=10)
             t.state = "killed"
 

@@ -398,12 +398,20 @@ class ClusterView(LiveView):
         return "\n".join(lines)
 
     def _story_lines(self) -> str:
-        self._state.story.sync_history(self._state.rows.values())
+        self._sync_story()
         return self._state.story.lines()
 
     def _story_html(self) -> str:
-        self._state.story.sync_history(self._state.rows.values())
+        self._sync_story()
         return self._state.story.html()
+
+    def _sync_story(self):
+        if not self._closed:  # a snapshot or a frozen view keeps its story
+            try:
+                self._state.story.note_processes(self._processes())
+            except Exception:  # noqa: BLE001, S110 - a cluster being torn down
+                pass
+        self._state.story.sync_history(self._state.rows.values())
 
     def _history_html(self) -> str:
         items = "".join(

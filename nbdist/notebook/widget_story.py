@@ -35,7 +35,7 @@ from nbdist.notebook._live import LiveView, clock, esc, short_task
 __all__ = ["Episode", "FailureStory", "FailureStoryView"]
 
 _MATCH_S = 60.0  # a detection this long after a kill is another failure
-_KILL_NOTES = ("killed", "exited", "failed", "stopped", "failed by heartbeat")
+_KILL_NOTES = ("killed", "exited", "failed", "failed by heartbeat")
 _BACK_NOTES = ("restarted", "back")
 PHASE_COLORS = {
     "killed": "#cf222e",
@@ -183,12 +183,12 @@ class FailureStory:
             return True
         if what not in _KILL_NOTES:
             return False
+        # A task still down from an earlier failure (or seen down before it
+        # came back, as heartbeats tell late): the same failure.
         ep = self._latest(
             task,
             lambda e: (
-                e.back_at is None
-                and (e.lost_at is None or e.lost_at + 1.0 >= when)
-                and abs(e.start - when) < _MATCH_S
+                e.start - _MATCH_S <= when and (e.back_at is None or when <= e.back_at)
             ),
         )
         if ep is not None:
@@ -280,6 +280,16 @@ class FailureStory:
             if (not tasks or ep.task in tasks or ep.task == "?") and ok(ep):
                 return ep
         return None
+
+    def note_processes(self, tasks) -> bool:
+        """Notes the exact kill times a ``LocalCluster``'s tasks carry
+        (``ended_at``: its ``kill()``), earlier than a poll sees them."""
+        changed = False
+        for t in tasks:
+            ended = getattr(t, "ended_at", None)
+            if ended and t.state == "killed":
+                changed |= self.note(f"{t.job}:{t.index}", "killed", ended)
+        return changed
 
     def sync_history(self, rows) -> bool:
         """Notes the kills and restarts in ``ClusterView``'s task histories."""
@@ -421,8 +431,8 @@ class FailureStoryView(LiveView):
         except Exception:  # noqa: BLE001 - a cluster being torn down
             return False
         now = time.time()
-        changed = False
         with self._lock:
+            changed = self._state.note_processes(tasks)
             for t in tasks:
                 name = f"{t.job}:{t.index}"
                 old = self._seen.get(name)
