@@ -376,6 +376,7 @@ class SessionStory:
         self._redo: tuple | None = None  # (story, from step, to step, start)
         self.lost_tasks: list = []
         self._attempts = 0
+        self._incarnations: dict = {}  # task -> incarnation when it was lost
 
     def _publish(self, phase, payload):
         publish(
@@ -417,7 +418,7 @@ class SessionStory:
     def _find_and_publish(self, payload):
         tasks = []
         try:
-            tasks = lost_tasks(self.target)
+            tasks, self._incarnations = lost_tasks(self.target)
         except Exception as e:  # noqa: BLE001 - the leader may be the lost one
             _log.debug("could not tell which task was lost: %s", e)
         self.lost_tasks = tasks
@@ -438,6 +439,17 @@ class SessionStory:
         finder = self._finder
         if finder is not None:
             finder.join(2.0)  # "lost" first
+        if not self.lost_tasks and self._incarnations:
+            # Back before the probes: the task that restarted was the lost one.
+            try:
+                now = _incarnations(self.target)
+                self.lost_tasks = sorted(
+                    short_name(t)
+                    for t, inc in self._incarnations.items()
+                    if t in now and now[t] != inc
+                )
+            except Exception as e:  # noqa: BLE001 - not known, then
+                _log.debug("could not tell which task was lost: %s", e)
         checkpoint = ""
         if self.checkpoint_dir:
             from nbdist.train.checkpoint_management import latest_checkpoint
@@ -495,16 +507,27 @@ class SessionStory:
         )
 
 
-def lost_tasks(target: str) -> list[str]:
-    """The tasks of the cluster whose coordination service ``target`` reaches
-    that are not connected to it or do not answer a status probe ("ps:0")."""
+def _task_records(target: str) -> list:
     from nbdist.runtime import transports
 
     client = transports.connect_coordination(target)
     try:
-        records = client.task_states(timeout_s=1.0)
+        return client.task_states(timeout_s=1.0)
     finally:
         client.close()
+
+
+def _incarnations(target: str) -> dict:
+    return {r.task: r.incarnation for r in _task_records(target)}
+
+
+def lost_tasks(target: str) -> tuple[list[str], dict]:
+    """The tasks of the cluster whose coordination service ``target`` reaches
+    that are not connected to it or do not answer a status probe ("ps:0"),
+    and the incarnation of every task as the service knows it."""
+    from nbdist.runtime import transports
+
+    records = _task_records(target)
     out = []
     for r in records:
         if r.state != "CONNECTED" or not r.address:
@@ -518,4 +541,4 @@ def lost_tasks(target: str) -> list[str]:
             out.append(short_name(r.task))
         finally:
             worker.close()
-    return sorted(out)
+    return sorted(out), {r.task: r.incarnation for r in records}
