@@ -315,13 +315,13 @@ class FailureStory:
             out.append(f"{ep.task.ljust(width)}  " + " → ".join([first, *rest]))
         return "\n".join(out)
 
-    def svg(self, width: int = 760) -> str:
+    def svg(self, width: int = 820) -> str:
         """The strip: per episode, its phases left to right, each a dot with
         its label, the time between two phases on the line that joins them."""
         episodes = [e for e in self.episodes if e.phases()]
         if not episodes:
             return ""
-        row_h, left, right = 58, 70, 40
+        row_h, left, right = 76, 84, 44
         height = row_h * len(episodes) + 8
         head = (
             f"<svg class='nbdist-story' width='{width}' height='{height}' "
@@ -331,7 +331,7 @@ class FailureStory:
         parts = [head]
         for row, ep in enumerate(episodes):
             phases = ep.phases()
-            y = 10 + row * row_h + 26
+            y = 10 + row * row_h + 40
             span = width - left - right
             step = span / max(1, len(phases) - 1) if len(phases) > 1 else 0
             xs = [left + i * step for i in range(len(phases))]
@@ -352,7 +352,8 @@ class FailureStory:
                 parts.append(
                     f"<g class='nbdist-story-phase' data-phase='{phase}'>"
                     f"<circle cx='{xs[i]:.0f}' cy='{y}' r='6' fill='{color}'/>"
-                    f"<text x='{xs[i]:.0f}' y='{y - 12}' text-anchor='{anchor}' "
+                    f"<text x='{xs[i]:.0f}' y='{y - 12 - 14 * (i % 2)}' "
+                    f"text-anchor='{anchor}' "
                     f"fill='{color}' font-weight='600'>{esc(label)}</text>"
                     f"<text x='{xs[i]:.0f}' y='{y + 20}' text-anchor='{anchor}' "
                     f"fill='#59636e'>{esc(clock(when))}</text></g>"
