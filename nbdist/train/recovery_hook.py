@@ -19,7 +19,10 @@ class RecoveryStoryHook(SessionRunHook):
         self._global_step_tensor = None
 
     def begin(self):
-        self._global_step_tensor = _global_step_read()
+        try:
+            self._global_step_tensor = _global_step_read()
+        except RuntimeError:  # a finalized graph: the story goes without steps
+            self._global_step_tensor = None
 
     def after_create_session(self, session, coord):
         step = None
