@@ -301,7 +301,7 @@ class FailureStory:
                     changed |= self.note(r.name, word, when, weak=word != "killed")
         return changed
 
-    # -- forms --------------------------------------------------------------------------
+    # -- forms ------------------------------------------------------------------
     def lines(self, clock=clock) -> str:
         """One line per episode: "ps:0  17:02:01 killed → detected after ..."."""
         out = []
@@ -364,7 +364,8 @@ class FailureStory:
                     parts.append(
                         f"<text x='{mid:.0f}' y='{y + 4}' text-anchor='middle' "
                         f"fill='#59636e' font-size='11' paint-order='stroke' "
-                        f"stroke='#ffffff' stroke-width='4'>+{max(0.0, gap):.1f} s</text>"
+                        f"stroke='#ffffff' stroke-width='4'>"
+                        f"+{max(0.0, gap):.1f} s</text>"
                     )
         parts.append("</svg>")
         return "".join(parts)

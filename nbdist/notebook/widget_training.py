@@ -228,7 +228,7 @@ class TrainingView(LiveView):
         self._stop_polling.set()
         super().close()
 
-    # -- the x-axis ----------------------------------------------------------------------
+    # -- the x-axis --------------------------------------------------------------
     @property
     def x(self) -> str:
         """What the loss curves are drawn against: "step", "examples" or "wall"."""
