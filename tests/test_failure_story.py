@@ -312,3 +312,35 @@ def test_a_heartbeat_failure_told_after_the_restart_is_the_same_failure():
     # Killed again after it came back: another failure.
     assert story.note("worker:1", "killed", 20.0) is True
     assert len(story.episodes) == 2
+
+
+def test_an_in_process_session_tells_its_recovery_from_a_messageless_error(recorded):
+    """A step that fails once with ``AbortedError(None, None, None)`` (no
+    message): lost at the step reached, a new session (no checkpoint: the
+    model initialised afresh, step 0), the steps redone once passed again."""
+    from nbdist import errors
+
+    class FailOnce(nd.train.SessionRunHook):
+        failed = False
+
+        def after_run(self, run_context, run_values):
+            if not self.failed and len(steps) == 3:
+                FailOnce.failed = True
+                raise errors.AbortedError(None, None, None)
+
+    steps = []
+    with nd.Graph().as_default():
+        gs = nd.train.get_or_create_global_step()
+        inc = nd.assign_add(gs, 1)
+        with nd.train.MonitoredSession(hooks=[FailOnce()]) as sess:
+            while len(steps) < 8:
+                steps.append(int(sess.run(inc)))
+    mine = [e for e in recorded if e["source"] == "MonitoredSession"]
+    assert [e["phase"] for e in mine] == ["lost", "restored", "redone"], mine
+    lost, restored, redone = mine
+    assert lost["how"].startswith("AbortedError") and lost["task"] == ""
+    # The global step the last good run read: before or after its increment.
+    assert lost["at_step"] in (2, 3) and restored["step"] == 0
+    assert restored["checkpoint"] == ""
+    assert redone["count"] == lost["at_step"] and redone["unit"] == "steps"
+    assert steps[:4] == [1, 2, 3, 1], steps  # the new session started afresh

@@ -346,8 +346,15 @@ class CoordinatorStory:
 
 
 def _first_line(e) -> str:
-    text = str(e).strip()
-    return f"{type(e).__name__}: {text.splitlines()[0] if text else ''}"
+    """ "UnavailableError: first line of its message" (also for an error whose
+    message is None, as ``AbortedError(None, None, None)``)."""
+    if e is None:
+        return ""
+    try:
+        text = str(e).strip()
+    except Exception:  # noqa: BLE001 - __str__ of a message-less OpError fails
+        text = str(getattr(e, "message", None) or "").strip()
+    return f"{type(e).__name__}: {text.splitlines()[0] if text else ''}".rstrip(": ")
 
 
 class SessionStory:
