@@ -382,6 +382,7 @@ class ProgressBarHook(SessionRunHook):
         if handle is None:
             return
         try:
+            self._bar.close()  # ended by an error: closed here (red), not in end()
             handle.update({"text/plain": str(self._bar)}, raw=True)
             self._bar.container.close()
         except Exception:  # noqa: BLE001, S110 - the kernel is going away

@@ -399,6 +399,10 @@ class _MonitoredSession:
                                      "preemption of a connected worker or parameter "
                                      "server: %s", type(h).__name__, error_text(e))
         finally:
+            for h in self._hooks:  # a notebook's progress bar leaves its text
+                leave = getattr(h, "_leave_text", None)
+                if callable(leave):
+                    leave()
             try:
                 if self._sess is None:
                     raise RuntimeError("Session is already closed.")
