@@ -18,7 +18,7 @@ import tempfile
 import threading
 import time
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from nbdist import errors
 from nbdist.runtime import transports
@@ -43,7 +43,9 @@ class TaskInfo:
     address: str
     pid: int | None
     state: str
-    ended_at: float | None = None  # when kill() SIGKILLed it (wall time)
+    # When kill() SIGKILLed it (wall time); keyword-only, so that subclasses
+    # (SlurmTaskInfo) may add fields without defaults.
+    ended_at: float | None = field(default=None, kw_only=True)
 
     @property
     def name(self) -> str:
@@ -158,7 +160,7 @@ class LocalCluster(ClusterTargets):
         with self._lock:
             self._refresh_states()
             return [TaskInfo(t.job, t.index, t.address, t.pid, t.state,
-                             t.ended_at)
+                             ended_at=t.ended_at)
                     for t in self._tasks.values()]
 
     @property

@@ -160,7 +160,10 @@ class ClusterState:
             if row.reason != reason:
                 row.reason = reason
                 changed = True
-        return changed
+        # The failure story learns of kills and restarts as the rows do.
+        noted = self.story.note_processes(tasks)
+        noted |= self.story.sync_history(self.rows.values())
+        return changed or noted
 
     def sorted_rows(self) -> list[TaskRow]:
         return sorted(
