@@ -42,8 +42,10 @@ import numpy as np
 
 import nbdist as nd
 from nbdist.cluster.local_cluster import LocalCluster
-from nbdist.distribute.cluster_coordinator import ClusterCoordinator
-from nbdist.distribute.parameter_server_strategy import ParameterServerStrategy
+from nbdist.distribute.coordinator.cluster_coordinator import ClusterCoordinator
+from nbdist.distribute.strategies.parameter_server_strategy import (
+    ParameterServerStrategy,
+)
 from nbdist.runtime import transports
 
 

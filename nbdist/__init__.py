@@ -151,7 +151,7 @@ def __getattr__(name):
         "LocalCluster": ("nbdist.cluster.local_cluster", "LocalCluster"),
         "SlurmCluster": ("nbdist.cluster.slurm_cluster", "SlurmCluster"),
         "gradients": ("nbdist.graph.gradients", "gradients"),
-        "function": ("nbdist.distribute.function", "function"),
+        "function": ("nbdist.distribute.tracing.function", "function"),
         "FIFOQueue": ("nbdist.graph.data_flow_ops", "FIFOQueue"),
         "RandomShuffleQueue": ("nbdist.graph.data_flow_ops", "RandomShuffleQueue"),
         "PaddingFIFOQueue": ("nbdist.graph.data_flow_ops", "PaddingFIFOQueue"),

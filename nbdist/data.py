@@ -7,21 +7,21 @@
 ...     [int(s.run(nxt)) for _ in range(3)]
 [3, 3, 3]
 
-See ``nbdist.distribute.data_ops`` for how datasets and iterators are placed
+See ``nbdist.distribute.data.data_ops`` for how datasets and iterators are placed
 and run.
 """
 
 from __future__ import annotations
 
-from nbdist.distribute.data_ops import (
+from nbdist.distribute.data.data_ops import (
                                         AUTOTUNE,
                                         Dataset,
                                         Iterator,
                                         make_initializable_iterator,
                                         make_one_shot_iterator,
 )
-from nbdist.distribute.file_datasets import TFRecordDataset, TextLineDataset
-from nbdist.distribute.function import TensorSpec
+from nbdist.distribute.data.file_datasets import TFRecordDataset, TextLineDataset
+from nbdist.distribute.tracing.function import TensorSpec
 
 __all__ = ["AUTOTUNE", "Dataset", "Iterator", "TensorSpec",
            "make_initializable_iterator", "make_one_shot_iterator",

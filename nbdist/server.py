@@ -220,12 +220,17 @@ def main(argv=None) -> int:
     except (errors.OpError, ValueError, OSError) as e:
         print(f"nbdist-server: {e}", file=sys.stderr, flush=True)
         return 1
+    from nbdist.runtime.tap_record import publish_from_env
+
+    tap_publisher = publish_from_env(server)  # NBDIST_TAP_EVENTS=1: TrafficView
     print(
         f"nbdist-server {server.task_name} listening on {server.bind_address} "
         f"(pid {os.getpid()})",
         flush=True,
     )
     stop.wait()
+    if tap_publisher is not None:
+        tap_publisher.close()
     _stop_and_exit(server)
 
 

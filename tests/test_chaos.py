@@ -147,7 +147,7 @@ def in_closure_call() -> list[str]:
     """Coordinator threads of this process still inside a closure's call."""
     import sys
 
-    from nbdist.distribute.cluster_coordinator import ClusterCoordinator
+    from nbdist.distribute.coordinator.cluster_coordinator import ClusterCoordinator
 
     assert hasattr(ClusterCoordinator, "_run_closures")  # the frame looked for
     frames = sys._current_frames()
@@ -200,8 +200,10 @@ class AppliedAfterJoin(AssertionError):
 @pytest.mark.parametrize("seed", SEEDS)
 def test_coordinator_run_loses_nothing_under_kills_stops_and_restarts(make_cluster,
                                                                        seed):
-    from nbdist.distribute.cluster_coordinator import ClusterCoordinator
-    from nbdist.distribute.parameter_server_strategy import ParameterServerStrategy
+    from nbdist.distribute.coordinator.cluster_coordinator import ClusterCoordinator
+    from nbdist.distribute.strategies.parameter_server_strategy import (
+        ParameterServerStrategy,
+    )
 
     rng = random.Random(seed)
     plan = _coordinator_schedule(rng)

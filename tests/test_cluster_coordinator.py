@@ -14,9 +14,11 @@ import pytest
 
 import nbdist as nd
 from nbdist import errors
-from nbdist.distribute.cluster_coordinator import ClusterCoordinator
-from nbdist.distribute.parameter_server_strategy import ParameterServerStrategy
-from nbdist.distribute.values import PerWorkerValues, RemoteValueStatus
+from nbdist.distribute.coordinator.cluster_coordinator import ClusterCoordinator
+from nbdist.distribute.strategies.parameter_server_strategy import (
+    ParameterServerStrategy,
+)
+from nbdist.distribute.coordinator.values import PerWorkerValues, RemoteValueStatus
 
 HEARTBEAT_TIMEOUT_S = 1.0
 # Detection slack over the heartbeat timeout: a watcher poll (0.1 s) and a GetStatus
@@ -56,6 +58,9 @@ def ps_cluster():
                     except ProcessLookupError:
                         pass
             obj.shutdown()
+    # Variables made under strategy.scope() land in the default graph, as TF2
+    # code expects: leave the next test a fresh one.
+    nd.reset_default_graph()
 
 
 def read(cluster, variable):

@@ -34,8 +34,10 @@ from test_training_cluster import Proc
 
 import nbdist as nd
 from nbdist import errors
-from nbdist.distribute.cluster_coordinator import ClusterCoordinator
-from nbdist.distribute.parameter_server_strategy import ParameterServerStrategy
+from nbdist.distribute.coordinator.cluster_coordinator import ClusterCoordinator
+from nbdist.distribute.strategies.parameter_server_strategy import (
+    ParameterServerStrategy,
+)
 from nbdist.proto import summary_pb2
 
 ROOT = Path(__file__).resolve().parent.parent

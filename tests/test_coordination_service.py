@@ -15,8 +15,9 @@ from conftest import local_cluster
 
 import nbdist as nd
 from nbdist import errors
-from nbdist.distribute.coordination import coordination_target, watch_events
+from nbdist.distribute.coordination import watch_events
 from nbdist.runtime.coordination import CONNECTED, DISCONNECTED, leader_task
+from nbdist.runtime.coordination import target_of as coordination_target
 from nbdist.runtime.grpc.coordination_client import (
     GrpcCoordinationClient as CoordinationClient,
 )
@@ -238,7 +239,7 @@ def test_published_events_from_other_tasks_and_malformed_input():
 
 def test_agent_keeps_newest_events_while_the_leader_is_away():
     from nbdist.runtime.coordination import resolve_config
-    from nbdist.runtime.coordination_agent import CoordinationAgent
+    from nbdist.runtime.coordination.agent import CoordinationAgent
 
     cluster = local_cluster(worker=2)
     agent = CoordinationAgent(W1, 77, cluster["worker"][1],
@@ -315,8 +316,10 @@ def _teardown(cluster, stopped=()):
 @pytest.mark.slow
 def test_watch_sees_starts_graphs_steps_barriers_death_and_return():
     from nbdist.cluster.local_cluster import LocalCluster
-    from nbdist.distribute.distribute_coordinator import run_distribute_coordinator
-    from nbdist.distribute.distribute_coordinator_context import (
+    from nbdist.distribute.strategies.distribute_coordinator import (
+        run_distribute_coordinator,
+    )
+    from nbdist.distribute.strategies.distribute_coordinator_context import (
         get_current_worker_context,
     )
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from nbdist import errors
-from nbdist.distribute import coordinator_state as cs
+from nbdist.distribute.coordinator import coordinator_state as cs
 
 
 def kinds(actions):

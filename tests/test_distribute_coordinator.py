@@ -17,11 +17,13 @@ from conftest import ROOT, local_cluster
 
 import nbdist as nd
 from nbdist import errors
-from nbdist.distribute import distribute_coordinator as dc
-from nbdist.distribute.distribute_coordinator import (
+from nbdist.distribute.strategies import distribute_coordinator as dc
+from nbdist.distribute.strategies.distribute_coordinator import (
     run_distribute_coordinator,
 )
-from nbdist.distribute.distribute_coordinator_context import get_current_worker_context
+from nbdist.distribute.strategies.distribute_coordinator_context import (
+    get_current_worker_context,
+)
 from nbdist.runtime.cluster_spec import ClusterSpec
 
 CHIEF = "/job:chief/replica:0/task:0"
@@ -262,9 +264,11 @@ def test_standalone_client_between_graph_on_local_cluster():
 _INDEPENDENT = r"""
 import json, sys
 import nbdist as nd
-from nbdist.distribute.distribute_coordinator import (
+from nbdist.distribute.strategies.distribute_coordinator import (
     CoordinatorMode, run_distribute_coordinator)
-from nbdist.distribute.distribute_coordinator_context import get_current_worker_context
+from nbdist.distribute.strategies.distribute_coordinator_context import (
+    get_current_worker_context,
+)
 
 def worker_fn(strategy):
     ctx = get_current_worker_context()

@@ -12,8 +12,10 @@ import threading
 import pytest
 
 import nbdist as nd
-from nbdist.distribute import distribute_coordinator as dc
-from nbdist.distribute.distribute_coordinator_context import get_current_worker_context
+from nbdist.distribute.strategies import distribute_coordinator as dc
+from nbdist.distribute.strategies.distribute_coordinator_context import (
+    get_current_worker_context,
+)
 
 
 class Extended:

@@ -20,8 +20,10 @@ from test_cluster_coordinator import wait_for
 
 import nbdist as nd
 from nbdist import errors
-from nbdist.distribute.cluster_coordinator import ClusterCoordinator
-from nbdist.distribute.parameter_server_strategy import ParameterServerStrategy
+from nbdist.distribute.coordinator.cluster_coordinator import ClusterCoordinator
+from nbdist.distribute.strategies.parameter_server_strategy import (
+    ParameterServerStrategy,
+)
 from nbdist.runtime import transports
 
 _HEARTBEATS = {"NBDIST_HEARTBEAT_INTERVAL_MS": "100",

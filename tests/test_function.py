@@ -9,7 +9,7 @@ from conftest import local_cluster
 
 import nbdist as nd
 from nbdist import errors
-from nbdist.distribute.function import (
+from nbdist.distribute.tracing.function import (
     ConcreteFunction,
     TensorSpec,
     function,

@@ -11,8 +11,12 @@ import pytest
 from conftest import local_cluster
 
 import nbdist as nd
-from nbdist.distribute.distribute_coordinator import run_distribute_coordinator
-from nbdist.distribute.distribute_coordinator_context import get_current_worker_context
+from nbdist.distribute.strategies.distribute_coordinator import (
+    run_distribute_coordinator,
+)
+from nbdist.distribute.strategies.distribute_coordinator_context import (
+    get_current_worker_context,
+)
 from nbdist.graph import ops
 
 _WAIT_S = 60.0

@@ -85,8 +85,8 @@ def _step(target, graph=False):
 def test_connect_by_spec_string_views_session_refusals_disconnect(
     ip, served, detach, capsys
 ):
+    from nbdist.cluster.attached import AttachedCluster
     from nbdist.notebook import BarrierView, ClusterView, PlacementView, TimelineView
-    from nbdist.notebook.attach import AttachedCluster
 
     pids = [t.pid for t in served.tasks]
     view = ip.run_line_magic("cluster", f"connect {_spec_string(served)}")
@@ -278,7 +278,7 @@ def test_disconnect_refuses_a_cluster_the_notebook_started(ip, detach):
 def test_a_running_slurm_job_spec_is_read_from_scontrol():
     """Reading ``scontrol show job``'s answer (the recorded text of a job of
     SLURM 22.05): its comment's spec, else SlurmClusterResolver's layout."""
-    from nbdist.notebook import attach
+    from nbdist.cluster import attached as attach
 
     text = (
         "JobId=7 JobName=nbdist\n   JobState={state} Reason=None Dependency=(null)\n"

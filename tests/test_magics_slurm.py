@@ -192,8 +192,8 @@ def test_a_job_failing_at_start_shows_its_state_and_log_tail(
 def test_connect_slurm_attaches_refuses_kill_and_disconnect_leaves_the_job(
     ip, slurm, served, clean, capsys
 ):
+    from nbdist.cluster.attached import AttachedCluster
     from nbdist.notebook import ClusterView, PlacementView
-    from nbdist.notebook.attach import AttachedCluster
 
     job = served.job_id
     view = ip.run_line_magic("cluster", f"connect --slurm {job}")

@@ -16,7 +16,7 @@ import pytest
 
 import nbdist as nd
 from nbdist import errors
-from nbdist.distribute.distribute_coordinator import _WorkerContext
+from nbdist.distribute.strategies.distribute_coordinator import _WorkerContext
 from nbdist.train import monitored_session as ms
 from nbdist.train.hooks import SessionRunArgs, SessionRunHook
 

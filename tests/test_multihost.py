@@ -226,8 +226,10 @@ def test_trainer_on_three_hosts_equals_one_host_and_the_path_is_off_between_them
 # -- ClusterCoordinator and a cut link --------------------------------------------------
 @pytest.mark.slow
 def test_coordinator_survives_a_cut_link_and_the_worker_comes_back(token, monkeypatch):
-    from nbdist.distribute.cluster_coordinator import ClusterCoordinator
-    from nbdist.distribute.parameter_server_strategy import ParameterServerStrategy
+    from nbdist.distribute.coordinator.cluster_coordinator import ClusterCoordinator
+    from nbdist.distribute.strategies.parameter_server_strategy import (
+        ParameterServerStrategy,
+    )
 
     monkeypatch.setenv("NBDIST_TOKEN", token)  # this process is the client
     with netns.Hosts(3) as hosts, nd.Graph().as_default():

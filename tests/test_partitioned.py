@@ -14,8 +14,10 @@ import pytest
 from conftest import local_cluster
 
 import nbdist as nd
-from nbdist.distribute.cluster_coordinator import ClusterCoordinator
-from nbdist.distribute.parameter_server_strategy import ParameterServerStrategy
+from nbdist.distribute.coordinator.cluster_coordinator import ClusterCoordinator
+from nbdist.distribute.strategies.parameter_server_strategy import (
+    ParameterServerStrategy,
+)
 from nbdist.graph.partitioned_variables import PartitionedVariable, ShardedVariable
 
 F32 = nd.float32

@@ -153,8 +153,8 @@ def test_slurm_cluster_spans_three_nodes_trains_as_one_host_and_scancel_cleans(
         cluster3, token, tmp_path, ip):  # noqa: F811
     from test_multihost import build, make_batch, oracle
 
+    from nbdist.cluster.attached import AttachedCluster
     from nbdist.notebook import ClusterView
-    from nbdist.notebook.attach import AttachedCluster
 
     slurm = cluster3
     w0, b0, loss0 = oracle(STEPS)

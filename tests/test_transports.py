@@ -16,7 +16,7 @@ import nbdist as nd
 from conftest import local_cluster
 from nbdist.runtime import interfaces, transports
 from nbdist.runtime.coordination import CoordinationService
-from nbdist.runtime.coordination_local import LocalCoordinationClient
+from nbdist.runtime.coordination.local import LocalCoordinationClient
 from nbdist.runtime.master import Master
 from nbdist.runtime.worker import Worker
 

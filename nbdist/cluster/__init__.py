@@ -1,7 +1,8 @@
 """``nd.cluster``: clusters of real processes and the resolvers that describe them.
 
 ``LocalCluster`` (one process per task on this machine), ``SlurmCluster`` (a SLURM
-job), and the cluster resolvers (``TFConfigClusterResolver``,
+job), ``AttachedCluster`` (a running cluster this process did not start), the
+``Cluster`` protocol they satisfy (``base``), and the cluster resolvers (``TFConfigClusterResolver``,
 ``SimpleClusterResolver``, ``SlurmClusterResolver``). Loaded on first use, so
 ``import nbdist`` stays quick.
 
@@ -16,7 +17,9 @@ import importlib
 
 _NAMES = {
     "LocalCluster": "local_cluster",
-    "TaskInfo": "local_cluster",
+    "TaskInfo": "base",
+    "Cluster": "base",
+    "AttachedCluster": "attached",
     "SlurmCluster": "slurm_cluster",
     "SlurmTaskInfo": "slurm_cluster",
     "ClusterResolver": "resolvers",

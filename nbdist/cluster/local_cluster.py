@@ -18,9 +18,9 @@ import tempfile
 import threading
 import time
 import weakref
-from dataclasses import dataclass, field
 
 from nbdist import errors
+from nbdist.cluster.base import ClusterBase, TaskInfo
 from nbdist.runtime import transports
 from nbdist.runtime.cluster_spec import ClusterSpec
 
@@ -31,29 +31,6 @@ _POLL_SECS = 0.01
 
 # Set to 1 in a task's environment unless the caller set them.
 _THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-
-
-@dataclass
-class TaskInfo:
-    """One task of a ``LocalCluster``: ``job``, ``index``, ``address``, ``pid``,
-    ``state`` ("running", "killed", "exited" or "stopped")."""
-
-    job: str
-    index: int
-    address: str
-    pid: int | None
-    state: str
-    # When kill() SIGKILLed it (wall time); keyword-only, so that subclasses
-    # (SlurmTaskInfo) may add fields without defaults.
-    ended_at: float | None = field(default=None, kw_only=True)
-
-    @property
-    def name(self) -> str:
-        return f"/job:{self.job}/replica:0/task:{self.index}"
-
-    @property
-    def target(self) -> str:
-        return "grpc://" + self.address
 
 
 def _free_ports(n: int) -> list[int]:
@@ -68,38 +45,7 @@ def _free_ports(n: int) -> list[int]:
     return ports
 
 
-class ClusterTargets:
-    """Targets of a started cluster's tasks, from its ``_spec`` and ``_task(job,
-    index)`` (shared by ``LocalCluster`` and ``SlurmCluster``)."""
-
-    _spec: ClusterSpec
-
-    @property
-    def cluster_spec(self) -> ClusterSpec:
-        return self._spec
-
-    def target(self, job: str = "worker", index: int = 0) -> str:
-        """The session target of a task, e.g. ``grpc://localhost:40123``."""
-        return self._task(job, index).target
-
-    @property
-    def coordination_target(self) -> str:
-        """The target of the task hosting the cluster's coordination service
-        (the chief, else worker 0, else ps 0)."""
-        from nbdist.graph.device import DeviceSpec
-        from nbdist.runtime.coordination import leader_task
-
-        s = DeviceSpec.from_string(leader_task(self._spec))
-        return self.target(s.job, s.task or 0)
-
-    @property
-    def targets(self) -> dict[str, list[str]]:
-        """job -> the targets of its tasks, in index order."""
-        return {job: [self.target(job, i) for i in range(self._spec.num_tasks(job))]
-                for job in self._spec.jobs}
-
-
-class LocalCluster(ClusterTargets):
+class LocalCluster(ClusterBase):
     """A multi-process cluster on 127.0.0.1.
 
     >>> import nbdist as nd
@@ -150,7 +96,10 @@ class LocalCluster(ClusterTargets):
             raise
         self.startup_seconds = time.monotonic() - started
 
-    # -- public API -------------------------------------------------------------------
+    # -- public API (cluster_spec, target, targets, leader, coordination_target,
+    # closed: ClusterBase) --------------------------------------------------------------
+    restarts_tasks = True
+
     @property
     def coordination_config(self):
         return self._coordination_config
@@ -251,6 +200,9 @@ class LocalCluster(ClusterTargets):
             have = ", ".join(f"{j}:{i}" for j, i in self._tasks)
             raise ValueError(f"LocalCluster has no task {job}:{index} (tasks: {have})")
         return t
+
+    def _address(self, job: str, index: int) -> str:
+        return self._task(job, index).address
 
     def _log_path(self, job, index):
         return os.path.join(self._log_dir, f"{job}-{index}.log")

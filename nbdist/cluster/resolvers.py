@@ -19,6 +19,7 @@ from nbdist.cluster import env
 from nbdist.runtime.cluster_spec import ClusterSpec
 
 __all__ = [
+    "SLURM_PORT_BASE",
     "ClusterResolver",
     "SimpleClusterResolver",
     "SlurmClusterResolver",
@@ -26,6 +27,7 @@ __all__ = [
     "expand_hostlist",
     "expand_tasks_per_node",
     "format_master_url",
+    "slurm_layout",
 ]
 
 _EVALUATOR = "evaluator"
@@ -382,6 +384,27 @@ def expand_tasks_per_node(tasks_per_node: str) -> list[int]:
     return result
 
 
+SLURM_PORT_BASE = 8888  # TF's SlurmClusterResolver's first port on each node
+
+
+def slurm_layout(jobs: Mapping[str, int], tasks_per_host: Mapping[str, int],
+                 port_base: int = SLURM_PORT_BASE) -> dict[str, list[str]]:
+    """TF's layout of a Slurm job's tasks: nodes sorted by name, the tasks of
+    a node on ports ``port_base``, ``port_base + 1``, ...; jobs sorted by name
+    take consecutive tasks.
+
+    >>> slurm_layout({"worker": 2, "ps": 1}, {"n2": 1, "n1": 2})
+    {'ps': ['n1:8888'], 'worker': ['n1:8889', 'n2:8888']}
+    """
+    addresses = [f"{host}:{port_base + k}"
+                 for host, n in sorted(tasks_per_host.items()) for k in range(n)]
+    cluster, start = {}, 0
+    for job, n in sorted(jobs.items()):
+        cluster[job] = addresses[start : start + n]
+        start += n
+    return cluster
+
+
 class SlurmClusterResolver(ClusterResolver):
     """The cluster of a Slurm job step, one task per Slurm task.
 
@@ -411,7 +434,7 @@ class SlurmClusterResolver(ClusterResolver):
     def __init__(
         self,
         jobs: Mapping[str, int] | None = None,
-        port_base: int = 8888,
+        port_base: int = SLURM_PORT_BASE,
         gpus_per_node: int | None = None,
         gpus_per_task: int | None = None,
         tasks_per_node: int | Mapping[str, int] | None = None,
@@ -475,17 +498,13 @@ class SlurmClusterResolver(ClusterResolver):
 
     def _allocate(self) -> tuple[dict[str, list[str]], list[str]]:
         """Addresses per job, and the GPU list of each task (by rank)."""
-        addresses, gpus = [], []
-        for host, num_tasks in sorted(self._task_configuration.items()):
+        gpus = []
+        for _, num_tasks in sorted(self._task_configuration.items()):
             for k in range(num_tasks):
-                addresses.append(f"{host}:{self._port_base + k}")
                 first = k * self._gpus_per_task
                 ids = range(first, first + self._gpus_per_task)
                 gpus.append(",".join(str(i) for i in ids))
-        cluster, start = {}, 0
-        for job, n in sorted(self._jobs.items()):
-            cluster[job] = addresses[start : start + n]
-            start += n
+        cluster = slurm_layout(self._jobs, self._task_configuration, self._port_base)
         return cluster, gpus
 
     def _own_task(self) -> tuple[str | None, int | None]:

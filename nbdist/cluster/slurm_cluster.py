@@ -30,15 +30,13 @@ from dataclasses import dataclass
 from time import monotonic, sleep
 
 from nbdist import errors
-from nbdist.cluster.local_cluster import (
-    ClusterTargets,
-    TaskInfo,
-    _progress_bar,
-)
+from nbdist.cluster.base import ClusterBase, TaskInfo
+from nbdist.cluster.local_cluster import _progress_bar
 from nbdist.runtime import transports
 from nbdist.runtime.cluster_spec import ClusterSpec
 
-__all__ = ["SlurmCluster", "SlurmTaskInfo", "job_task_states"]
+__all__ = ["SlurmCluster", "SlurmTaskInfo", "job_task_states", "scontrol_fields",
+           "show_job"]
 
 _CMD_TIMEOUT_S = 30.0  # one sbatch/scontrol/scancel call, at most
 _POLL_S = 0.1  # the job's directory and the tasks' ports
@@ -67,7 +65,7 @@ class SlurmTaskInfo(TaskInfo):
     reason: str = ""
 
 
-class SlurmCluster(ClusterTargets):
+class SlurmCluster(ClusterBase):
     """A cluster of ``ps`` and ``workers`` tasks run by SLURM as one batch job.
 
     ``partition``, ``time`` ("10:00"), ``cpus_per_task``, ``mem`` ("2G")
@@ -133,7 +131,8 @@ class SlurmCluster(ClusterTargets):
         self._state_at = None
         self.startup_seconds = monotonic() - started
 
-    # -- public API (cluster_spec, target, targets, coordination_target: ClusterTargets)
+    # -- public API (cluster_spec, target, targets, leader, coordination_target,
+    # closed: ClusterBase)
     @property
     def tasks(self) -> list[SlurmTaskInfo]:
         """The tasks, their state following the job's: "running" while it
@@ -220,6 +219,9 @@ class SlurmCluster(ClusterTargets):
             have = ", ".join(f"{j}:{i}" for j, i in self._tasks)
             raise ValueError(f"SlurmCluster has no task {job}:{index} (tasks: {have})")
         return t
+
+    def _address(self, job: str, index: int) -> str:
+        return self._task(job, index).address
 
     def _script(self, job_name, partition, time, cpus_per_task, mem, job_extra):
         n = sum(k for _, k in self._jobs)
@@ -366,11 +368,24 @@ class SlurmCluster(ClusterTargets):
             f": {waiting} within {self._start_timeout:g} s")
 
 
+def scontrol_fields(text: str) -> dict[str, str]:
+    """The ``Key=Value`` fields of an ``scontrol show`` answer."""
+    return dict(re.findall(r"(\w+)=(\S*)", text))
+
+
+def show_job(job_id: str, run=subprocess.run,
+             timeout: float | None = None) -> subprocess.CompletedProcess:
+    """``scontrol show job -o JOB`` (returncode 127: no scontrol, 124: no
+    answer within ``timeout``); ``run`` is ``subprocess.run``'s stand-in."""
+    return _slurm(["scontrol", "show", "job", "-o", str(job_id)], run=run,
+                  timeout=timeout)
+
+
 def _job_fields(job_id: str) -> dict[str, str]:
-    r = _slurm(["scontrol", "show", "job", "-o", job_id])
+    r = show_job(job_id)
     if r.returncode:
         return {"JobState": "UNKNOWN", "Reason": (r.stderr or r.stdout).strip()}
-    return dict(re.findall(r"(\w+)=(\S*)", r.stdout))
+    return scontrol_fields(r.stdout)
 
 
 # Node state flags (scontrol's State=DOWN+NOT_RESPONDING) of a node that failed.
@@ -386,7 +401,7 @@ def _node_fields(nodelist: str) -> dict[str, dict[str, str]]:
     r = _slurm(["scontrol", "show", "node", nodelist])
     nodes = {}
     for block in re.split(r"\n\s*\n", r.stdout if r.returncode == 0 else ""):
-        fields = dict(re.findall(r"(\w+)=(\S*)", block))
+        fields = scontrol_fields(block)
         if "NodeName" in fields:
             reason = re.search(r"^\s*Reason=(.*)$", block, re.MULTILINE)
             fields["Reason"] = reason.group(1).strip() if reason else ""
@@ -458,15 +473,17 @@ def _accepts_connections(host: str, port: int) -> bool:
         return False
 
 
-def _slurm(args: list[str], env=None) -> subprocess.CompletedProcess:
+def _slurm(args: list[str], env=None, run=subprocess.run,
+           timeout: float | None = None) -> subprocess.CompletedProcess:
+    timeout = _CMD_TIMEOUT_S if timeout is None else timeout
     try:
-        return subprocess.run(args, capture_output=True, text=True, env=env,
-                              timeout=_CMD_TIMEOUT_S, check=False)
+        return run(args, capture_output=True, text=True, env=env, timeout=timeout,
+                   check=False)
     except FileNotFoundError:
         return subprocess.CompletedProcess(args, 127, "", f"{args[0]}: not found")
     except subprocess.TimeoutExpired:
         return subprocess.CompletedProcess(
-            args, 124, "", f"{args[0]} did not answer within {_CMD_TIMEOUT_S:g} s")
+            args, 124, "", f"{args[0]} did not answer within {timeout:g} s")
 
 
 def _scancel(job_id: str):

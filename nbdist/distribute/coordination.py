@@ -5,7 +5,8 @@ script): ``watch_events`` and ``coordination_client``.
 ``LocalCluster`` (their ``coordination_target``), a ``ClusterSpec`` or cluster
 dict (its leader task: the chief, else worker 0, else ps 0), or a
 ``grpc://host:port`` / ``host:port`` of any task of the cluster (a task that
-does not host the service points the client to the one that does).
+does not host the service points the client to the one that does): what
+``runtime.coordination.target_of`` accepts.
 
 >>> import nbdist as nd
 >>> server = nd.Server.create_local_server()
@@ -19,35 +20,14 @@ does not host the service points the client to the one that does).
 from __future__ import annotations
 
 from nbdist.runtime import transports
-from nbdist.runtime.cluster_spec import ClusterSpec
-from nbdist.runtime.coordination import Event, leader_task
+from nbdist.runtime.coordination import Event, target_of
 
-__all__ = ["Event", "coordination_client", "coordination_target", "watch_events"]
-
-
-def coordination_target(target) -> str:
-    """The ``grpc://`` target of the coordination service ``target`` names."""
-    ct = getattr(target, "coordination_target", None)
-    if isinstance(ct, str):
-        return ct
-    if isinstance(target, str):
-        return target if target.startswith("grpc://") else "grpc://" + target
-    if isinstance(target, dict) or hasattr(target, "job"):
-        target = ClusterSpec(target)
-    if isinstance(target, ClusterSpec):
-        leader = leader_task(target)
-        if leader is None:
-            raise ValueError("The cluster is empty")
-        job = leader.split("/")[1][len("job:"):]
-        index = int(leader.rsplit(":", 1)[1])
-        return "grpc://" + target.task_address(job, index)
-    raise TypeError("target must be a target string, a Server, a LocalCluster or a "
-                    f"ClusterSpec; got {type(target).__name__}")
+__all__ = ["Event", "coordination_client", "watch_events"]
 
 
 def coordination_client(target, token=None, tls=None, config=None, task=None):
     """A ``CoordinationClient`` of the cluster ``target`` names."""
-    return transports.connect_coordination(coordination_target(target), token=token,
+    return transports.connect_coordination(target_of(target), token=token,
                                            tls=tls, config=config, task=task)
 
 

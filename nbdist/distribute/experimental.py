@@ -6,17 +6,17 @@ from __future__ import annotations
 
 def __getattr__(name):
     if name == "ParameterServerStrategy":
-        from nbdist.distribute.parameter_server_strategy import (
+        from nbdist.distribute.strategies.parameter_server_strategy import (
             ParameterServerStrategy,
         )
 
         return ParameterServerStrategy
     if name in ("MultiWorkerMirroredStrategy", "CollectiveAllReduceStrategy"):
-        from nbdist.distribute import collective_all_reduce_strategy
+        from nbdist.distribute.strategies import collective_all_reduce_strategy
 
         return getattr(collective_all_reduce_strategy, name)
     if name == "partitioners":
-        from nbdist.distribute import partitioners
+        from nbdist.distribute.strategies import partitioners
 
         return partitioners
     if name == "coordinator":

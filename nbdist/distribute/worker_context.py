@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import copy
 
-from nbdist.distribute import distribute_coordinator_context
-from nbdist.runtime.cluster_spec import task_device
+from nbdist.distribute.strategies import distribute_coordinator_context
+from nbdist.runtime.cluster_spec import ClusterSpec, task_device
 
-__all__ = ["TaskType", "WorkerContext", "get_num_workers", "is_chief"]
+__all__ = ["BetweenGraphStrategy", "TaskType", "WorkerContext",
+           "between_graph_context", "get_num_workers", "is_chief"]
 
 
 class TaskType:
@@ -35,6 +36,60 @@ def get_num_workers(cluster_spec) -> int:
         return 0
     d = cluster_spec.as_dict()
     return len(d.get(TaskType.WORKER, [])) + len(d.get(TaskType.CHIEF, []))
+
+
+# -- the default strategy ------------------------------------------------------------
+class _BetweenGraphExtended:
+    """``strategy.extended`` of ``BetweenGraphStrategy``."""
+
+    experimental_between_graph = True
+
+    def __init__(self):
+        self._is_chief = True
+        self._cluster_spec = None
+        self._task_type = None
+        self._task_id = None
+
+    @property
+    def experimental_should_init(self) -> bool:
+        return self._is_chief
+
+    @property
+    def should_checkpoint(self) -> bool:
+        return self._is_chief
+
+    @property
+    def should_save_summary(self) -> bool:
+        return self._is_chief
+
+
+class BetweenGraphStrategy:
+    """The strategy ``run_distribute_coordinator`` uses when given none: every
+    chief/worker task builds its own graph (between-graph replication); the
+    chief (chief 0, else worker 0) initialises, checkpoints and writes
+    summaries. ``configure`` leaves the session config unchanged.
+
+    >>> s = BetweenGraphStrategy()
+    >>> s.configure(None, ClusterSpec({"worker": ["a:1", "b:1"]}), "worker", 1)
+    >>> s.extended.experimental_should_init
+    False
+    """
+
+    def __init__(self):
+        self.extended = _BetweenGraphExtended()
+
+    def configure(self, session_config=None, cluster_spec=None, task_type=None,
+                  task_id=None):
+        del session_config
+        if cluster_spec is not None and not isinstance(cluster_spec, ClusterSpec):
+            cluster_spec = ClusterSpec(cluster_spec)
+        ext = self.extended
+        ext._cluster_spec = cluster_spec
+        ext._task_type, ext._task_id = task_type, task_id
+        ext._is_chief = is_chief(cluster_spec, task_type, task_id)
+
+    def __repr__(self) -> str:
+        return "BetweenGraphStrategy()"
 
 
 class WorkerContext:
@@ -188,3 +243,21 @@ class WorkerContext:
         if self._extended is None:
             return self._is_chief_node
         return bool(getattr(self._extended, name))
+
+
+def between_graph_context(cluster_spec, task_type, task_id,
+                          worker_barrier=None) -> WorkerContext:
+    """The worker context ``run_distribute_coordinator`` gives one task of
+    between-graph replication without a strategy: chief 0, else worker 0,
+    initialises, checkpoints and writes summaries; ``worker_barrier`` (an
+    object with ``wait(task, timeout_s)``) is behind ``wait_for_other_workers``.
+
+    >>> spec = ClusterSpec({"worker": ["a:1", "b:1"]})
+    >>> ctx = between_graph_context(spec, "worker", 1)
+    >>> ctx.master_target, ctx.is_chief, ctx.experimental_should_init
+    ('grpc://b:1', False, False)
+    """
+    flags = BetweenGraphStrategy()
+    flags.configure(None, cluster_spec, task_type, task_id)
+    return WorkerContext(None, cluster_spec, task_type, task_id,
+                         worker_barrier=worker_barrier, extended=flags.extended)

@@ -15,18 +15,12 @@ from nbdist.graph import (
     control_flow_assert,  # noqa: F401  (registers Assert)
     control_flow_grad,  # noqa: F401  (registers the gradients)
     dtypes,
+    nest,
 )
-from nbdist.graph.control_flow_graph import (
-    assert_same_structure,
-    common_shape,
-    flatten,
-    function_name,
-    is_nested,
-    pack_sequence_as,
-    to_function_def,
-    trace,
-    union_captures,
-)
+from nbdist.graph.control_flow_graph import common_shape
+from nbdist.graph.func_graph import trace, union_captures
+from nbdist.graph.function_def import function_name, to_function_def
+from nbdist.graph.nest import flatten, is_nested, pack_sequence_as
 from nbdist.graph.ops import Operation, _graph_of, convert_to_tensor
 from nbdist.graph.tensor_array_ops import as_flow, from_flow, is_tensor_array
 from nbdist.graph.shapes import TensorShape, as_shape
@@ -40,6 +34,15 @@ def _as_output(v, branch_value: bool):
         with v.graph.control_dependencies([v]):
             return constant(branch_value)
     return convert_to_tensor(as_flow(v))
+
+
+def assert_same_structure(a, b, what: str):
+    """As TF's cond and while_loop: the same nesting (a list may stand for a
+    tuple), else a ``ValueError`` that says ``what``."""
+    try:
+        nest.assert_same_structure(a, b, check_types=False)
+    except ValueError as e:
+        raise ValueError(f"{what}: {e}") from None
 
 
 def _rebuild(structure, flat):

@@ -14,7 +14,7 @@ import collections
 from nbdist.graph import dtypes
 from nbdist.graph.control_flow_api import cond
 from nbdist.graph.control_flow_assert import Assert
-from nbdist.graph.control_flow_graph import flatten, pack_sequence_as
+from nbdist.graph.nest import flatten, pack_sequence_as
 from nbdist.graph.ops import Operation, Tensor, _graph_of, convert_to_tensor
 
 

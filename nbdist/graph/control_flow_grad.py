@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from nbdist.graph.array_ops import placeholder
 from nbdist.graph.array_ops_creation import zeros_like
-from nbdist.graph.control_flow_graph import (
+from nbdist.graph.function_def import (
     function_graph,
     function_name,
     needed_trace,

@@ -3,8 +3,7 @@
 
 from __future__ import annotations
 
-import builtins
-
+from nbdist.graph import nest
 from nbdist.graph.op_def import register_op
 from nbdist.graph.ops import Operation, Tensor, _graph_of, get_default_graph
 
@@ -29,15 +28,6 @@ def _as_op(x):
     raise TypeError(f"Expected an Operation or Tensor, got {x!r}")
 
 
-def _flatten(x) -> list:
-    # As TF's nest.flatten: nested lists, tuples and dicts (by sorted key).
-    if isinstance(x, dict):
-        return [v for k in sorted(x) for v in _flatten(x[k])]
-    if isinstance(x, (list, builtins.tuple)):
-        return [v for item in x for v in _flatten(item)]
-    return [x]
-
-
 def _group_on(g, device: str, deps, name=None):
     with g.control_dependencies(deps):
         if not device:
@@ -60,7 +50,7 @@ def group(*inputs, name=None):
     ...     s.run(v.initializer); s.run(both); float(s.run(v))
     3.0
     """
-    ops = [_as_op(x) for x in _flatten(inputs) if x is not None]
+    ops = [_as_op(x) for x in nest.flatten(inputs) if x is not None]
     g = _graph_of(ops)
     with g.as_default(), g.name_scope(name or "group_deps") as scope:
         by_device: dict[str, list] = {}

@@ -28,8 +28,8 @@ import functools
 import inspect
 import itertools
 
-from nbdist.graph.control_flow_graph import flatten, pack_sequence_as
 from nbdist.graph.gradient_registry import RegisterGradient
+from nbdist.graph.nest import flatten, pack_sequence_as
 from nbdist.graph.ops import GraphKeys, Tensor, _graph_of, convert_to_tensor
 
 _ids = itertools.count(1)

@@ -26,7 +26,8 @@ def load_all():
             if e.name != f"nbdist.graph.{m}":
                 raise
     # Ops defined outside the graph package (datasets, functions) register here.
-    for m in ("nbdist.distribute.data_ops", "nbdist.distribute.function_ops"):
+    for m in ("nbdist.distribute.data.data_ops",
+              "nbdist.distribute.tracing.function_ops"):
         try:
             importlib.import_module(m)
         except ModuleNotFoundError as e:

@@ -8,6 +8,7 @@ live widgets, usable on their own::
     nd.notebook.BarrierView(cluster)           # barriers and SyncReplicas rounds
     nd.notebook.TimelineView.trace(sess, train_op)  # one step's ops over time
     nd.notebook.TrainingView(cluster, logdir=logdir)  # loss and steps/s per worker
+    nd.notebook.TrafficView(cluster)           # calls and bytes between tasks
     nd.notebook.FailureStoryView(cluster)      # kill -> detected -> restored -> redone
 
 ipywidgets is imported only when a widget is drawn in a kernel; elsewhere each
@@ -22,6 +23,7 @@ from nbdist.notebook.widget_cluster import ClusterView
 from nbdist.notebook.widget_placement import PlacementView
 from nbdist.notebook.widget_story import FailureStoryView
 from nbdist.notebook.widget_timeline import TimelineView
+from nbdist.notebook.widget_traffic import TrafficView
 from nbdist.notebook.widget_training import TrainingView
 
 __all__ = [
@@ -32,6 +34,7 @@ __all__ = [
     "PlacementView",
     "ServiceEventSource",
     "TimelineView",
+    "TrafficView",
     "TrainingView",
     "active_cluster",
     "event_source_for",

@@ -5,7 +5,8 @@ events (objects with ``seq``, ``wall_time_us``, ``kind``, ``task`` and a
 ``payload`` dict), oldest first, that blocks for new ones. The coordination
 service's client is one (``transports.connect_coordination(target).watch``);
 ``ServiceEventSource`` wraps the in-process ``CoordinationService`` (tests, and
-servers in this process). If the iterator has ``cancel()`` or ``stop()``,
+servers in this process) with the runtime's one in-process watch
+(``coordination.LocalEventWatch``). If the iterator has ``cancel()`` or ``stop()``,
 stopping the follower ends it at once; otherwise the follower stops at the
 next event.
 
@@ -34,38 +35,13 @@ import logging
 import threading
 import time
 
+from nbdist.cluster.base import as_cluster
+from nbdist.runtime import transports
+from nbdist.runtime.coordination import LocalEventWatch, target_of
+
 __all__ = ["EventFollower", "ServiceEventSource", "Throttle", "event_source_for"]
 
 _log = logging.getLogger("nbdist.notebook")
-
-
-class _ServiceWatch:
-    """An iterator over a ``CoordinationService``'s events that ``cancel()`` ends."""
-
-    def __init__(self, service, from_seq: int, kinds):
-        self._service = service
-        self._next = max(1, int(from_seq))
-        self._kinds = list(kinds) if kinds else None
-        self._buffer: list = []
-        self._cancelled = threading.Event()
-
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        while not self._buffer:
-            if self._cancelled.is_set() or self._service._stopped.is_set():
-                raise StopIteration
-            got = self._service.wait_events(self._next, 0.2, kinds=self._kinds)
-            if got:
-                self._next = got[-1].seq + 1
-                self._buffer.extend(got)
-        if self._cancelled.is_set():
-            raise StopIteration
-        return self._buffer.pop(0)
-
-    def cancel(self):
-        self._cancelled.set()
 
 
 class ServiceEventSource:
@@ -75,7 +51,7 @@ class ServiceEventSource:
         self.service = service
 
     def watch(self, from_seq: int = 0, kinds=None):
-        return _ServiceWatch(self.service, from_seq, kinds)
+        return LocalEventWatch(self.service, from_seq, kinds)
 
     def last_seq(self) -> int:
         return self.service.last_seq
@@ -89,13 +65,12 @@ def event_source_for(cluster=None, target: str | None = None):
     if service is not None:  # an in-process server hosting the service
         return ServiceEventSource(service)
     if target is None and cluster is not None:
-        target = getattr(cluster, "coordination_target", None)
-        if target is None:
-            target = _leader_target(cluster)
+        try:
+            target = target_of(cluster)
+        except (TypeError, ValueError):  # not a cluster, or one without tasks
+            return None
     if not target:
         return None
-    from nbdist.runtime import transports
-
     try:
         return transports.connect_coordination(target)
     except ImportError:  # the target's transport is not installed
@@ -103,25 +78,10 @@ def event_source_for(cluster=None, target: str | None = None):
 
 
 def cluster_gone(cluster) -> bool:
-    """Whether ``cluster`` (a ``LocalCluster`` or ``Server``) was shut down."""
-    if getattr(cluster, "_closed", False):
-        return True
-    stopped = getattr(cluster, "_stopped", None)
-    return bool(stopped is not None and stopped.is_set())
-
-
-def _leader_target(cluster) -> str | None:
-    spec = getattr(cluster, "cluster_spec", cluster)
-    if spec is None or not hasattr(spec, "task_address"):
-        return None
-    from nbdist.runtime.coordination import leader_task
-
-    leader = leader_task(spec)
-    if leader is None:
-        return None
-    job = leader.split("/job:")[1].split("/")[0]
-    index = int(leader.rsplit("task:", 1)[1])
-    return "grpc://" + spec.task_address(job, index)
+    """Whether ``cluster`` (a ``Cluster`` or an in-process ``Server``) was
+    shut down (or disconnected)."""
+    c = as_cluster(cluster)
+    return c is not None and c.closed
 
 
 class EventFollower:

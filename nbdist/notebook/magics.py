@@ -32,6 +32,7 @@ COMMANDS = (
     "timeline",
     "connect",
     "disconnect",
+    "traffic",
 )
 _active: list = []  # the Magics instance of the shell that loaded the extension
 
@@ -128,6 +129,10 @@ class ClusterMagics(Magics):
                                                 the default graph) on the cluster
             %cluster timeline FETCHES           trace one step of FETCHES (or show
                                                 a RunMetadata) as a TimelineView
+            %cluster traffic                    TrafficView: calls and bytes
+                                                between tasks, live (LocalCluster
+                                                tasks publish their taps when
+                                                started with NBDIST_TAP_EVENTS=1)
             %cluster stop                       stop every task
             %cluster start --slurm [--partition P] [--time T] --ps 1 --workers 4
                                                 the tasks as one SLURM job
@@ -382,6 +387,17 @@ class ClusterMagics(Magics):
             return TimelineView.trace(session, value, title=" ".join(args.args))
         with Session(target) as sess:
             return TimelineView.trace(sess, value, title=" ".join(args.args))
+
+    def _traffic(self, args):
+        from nbdist.notebook.widget_traffic import TrafficView
+
+        self._no_args(args, "traffic")
+        cluster = self._need_cluster()
+        if hasattr(cluster, "tap"):  # an in-process server: its own tap
+            return self._keep(TrafficView(cluster))
+        if self.follower is None:
+            raise UsageError("%cluster traffic needs the cluster's event stream")
+        return self._keep(TrafficView(cluster, follower=self.follower))
 
     # -- %%cluster ------------------------------------------------------------------------
     def _run_cell(self, cell, args):

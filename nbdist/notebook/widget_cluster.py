@@ -11,11 +11,11 @@ times) are kept as its history, drawn under the table.
 from __future__ import annotations
 
 import copy
-import os
 import threading
 import time
 from dataclasses import dataclass, field
 
+from nbdist.cluster.base import as_cluster
 from nbdist.notebook import control
 from nbdist.notebook._live import STATE_COLORS, LiveView, clock, esc, short_task
 from nbdist.notebook.events import cluster_gone
@@ -244,20 +244,11 @@ class ClusterView(LiveView):
         return self._state.apply(event)
 
     def _pollable(self) -> bool:
-        return hasattr(self.cluster, "tasks") or hasattr(self.cluster, "_stopped")
+        return as_cluster(self.cluster) is not None
 
     def _processes(self):
-        c = self.cluster
-        if hasattr(c, "tasks"):  # LocalCluster
-            return c.tasks
-        if hasattr(c, "_stopped") and hasattr(c, "server_def"):  # in-process Server
-            from nbdist.cluster.local_cluster import TaskInfo
-
-            sd = c.server_def
-            address = c.cluster_spec.task_address(sd.job_name, sd.task_index)
-            state = "stopped" if c._stopped.is_set() else "running"
-            return [TaskInfo(sd.job_name, sd.task_index, address, os.getpid(), state)]
-        return []
+        c = as_cluster(self.cluster)  # a ClusterSpec has no processes to show
+        return c.tasks if c is not None else []
 
     def _poll(self) -> bool:
         try:
@@ -317,7 +308,8 @@ class ClusterView(LiveView):
         """Whether the kill and the restart button of ``row`` can do anything:
         only on a live view of a running LocalCluster this notebook started;
         kill only on a task that runs."""
-        owned = hasattr(self.cluster, "kill") and hasattr(self.cluster, "restart")
+        c = as_cluster(self.cluster)
+        owned = c is not None and c.owned and c.restarts_tasks
         if not owned or self._closed or cluster_gone(self.cluster):
             return False, False
         alive = row is not None and row.state in ("running", "starting", "unresponsive")

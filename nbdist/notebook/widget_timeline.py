@@ -1,86 +1,48 @@
-"""``TimelineView``: one step's ops per task over time, drawn as SVG from the
-``RunMetadata.step_stats`` of a traced ``Session.run``."""
+"""``TimelineView``: a traced step across the cluster, drawn as SVG from the
+``RunMetadata.step_stats`` of ``Session.run`` (which gathers every task's ops
+of the step): one lane per task, ops as bars coloured by kind, an arrow per
+tensor sent from one task to another (labelled with the tensor and its
+bytes), a legend and round ticks. Hovering a bar or an arrow shows its op or
+tensor, task, start, duration and bytes (an SVG ``<title>``: no JavaScript).
+Several steps can be kept (``trace(..., steps=5)``, ``update``) and scrubbed
+with a slider in the live widget; the static face shows the current one."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from nbdist.notebook._live import LiveView, esc, short_task
+from nbdist.notebook.timeline_model import (
+    KINDS,
+    Span,
+    Transfer,
+    format_bytes,
+    nice_ticks,
+    spans_from_run_metadata,
+    step_origin_us,
+    task_key,
+    tick_label,
+    transfers_from_run_metadata,
+)
 
-__all__ = ["TimelineView", "trace"]
+__all__ = [
+    "Span",
+    "TimelineView",
+    "Transfer",
+    "merge_run_metadata",
+    "spans_from_run_metadata",
+    "trace",
+]
 
-_COLORS = {
-    "MatMul": "#0969da",
-    "Add": "#1a7f37",
-    "AddV2": "#1a7f37",
-    "Mul": "#2da44e",
-    "Relu": "#bf8700",
-    "VariableV2": "#8250df",
-    "Identity": "#8c959f",
-    "_Send": "#cf222e",
-    "_Recv": "#fa4549",
-    "_Fetch": "#6e7781",
-    "_Feed": "#6e7781",
-    "Const": "#afb8c1",
-}
-_FALLBACK = ("#0a7ea4", "#bc4c00", "#bf3989", "#6639ba", "#116329", "#953800")
-
-
-@dataclass
-class Span:
-    task: str
-    device: str
-    name: str
-    op: str
-    start_us: int  # relative to the step's first op
-    end_us: int
-    bytes: int
+_MAX_ROWS = 6  # sub-rows of a lane for ops that overlap in time
+_LABELLED_ARROWS = 16  # more arrows than this are labelled on hover only
+_LABEL_AT = (0.75, 0.5, 0.9, 0.3, 0.15)  # where along its arrow a label may go
 
 
-def spans_from_run_metadata(run_metadata) -> list[Span]:
-    """Every op of a traced step, with start and end relative to the first."""
-    raw = []
-    for dev in run_metadata.step_stats.dev_stats:
-        task = dev.task or dev.device.split("/device:", 1)[0]
-        for n in dev.node_stats:
-            start = n.all_start_micros
-            end = start + max(n.all_end_rel_micros, n.op_end_rel_micros, 0)
-            out = sum(o.tensor_description.allocated_bytes for o in n.output)
-            raw.append(
-                (
-                    task,
-                    dev.device,
-                    n.node_name,
-                    n.op_type or n.timeline_label.split("= ", 1)[-1].rstrip("()"),
-                    start,
-                    end,
-                    out,
-                )
-            )
-    if not raw:
-        return []
-    t0 = min(r[4] for r in raw)
-    return [
-        Span(short_task(t), d, name, op, s - t0, e - t0, b)
-        for t, d, name, op, s, e, b in sorted(raw, key=lambda r: (r[4], r[2]))
-    ]
-
-
-def _color(op: str) -> str:
-    c = _COLORS.get(op)
-    if c is None:
-        c = _FALLBACK[sum(map(ord, op)) % len(_FALLBACK)]
-    return c
-
-
-def _task_key(task: str):
-    order = {"chief": 0, "worker": 1, "ps": 2, "evaluator": 3}
-    job, _, index = task.rpartition(":")
-    return (order.get(job, 9), job, int(index) if index.isdigit() else 0)
+def _fmt_ms(us: int) -> str:
+    return f"{us / 1000:.3f} ms"
 
 
 class TimelineView(LiveView):
-    """One step's ops per task over time.
+    """One step (or the last few) across the tasks of a cluster.
 
     >>> import nbdist as nd
     >>> g = nd.Graph()
@@ -93,77 +55,161 @@ class TimelineView(LiveView):
     ...
     """
 
-    def __init__(self, run_metadata=None, *, title: str = ""):
+    face_class = "nbdist-timeline-view"
+
+    def __init__(self, run_metadata=None, *, title: str = "", keep: int = 20,
+                 wire=None):
         self.title = title
+        # Tap records (a TrafficView, or a list of runtime.tap_record.TapRecord)
+        # whose collective chunks and pulls are drawn over the step they fall in.
+        self.wire_source = wire
+        self.wire: list[Transfer] = []
+        self.keep = max(1, int(keep))
+        self.steps: list = []  # RunMetadata of the kept steps, oldest first
+        self.current = -1  # index into steps of the step shown
         self.spans: list[Span] = []
+        self.transfers: list[Transfer] = []
+        self._slider = None
         super().__init__(None, live=False)
         if run_metadata is not None:
             self.update(run_metadata)
 
     @classmethod
-    def trace(cls, session, fetches, feed_dict=None, title: str = ""):
-        """Runs ``fetches`` once with ``FULL_TRACE`` and returns the view of it
-        (the fetched values are in ``view.result``)."""
+    def trace(cls, session, fetches, feed_dict=None, title: str = "", steps: int = 1,
+              keep: int = 20):
+        """Runs ``fetches`` ``steps`` times with ``FULL_TRACE`` and returns the
+        view of those steps (the last fetched values are in ``view.result``,
+        its ``RunMetadata`` in ``view.run_metadata``)."""
         from nbdist.proto.config_pb2 import RunMetadata, RunOptions
 
-        metadata = RunMetadata()
-        result = session.run(
-            fetches,
-            feed_dict,
-            options=RunOptions(trace_level=RunOptions.FULL_TRACE),
-            run_metadata=metadata,
-        )
-        view = cls(metadata, title=title)
-        view.result = result
-        view.run_metadata = metadata
+        view = cls(title=title, keep=max(keep, steps))
+        for _ in range(max(1, int(steps))):
+            metadata = RunMetadata()
+            view.result = session.run(
+                fetches, feed_dict,
+                options=RunOptions(trace_level=RunOptions.FULL_TRACE),
+                run_metadata=metadata)
+            view.update(metadata)
         return view
 
+    @property
+    def run_metadata(self):
+        """The ``RunMetadata`` of the step shown (None before any)."""
+        return self.steps[self.current] if self.steps else None
+
     def update(self, run_metadata):
-        """Shows another step."""
+        """Adds a traced step (the oldest beyond ``keep`` goes) and shows it.
+        A list of ``RunMetadata`` (one step of each of several sessions, e.g.
+        each worker's of an all-reduce step) is drawn as one step."""
+        if isinstance(run_metadata, (list, tuple)):
+            run_metadata = merge_run_metadata(run_metadata)
         with self._lock:
-            self.spans = spans_from_run_metadata(run_metadata)
+            self.steps.append(run_metadata)
+            del self.steps[: -self.keep]
+            self._show(len(self.steps) - 1)
         self._changed()
+
+    def show_step(self, index: int):
+        """Shows kept step ``index`` (negative counts from the last)."""
+        with self._lock:
+            if not self.steps:
+                raise IndexError("the view has no steps")
+            self._show(range(len(self.steps))[index])
+        self._changed()
+        return self
+
+    def _show(self, index: int):
+        self.current = index
+        md = self.steps[index]
+        self.spans = spans_from_run_metadata(md)
+        self.transfers = transfers_from_run_metadata(md)
+        self.wire = self._wire_of(md)
+
+    def _wire_of(self, md) -> list[Transfer]:
+        source = self.wire_source
+        if source is None:
+            return []
+        records = source.records() if hasattr(source, "records") else list(source)
+        t0 = step_origin_us(md)
+        end = t0 + max((s.end_us for s in self.spans), default=0)
+        return [Transfer(r.kind, short_task(r.source), short_task(r.destination),
+                         r.nbytes, r.start_us - t0, r.end_us - t0, f"{r.kind}:{r.step}")
+                for r in records
+                if r.kind in ("collective", "PullTensor")
+                and r.start_us >= t0 and r.end_us <= end]
+
+    def chrome_trace(self, show_dataflow: bool = True, show_memory: bool = False,
+                     graph=None) -> str:
+        """The step shown as Chrome-trace JSON (``nd.client.timeline``), for
+        ``chrome://tracing`` or https://ui.perfetto.dev."""
+        from nbdist.train.timeline import Timeline
+
+        return Timeline(self.run_metadata.step_stats, graph).generate_chrome_trace_format(
+            show_dataflow=show_dataflow, show_memory=show_memory)
 
     # -- drawing -------------------------------------------------------------------------
     def tasks(self) -> list[str]:
-        return sorted({s.task for s in self.spans}, key=_task_key)
+        return sorted({s.task for s in self.spans}, key=task_key)
 
     def duration_us(self) -> int:
         return max((s.end_us for s in self.spans), default=0)
 
+    def _step_note(self) -> str:
+        if len(self.steps) <= 1:
+            return ""
+        return f"step {self.current + 1} of {len(self.steps)}"
+
     def _text(self) -> str:
         tasks = self.tasks()
         n = len(self.spans)
+        note = f" ({self._step_note()})" if self._step_note() else ""
         lines = [
-            (
-                f"TimelineView: {n} op{'s' if n != 1 else ''} on {len(tasks)} "
-                f"task{'s' if len(tasks) != 1 else ''} over "
-                f"{self.duration_us() / 1000:.1f} ms"
-            )
+            (f"TimelineView: {n} op{'s' if n != 1 else ''} on {len(tasks)} "
+            f"task{'s' if len(tasks) != 1 else ''} over "
+            f"{self.duration_us() / 1000:.1f} ms{note}")
         ]
         for t in tasks:
             spans = [s for s in self.spans if s.task == t]
             busy = sum(s.end_us - s.start_us for s in spans)
+            kinds = [(sum(s.kind == k for s in spans), name)
+                     for k, (_, name) in KINDS.items()]
             lines.append(
                 f"  {t}: {len(spans)} ops, busy {busy / 1000:.1f} ms: "
-                + ", ".join(s.name for s in spans[:8])
-                + (", ..." if len(spans) > 8 else "")
-            )
+                + ", ".join(f"{n} {name}" for n, name in kinds if n))
+        # In a stable order (not by time: concurrent transfers swap places).
+        for tr in sorted(self.transfers,
+                         key=lambda x: (task_key(x.source), task_key(x.destination),
+                                        x.tensor)):
+            lines.append(f"  {tr.source} → {tr.destination}: {tr.tensor} "
+                         f"({format_bytes(tr.bytes)}) at {_fmt_ms(tr.recv_us)}")
         return "\n".join(lines)
 
     def _html(self) -> str:
         tasks = self.tasks()
         total = max(self.duration_us(), 1)
         title = f" · {esc(self.title)}" if self.title else ""
+        n_tr = len(self.transfers)
+        moved = sum(t.bytes for t in self.transfers)
+        note = f" · {self._step_note()}" if self._step_note() else ""
+        wire = (f" · {n_tr} transfer{'s' if n_tr != 1 else ''} ({format_bytes(moved)})"
+                if len(tasks) > 1 else "")
         head = (
             f"<h4>Timeline{title} <span class='muted'>· {len(self.spans)} ops on "
             f"{len(tasks)} task{'s' if len(tasks) != 1 else ''} over "
-            f"{total / 1000:.2f} ms</span></h4>"
+            f"{total / 1000:.2f} ms{wire}{note}</span></h4>"
         )
         if not self.spans:
             return head
-        label_w, width, lane_h = 110, 620, 22
-        # Ops of one task that overlap in time go to sub-rows.
+        return head + self._svg(tasks)
+
+    def _svg(self, tasks) -> str:
+        ticks, unit = nice_ticks(self.duration_us())
+        axis_us = max(ticks[-1], 1)
+        label_w, width, lane_h = 90, 680, 20
+
+        def x_of(us: float) -> float:
+            return label_w + width * us / axis_us
+
         rows_of: dict[str, list[list[Span]]] = {}
         for t in tasks:
             rows: list[list[Span]] = []
@@ -173,58 +219,237 @@ class TimelineView(LiveView):
                         row.append(s)
                         break
                 else:
-                    rows.append([s])
+                    if len(rows) < _MAX_ROWS:
+                        rows.append([s])
+                    else:  # drawn over the last row rather than growing forever
+                        rows[-1].append(s)
             rows_of[t] = rows
-        y = 4
+        y = 30  # room for arrow labels above the first lane
+        lane_mid: dict[str, float] = {}
         parts = []
         for t in tasks:
             rows = rows_of[t]
-            h = len(rows) * lane_h
+            h = max(len(rows) * lane_h + 6, 44)
+            lane_mid[t] = y + h / 2
             parts.append(
                 f"<g class='nbdist-lane' data-task='{esc(t)}'>"
                 f"<rect x='0' y='{y}' width='{label_w + width}' height='{h}' "
-                f"fill='#f6f8fa'/><text x='4' y='{y + 15}' font-weight='600' font-size='11'>"
-                f"{esc(t)}</text>"
-            )
+                f"fill='#f6f8fa'/><text x='4' y='{y + h / 2 + 4:.0f}' "
+                f"font-weight='600' font-size='12'>{esc(t)}</text>")
             for i, row in enumerate(rows):
                 for s in row:
-                    x = label_w + width * s.start_us / total
-                    w = max(1.5, width * (s.end_us - s.start_us) / total)
-                    yy = y + i * lane_h + 3
+                    x = x_of(s.start_us)
+                    w = max(1.5, x_of(s.end_us) - x)
+                    yy = y + (h - len(rows) * lane_h) / 2 + 2 + i * lane_h
+                    color = KINDS[s.kind][0]
+                    tip = (f"{s.name} ({s.op}) · {s.task} · {s.kind} · start "
+                           f"{_fmt_ms(s.start_us)} · duration "
+                           f"{_fmt_ms(s.end_us - s.start_us)} · "
+                           f"{format_bytes(s.bytes)} out")
                     label = (
-                        f"<text x='{x + 2:.1f}' y='{yy + 12}' fill='#fff' "
-                        f"font-size='10' clip-path='none'>{esc(s.op)}</text>"
-                        if w > 7 * len(s.op)
-                        else ""
-                    )
+                        f"<text x='{x + 2:.1f}' y='{yy + 12:.1f}' fill='#fff' "
+                        f"font-size='10' pointer-events='none'>{esc(s.op)}</text>"
+                        if w > 6.5 * len(s.op) + 4 else "")
                     parts.append(
-                        f"<rect x='{x:.1f}' y='{yy}' width='{w:.1f}' "
-                        f"height='{lane_h - 6}' rx='2' fill='{_color(s.op)}'><title>"
-                        f"{esc(s.name)} ({esc(s.op)}) on {esc(s.device)}: "
-                        f"{s.start_us / 1000:.3f}–{s.end_us / 1000:.3f} ms, "
-                        f"{s.bytes} bytes out</title></rect>{label}"
-                    )
+                        f"<rect class='nbdist-op' data-kind='{s.kind}' "
+                        f"x='{x:.1f}' y='{yy:.1f}' width='{w:.1f}' height='{lane_h - 4}' "
+                        f"rx='2' fill='{color}'><title>{esc(tip)}</title></rect>"
+                        + label)
             parts.append("</g>")
-            y += h + 4
-        axis = []
-        for k in range(6):
-            x = label_w + width * k / 5
+            y += h + 6
+        arrows = self._arrows(x_of, lane_mid)
+        axis = [(f"<line x1='{label_w}' y1='{y}' x2='{label_w + width}' y2='{y}' "
+                "stroke='#8c959f'/>")]
+        for v in ticks:
+            x = x_of(v)
             axis.append(
                 f"<line x1='{x:.1f}' y1='{y}' x2='{x:.1f}' y2='{y + 4}' "
                 f"stroke='#8c959f'/><text x='{x:.1f}' y='{y + 16}' "
                 f"text-anchor='middle' font-size='10' fill='#59636e'>"
-                f"{total * k / 5000:.2f}</text>"
-            )
-        svg = (
-            f"<svg class='nbdist-timeline' width='{label_w + width + 30}' "
-            f"height='{y + 30}' xmlns='http://www.w3.org/2000/svg' font-size='12' "
-            f"font-family='system-ui,sans-serif'>{''.join(parts)}{''.join(axis)}"
-            f"<text x='4' y='{y + 16}' font-size='10' fill='#59636e'>time (ms)"
-            "</text></svg>"
-        )
-        return head + svg
+                f"{tick_label(v, unit)}</text>")
+        axis.append(f"<text x='4' y='{y + 16}' font-size='10' fill='#59636e'>"
+                    f"time ({unit})</text>")
+        legend, lx = [], label_w
+        kinds = {s.kind for s in self.spans}
+        ly = y + 34
+        for kind, (color, name) in KINDS.items():
+            if kind not in kinds:
+                continue
+            legend.append(
+                f"<rect x='{lx}' y='{ly - 9}' width='10' height='10' rx='2' "
+                f"fill='{color}'/><text x='{lx + 14}' y='{ly}' font-size='11'>"
+                f"{esc(name)}</text>")
+            lx += 24 + 6.5 * len(name)
+        if self.wire:
+            lx += 10
+            legend.append(
+                f"<line x1='{lx}' y1='{ly - 4}' x2='{lx + 22}' y2='{ly - 4}' "
+                f"stroke='{KINDS['collective'][0]}' stroke-width='1.5' "
+                "stroke-dasharray='4 2'/>"
+                f"<text x='{lx + 28}' y='{ly}' font-size='11'>chunk seen by the "
+                "tap</text>")
+            lx += 150
+        if self.transfers:
+            legend.append(
+                f"<line x1='{lx}' y1='{ly - 4}' x2='{lx + 22}' y2='{ly - 4}' "
+                "stroke='#57606a' stroke-width='1.5' "
+                f"marker-end='url(#nbdist-arrow-{id(self):x})'/>"
+                f"<text x='{lx + 28}' y='{ly}' font-size='11'>tensor sent between "
+                "tasks (name · bytes)</text>")
+        defs = (f"<defs><marker id='nbdist-arrow-{id(self):x}' viewBox='0 0 10 10' "
+                "refX='9' refY='5' markerWidth='7' markerHeight='7' orient='auto'>"
+                "<path d='M0,0 L10,5 L0,10 z' fill='#57606a'/></marker></defs>")
+        return (
+            f"<svg class='nbdist-timeline' width='{label_w + width + 150}' "
+            f"height='{ly + 10}' viewBox='0 0 {label_w + width + 150} {ly + 10}' "
+            "style='max-width:100%;height:auto' "
+            "xmlns='http://www.w3.org/2000/svg' font-size='12' "
+            f"font-family='system-ui,sans-serif'>{defs}{''.join(parts)}"
+            f"{''.join(arrows)}{''.join(axis)}{''.join(legend)}</svg>")
+
+    def _arrows(self, x_of, lane_mid) -> list[str]:
+        out = []
+        labelled = len(self.transfers) + len(self.wire) <= _LABELLED_ARROWS
+        links: dict = {}  # (source, destination): its transfers, one label each
+        for tr in self.transfers:
+            if tr.source not in lane_mid or tr.destination not in lane_mid:
+                continue
+            links.setdefault((tr.source, tr.destination), []).append(tr)
+            x1, x2 = x_of(tr.send_us), x_of(max(tr.recv_us, tr.send_us))
+            y1, y2 = lane_mid[tr.source], lane_mid[tr.destination]
+            tip = (f"{tr.tensor}: {tr.source} → {tr.destination} · "
+                   f"{format_bytes(tr.bytes)} ({tr.bytes} bytes) · sent "
+                   f"{_fmt_ms(tr.send_us)} · received {_fmt_ms(tr.recv_us)}")
+            out.append(
+                f"<g class='nbdist-transfer' data-bytes='{tr.bytes}' "
+                f"data-source='{esc(tr.source)}' data-destination="
+                f"'{esc(tr.destination)}'><title>{esc(tip)}</title>"
+                f"<line x1='{x1:.1f}' y1='{y1:.1f}' x2='{x2:.1f}' y2='{y2:.1f}' "
+                "stroke='#57606a' stroke-width='1.5' "
+                f"marker-end='url(#nbdist-arrow-{id(self):x})'/></g>")
+        placed: list = []  # the labels' boxes so far
+        if labelled:
+            out.extend(self._link_labels(links, x_of, lane_mid, placed))
+        for tr in self.wire:
+            if tr.source in lane_mid and tr.destination in lane_mid:
+                out.append(self._wire_arrow(tr, x_of, lane_mid, labelled, placed))
+        return out
+
+    def _link_labels(self, links, x_of, lane_mid, placed) -> list[str]:
+        """One label per link (its tensors and bytes, a line each), beside the
+        link's last arrow: at the first point along it (and shift up or down)
+        where it overlaps no label placed before."""
+        out = []
+        for (src, dst), transfers in sorted(
+                links.items(), key=lambda kv: max(t.recv_us for t in kv[1])):
+            last = max(transfers, key=lambda t: t.recv_us)
+            x1, x2 = x_of(last.send_us), x_of(max(last.recv_us, last.send_us))
+            y1, y2 = lane_mid[src], lane_mid[dst]
+            lines = [f"{t.tensor if len(t.tensor) <= 26 else '…' + t.tensor[-25:]} · "
+                     f"{format_bytes(t.bytes)}"
+                     for t in sorted(transfers, key=lambda t: -t.bytes)[:3]]
+            if len(transfers) > 3:
+                lines.append(f"+{len(transfers) - 3} more")
+            w, h = 5.6 * max(map(len, lines)) + 4, 11 * len(lines) + 2
+            lx, top = _place_label(placed, x1, y1, x2, y2, w, h)
+            spans = "".join(
+                f"<tspan x='{lx:.1f}' dy='{0 if i == 0 else 11}'>{esc(line)}</tspan>"
+                for i, line in enumerate(lines))
+            out.append(f"<text class='nbdist-transfer-label' x='{lx:.1f}' "
+                       f"y='{top + 9:.1f}' font-size='10' fill='#24292f' "
+                       "stroke='#fff' stroke-width='3' paint-order='stroke'>"
+                       f"{spans}</text>")
+        return out
+
+    def _wire_arrow(self, tr, x_of, lane_mid, labelled, placed) -> str:
+        """A call seen by a task's tap (a collective chunk, a pull): dashed."""
+        x1, x2 = x_of(max(tr.send_us, 0)), x_of(max(tr.recv_us, tr.send_us, 0))
+        y1, y2 = lane_mid[tr.source], lane_mid[tr.destination]
+        color = KINDS["collective"][0] if tr.tensor == "collective" else "#bc4c00"
+        what = "collective chunk" if tr.tensor == "collective" else "pulled tensor"
+        tip = (f"{what}: {tr.source} → {tr.destination} · {format_bytes(tr.bytes)} "
+               f"({tr.bytes} bytes) · {_fmt_ms(tr.send_us)} to "
+               f"{_fmt_ms(tr.recv_us)} (from the tap)")
+        label = ""
+        if labelled:
+            text = ("chunk" if tr.tensor == "collective" else "pull") + (
+                f" · {format_bytes(tr.bytes)}")
+            lx, top = _place_label(placed, x1, y1, x2, y2, 5.6 * len(text) + 4, 13)
+            label = (f"<text x='{lx:.1f}' y='{top + 9:.1f}' font-size='10' "
+                     f"fill='{color}' stroke='#fff' stroke-width='3' "
+                     f"paint-order='stroke'>{esc(text)}</text>")
+        return (f"<g class='nbdist-transfer nbdist-wire' data-bytes='{tr.bytes}' "
+                f"data-source='{esc(tr.source)}' data-destination="
+                f"'{esc(tr.destination)}'><title>{esc(tip)}</title>"
+                f"<line x1='{x1:.1f}' y1='{y1:.1f}' x2='{x2:.1f}' y2='{y2:.1f}' "
+                f"stroke='{color}' stroke-width='1.5' stroke-dasharray='4 2' "
+                f"marker-end='url(#nbdist-arrow-{id(self):x})'/>{label}</g>")
+
+    # -- the live widget: a slider over the kept steps ----------------------------------
+    def _build(self):
+        import ipywidgets as w
+
+        html = w.HTML(value=self._full_html())
+        n = len(self.steps)
+        self._slider = w.IntSlider(
+            value=max(1, self.current + 1), min=1, max=max(1, n), description="step",
+            continuous_update=True, layout=w.Layout(width="420px",
+                                                    display="" if n > 1 else "none"))
+
+        def moved(change):
+            self.show_step(change["new"] - 1)
+            self.refresh()
+
+        self._slider.observe(moved, names="value")
+        return w.VBox([self._slider, html])
+
+    def _update(self, widget):
+        slider, html = widget.children
+        n = len(self.steps)
+        if slider.max != max(1, n):
+            slider.max = max(1, n)
+        slider.layout.display = "" if n > 1 else "none"
+        if slider.value != self.current + 1:
+            slider.value = self.current + 1
+        value = self._full_html()
+        if html.value != value:
+            html.value = value
 
 
-def trace(session, fetches, feed_dict=None, title: str = "") -> TimelineView:
+def _place_label(placed: list, x1, y1, x2, y2, w, h) -> tuple[float, float]:
+    """Where a ``w`` × ``h`` label of the arrow (x1, y1) → (x2, y2) goes: the
+    first point along it (and shifted up or down) that overlaps no box in
+    ``placed`` (crowded: three quarters along, overlapping); added to it."""
+    box = None
+    for at in _LABEL_AT:
+        for dy in (0, -12, 12, -24, 24):
+            lx = x1 + at * (x2 - x1) + 5
+            top = y1 + at * (y2 - y1) - h / 2 + dy
+            if not any(lx < bx + bw and bx < lx + w and top < by + bh
+                       and by < top + h for bx, by, bw, bh in placed):
+                box = (lx, top, w, h)
+                break
+        if box is not None:
+            break
+    if box is None:
+        box = (x1 + 0.75 * (x2 - x1) + 5, y1 + 0.75 * (y2 - y1) - h / 2, w, h)
+    placed.append(box)
+    return box[0], box[1]
+
+
+def merge_run_metadata(run_metadatas):
+    """One ``RunMetadata`` with the step stats of all ``run_metadatas`` (steps
+    that ran at the same time in several sessions: their times are wall-clock
+    microseconds, comparable between the processes of one host)."""
+    from nbdist.proto.config_pb2 import RunMetadata
+
+    merged = RunMetadata()
+    for md in run_metadatas:
+        merged.step_stats.dev_stats.extend(md.step_stats.dev_stats)
+    return merged
+
+
+def trace(session, fetches, feed_dict=None, title: str = "", steps: int = 1
+          ) -> TimelineView:
     """``TimelineView.trace``."""
-    return TimelineView.trace(session, fetches, feed_dict, title)
+    return TimelineView.trace(session, fetches, feed_dict, title, steps)

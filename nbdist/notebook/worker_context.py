@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import threading
 
+from nbdist.distribute.worker_context import between_graph_context
+from nbdist.runtime import transports
+from nbdist.runtime.coordination import target_of
+
 __all__ = ["CellBarrier", "make_barrier", "make_context"]
 
 BARRIER_TIMEOUT_S = 600.0
@@ -20,23 +24,15 @@ class CellBarrier:
     (a task failed) wakes the others with ``CancelledError``."""
 
     def __init__(self, cluster_spec, participants, barrier_id: str):
-        from nbdist.distribute.distribute_coordinator import _WorkerBarrier
-        from nbdist.notebook.events import _leader_target
-        from nbdist.runtime import transports
-
         self._aborted = threading.Event()
-        self.client = transports.connect_coordination(_leader_target(cluster_spec))
-        self._barrier = _WorkerBarrier(
-            self.client,
-            participants,
-            barrier_id,
-            should_cancel=self._aborted.is_set,
-            timeout_s=BARRIER_TIMEOUT_S,
-        )
+        self.client = transports.connect_coordination(target_of(cluster_spec))
+        self.participants = list(participants)
         self.barrier_id = barrier_id
 
     def wait(self, task: str, timeout_s: float | None = None) -> int:
-        return self._barrier.wait(task, timeout_s)
+        return self.client.barrier(
+            self.barrier_id, BARRIER_TIMEOUT_S if timeout_s is None else timeout_s,
+            self.participants, source_task=task, should_cancel=self._aborted.is_set)
 
     def abort(self):
         self._aborted.set()
@@ -53,14 +49,5 @@ def make_barrier(participants, cluster_spec, base_id: str) -> CellBarrier:
 def make_context(cluster_spec, task_type: str, task_id: int, barrier):
     """The ``run_distribute_coordinator`` worker context of one task (between-graph,
     no strategy: chief 0, else worker 0, is the chief)."""
-    from nbdist.distribute.distribute_coordinator import _configured, _WorkerContext
-
-    _, extended = _configured(None, None, cluster_spec, task_type, task_id)
-    return _WorkerContext(
-        None,
-        cluster_spec,
-        task_type,
-        task_id,
-        worker_barrier=barrier,
-        extended=extended,
-    )
+    return between_graph_context(cluster_spec, task_type, task_id,
+                                 worker_barrier=barrier)

@@ -8,7 +8,7 @@ interface               in process                      over gRPC (``runtime/grp
 ======================  ==============================  =================================
 ``MasterInterface``     ``runtime.master.Master``       ``client.GrpcMasterClient``
 ``WorkerInterface``     ``runtime.worker.Worker``       ``client.GrpcWorkerClient``
-``CoordinationClient``  ``coordination_local.``         ``coordination_client.``
+``CoordinationClient``  ``coordination.``               ``coordination_client.``
                         ``LocalCoordinationClient``     ``GrpcCoordinationClient``
 ``TensorTransport``     (a task's own rendezvous)       ``transport.GrpcTensorTransport``
 ======================  ==============================  =================================
@@ -135,6 +135,17 @@ class TensorTransport(Protocol):
              ) -> Any: ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class TensorParking(Protocol):
+    """Where a task parks values for another task to pull by reference
+    (``tensor_store.ParkedTensors``): a client that sends a large feed to a
+    peer parks it here and sends the reference."""
+
+    def park(self, value) -> tuple[str, int]:
+        """Parks ``value``; returns the (rendezvous key, step id) to pull it."""
+        ...
 
 
 @runtime_checkable

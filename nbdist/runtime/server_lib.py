@@ -47,6 +47,11 @@ class Server:
         """Blocks until ``stop()`` is called (from another thread or a signal)."""
         self._stopped.wait()
 
+    @property
+    def stopped(self) -> bool:
+        """Whether ``stop()`` was called."""
+        return self._stopped.is_set()
+
     def __enter__(self):
         self.start()
         return self

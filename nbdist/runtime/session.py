@@ -104,6 +104,12 @@ class BaseSession:
     sess_str = property(lambda self: self._target)
 
     @property
+    def session_handle(self) -> str | None:
+        """The master's handle of this session (None until the first run creates
+        it there): what ``ClusterCoordinator``'s fencing deletes on the ps tasks."""
+        return self._handle
+
+    @property
     def graph_def(self):
         return self._graph.as_graph_def()
 

@@ -42,16 +42,24 @@ class _Parked(NamedTuple):
 
 
 class ParkedTensors:
-    """Values parked in ``worker``'s rendezvous under step ids of their own."""
+    """Values parked in a task's ``rendezvous`` under step ids of their own,
+    keyed as sent from ``device`` (the task's first) of ``incarnation``.
+    Made before the task's ``Worker`` when its peer clients park too (the
+    server's large feeds to peers); the worker then uses this ``rendezvous``.
+    An ``interfaces.TensorParking``."""
 
     def __init__(
         self,
-        worker,
+        device: str,
+        incarnation: int,
+        rendezvous,
         ttl_s: float = PARK_TTL_S,
         limits: Limits | None = None,
         evict_after_s: float = PARK_EVICT_AFTER_S,
     ):
-        self._worker = worker
+        self.device = device
+        self.incarnation = incarnation
+        self.rendezvous = rendezvous
         self._ttl_s = ttl_s
         self._evict_after_s = evict_after_s
         self._limits = limits
@@ -60,9 +68,10 @@ class ParkedTensors:
 
     def park(self, value) -> tuple[str, int]:
         """Parks ``value``; returns the (rendezvous key, step id) to pull it."""
-        w = self._worker
+        rdv = self.rendezvous
         step_id = random.getrandbits(62) | 1
-        key = make_key(w.devices[0], w.incarnation, _CLIENT_TASK, f"_park/{step_id:x}")
+        key = make_key(self.device, self.incarnation, _CLIENT_TASK,
+                       f"_park/{step_id:x}")
         now = time.monotonic()
         nbytes = _nbytes(value)
         stale: list[int] = []
@@ -75,14 +84,14 @@ class ParkedTensors:
                 self._parked.append(_Parked(now, step_id, key, nbytes))
         finally:
             for old in stale:
-                w.rendezvous.cleanup(old)
-        w.rendezvous.send(step_id, key, value)
+                rdv.cleanup(old)
+        rdv.send(step_id, key, value)
         return key, step_id
 
     def _make_room(self, now: float, nbytes: int, stale: list[int]):
         """Adds to ``stale`` the values to drop so that ``nbytes`` fit the cap."""
         # Values already pulled are gone from the rendezvous: forget them.
-        rdv = self._worker.rendezvous
+        rdv = self.rendezvous
         self._parked = collections.deque(
             p for p in self._parked if rdv.holds(p.step_id, p.key)
         )

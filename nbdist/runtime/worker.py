@@ -63,6 +63,11 @@ def recv_siblings(graph_def, own_task: str) -> dict[str, tuple[str, ...]]:
             for k in keys}
 
 
+def cpu_device(task_name: str, index: int = 0) -> str:
+    """The name of CPU device ``index`` of a task (``.../device:CPU:0``)."""
+    return f"{task_name}/device:CPU:{index}"
+
+
 class Worker:
     """One task: ``/job:J/replica:0/task:T`` with ``num_cpus`` CPU devices."""
 
@@ -72,17 +77,21 @@ class Worker:
                  publish: Callable[[str, dict], None] | None = None,
                  task_states: Callable[[list[str]], list] | None = None,
                  limits: Limits | None = None,
-                 address_transport: TensorTransport | None = None):
+                 address_transport: TensorTransport | None = None,
+                 parked: ParkedTensors | None = None):
         """``transport`` brings tensors from other tasks (None: this task is the
         whole cluster); ``publish(kind, payload)`` reports runtime events;
         ``task_states(tasks)`` reads the coordination service's task records
         (what collectives check their peers' liveness with); ``limits`` bound
         what requests may cost (a server's; None: unchecked, in process);
         ``address_transport`` brings tensors from a task named by its address
-        (``src_task`` is an address: the tasks of a propagated cluster)."""
+        (``src_task`` is an address: the tasks of a propagated cluster);
+        ``parked``: where the task parks values for others to pull, when its
+        server made it first (for its peer clients); its rendezvous is then
+        the worker's."""
         self.task_name = task_name
         self.incarnation = incarnation or new_incarnation()
-        self.devices = [f"{task_name}/device:CPU:{i}" for i in range(max(1, num_cpus))]
+        self.devices = [cpu_device(task_name, i) for i in range(max(1, num_cpus))]
         # As TF's devices: resources without a container live in the job's.
         self.default_container = DeviceSpec.from_string(task_name).job or "localhost"
         self._resources = {d: ResourceMgr(self.default_container)
@@ -90,7 +99,11 @@ class Worker:
         self._device_by_short: dict[str, str] = {}
         # isolate_session_state sessions: handle -> their own device -> ResourceMgr
         self._session_resources: dict[str, dict[str, ResourceMgr]] = {}
-        self.rendezvous = Rendezvous()
+        if parked is not None and (parked.device, parked.incarnation) != (
+                self.devices[0], self.incarnation):
+            raise ValueError(f"Worker {task_name}: parked tensors of "
+                             f"{parked.device} ({parked.incarnation:x}) are not its own")
+        self.rendezvous = parked.rendezvous if parked is not None else Rendezvous()
         self._lock = threading.Lock()
         self._sessions: set[str] = set()
         self._graphs: dict[str, tuple[str, Executor]] = {}
@@ -109,7 +122,8 @@ class Worker:
                                               self.rendezvous, transport, task_states)
         self._publish = publish or _ignore
         self.limits = limits
-        self.parked = ParkedTensors(self, limits=limits)
+        self.parked = parked or ParkedTensors(self.devices[0], self.incarnation,
+                                              self.rendezvous, limits=limits)
         self.pushed = PushedTensors(self, limits=limits)
         self.steps_served = 0
 

@@ -36,7 +36,7 @@ import inspect
 import os
 
 from nbdist import errors
-from nbdist.distribute import distribute_coordinator_context
+from nbdist.distribute.strategies import distribute_coordinator_context
 from nbdist.graph.ops import GraphKeys, get_default_graph
 from nbdist.train import hooks as _hooks
 from nbdist.train import session_manager as sm

@@ -12,7 +12,9 @@ that ``chrome://tracing`` and Perfetto open: a JSON object whose
   ``name`` the op type, ``args`` ``{"name": node, "op": type, "input0": ...}``;
 * with ``show_dataflow``, an ``"s"``/``"t"`` flow pair (category
   ``DataFlow``, one ``id`` per edge) from the end of the op producing a
-  tensor to the start of each op using it on another device or lane;
+  tensor to the start of each op using it on another device or lane, and
+  one from each partition's ``_send/X`` to its ``_recv/X`` (a tensor sent
+  from one task to another);
 * with ``show_memory``, object (``"N"``/``"O"``/``"D"``) events per tensor and
   ``"C"`` counters of the bytes alive per allocator.
 
@@ -167,7 +169,7 @@ class Timeline:
             except (KeyError, ValueError):
                 graph_op = None
             if graph_op is not None:
-                inputs = [t.name[:-2] if t.name.endswith(":0") else t.name
+                inputs = [t.name.removesuffix(":0")
                           for t in graph_op.inputs]
                 inputs += ["^" + c.name for c in graph_op.control_inputs]
         return op, inputs
@@ -182,6 +184,7 @@ class Timeline:
         self._tensor_pids: dict[str, int] = {}
         self._tensors: dict[str, _Tensor] = {}
         self._flow_starts: dict[str, tuple] = {}
+        self._sends: dict[str, tuple] = {}  # partition edge: (start, pid, tid)
         self._allocator_maximums: dict[str, AllocationMaximum] = {}
 
     def _alloc_pid(self) -> int:
@@ -222,6 +225,9 @@ class Timeline:
             for ns in dev_stats.node_stats:
                 start = ns.all_start_micros
                 end = start + ns.all_end_rel_micros
+                if ns.node_name.startswith("_send/"):
+                    self._sends[ns.node_name[len("_send/"):]] = (
+                        start, device_pid, ns.thread_id)
                 for index, output in enumerate(ns.output):
                     name = f"{ns.node_name}:{index}" if index else ns.node_name
                     tensor = _Tensor(name, len(self._tensors), start, tensors_pid,
@@ -252,6 +258,8 @@ class Timeline:
                     args[f"input{i}"] = input_name
                 self._chrome_trace.emit_region(start, ns.all_end_rel_micros,
                                                device_pid, tid, "Op", op, args)
+                if show_dataflow:
+                    self._show_transfer(ns, device_pid, tid)
                 for input_name in inputs:
                     if input_name not in self._tensors:
                         # A partition's Send/Recv: show the flow from the original.
@@ -273,6 +281,23 @@ class Timeline:
                             input_name, created, create_pid, create_tid, flow_id)
                         self._chrome_trace.emit_flow_end(
                             input_name, start, device_pid, tid, flow_id)
+
+    def _show_transfer(self, ns, pid, tid):
+        """A flow from a partition's ``_send/X`` to its ``_recv/X`` (a tensor
+        that went from one task or device to another)."""
+        if not ns.node_name.startswith("_recv/"):
+            return
+        sent = self._sends.get(ns.node_name[len("_recv/"):])
+        if sent is None:
+            return
+        flow_id = self._next_flow_id
+        self._next_flow_id += 1
+        name = ns.node_name[len("_recv/"):]
+        self._chrome_trace.emit_flow_start(name, sent[0], sent[1], sent[2], flow_id)
+        # The _Recv waits for the tensor: it arrives at the _Recv's end (a
+        # timestamp inside its slice, so the arrow binds to it).
+        arrived = ns.all_start_micros + max(ns.all_end_rel_micros - 1, 0)
+        self._chrome_trace.emit_flow_end(name, arrived, pid, tid, flow_id)
 
     def _show_memory_counters(self):
         changes: dict[str, list] = {}

@@ -51,6 +51,7 @@ from nbdist.runtime.grpc.rpc import (
     make_channel,
 )
 from nbdist.runtime.grpc.wire import connect_failed
+from nbdist.runtime.interfaces import TensorParking
 from nbdist.runtime.master import _DISCOVERY_TIMEOUT_S as DISCOVERY_TIMEOUT_S
 from nbdist.runtime.timeouts import (
     CONTROL_TIMEOUT_S,
@@ -145,7 +146,7 @@ class GrpcWorkerClient:
         address: str,
         token: str | None = None,
         tls=None,
-        park=None,
+        parking: TensorParking | None = None,
     ):
         self.task_name = task_name
         self.address = address
@@ -155,8 +156,8 @@ class GrpcWorkerClient:
             auth.resolve_token(token),
             auth.resolve_tls(tls),
         )
-        # Set by a server: parks a large feed for this task to pull (see coding).
-        self._park = park
+        # A server's: where a large feed waits for this task to pull it (coding).
+        self._park = parking.park if parking is not None else None
         ch = self._rpc.channel
         self._stub = worker_service_pb2_grpc.WorkerServiceStub(ch)
         self._run_graph = ch.unary_unary(

@@ -20,7 +20,7 @@ import time
 import grpc
 from nbdist import errors
 from nbdist.proto import coordination_pb2 as pb
-from nbdist.runtime import coordination as logic
+from nbdist.runtime.coordination import service as logic
 from nbdist.runtime.grpc import auth
 from nbdist.runtime.grpc.client import make_channel
 from nbdist.runtime.grpc.coordination_service import (

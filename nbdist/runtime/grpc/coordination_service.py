@@ -1,4 +1,6 @@
-"""The CoordinationService served over gRPC.
+"""The CoordinationService served over gRPC: a codec over
+``runtime.coordination.CoordinationService`` (which validates and decides);
+this module decodes requests, encodes answers and redirects to the leader.
 
 One task of a cluster hosts the service (``coordination.leader_task``: the
 chief, else worker 0, else the first ps; a single-task server hosts its own).
@@ -22,7 +24,8 @@ import threading
 import grpc
 from nbdist import errors
 from nbdist.proto import coordination_pb2 as pb
-from nbdist.runtime import coordination as logic
+from nbdist.runtime.coordination import service as logic
+from nbdist.runtime.coordination.local import LocalEventWatch
 from nbdist.runtime.grpc.wire import MAX_MESSAGE_CHARS, Malformed, lenient, status_code
 from nbdist.runtime.timeouts import left_or_unbounded, seconds_from_ms
 
@@ -148,11 +151,6 @@ class CoordinationServicer:
 
     def Barrier(self, request, context):
         def fn(req, ctx):
-            if not req.barrier_id:
-                raise errors.InvalidArgumentError(None, None, "Barrier needs a barrier_id")
-            if not req.source_task:
-                raise errors.InvalidArgumentError(
-                    None, None, f"Barrier '{req.barrier_id}' needs the source_task")
             rnd = self.service.barrier(
                 req.barrier_id, self._timeout(req.timeout_in_ms, ctx),
                 list(req.tasks), req.source_task,
@@ -170,8 +168,6 @@ class CoordinationServicer:
 
     def InsertKeyValue(self, request, context):
         def fn(req, ctx):
-            if not req.kv.key:
-                raise errors.InvalidArgumentError(None, None, "Empty key")
             self.service.insert(req.kv.key, req.kv.value, req.allow_overwrite)
             return pb.InsertKeyValueResponse()
 
@@ -232,13 +228,12 @@ class CoordinationServicer:
         if self.service is None:
             self._redirect(context)
         service = self.service
-        seq = max(int(request.from_seq), 0)
-        kinds = frozenset(request.kinds) or None
+        watch = LocalEventWatch(service, request.from_seq, request.kinds)
         while (context.is_active() and not self._stopped.is_set()
                and not service.stopped):
-            events, seq = service.wait_events_from(seq, _WATCH_POLL_S, kinds)
-            for e in events:
-                yield event_to_proto(e)
+            event = watch.next(_WATCH_POLL_S)
+            if event is not None:
+                yield event_to_proto(event)
 
     def handler(self) -> grpc.GenericRpcHandler:
         def unary(fn, req_cls):

@@ -25,11 +25,11 @@ from concurrent import futures
 import grpc
 from nbdist import errors
 from nbdist.executor.limits import Limits
+from nbdist.executor.rendezvous import Rendezvous
 from nbdist.proto import config_pb2, server_def_pb2
 from nbdist.runtime import coordination, transports
 from nbdist.runtime.cluster_spec import ClusterSpec, split_address, task_device
-from nbdist.runtime.coordination_agent import CoordinationAgent
-from nbdist.runtime.coordination_local import LocalCoordinationClient
+from nbdist.runtime.coordination import CoordinationAgent, LocalCoordinationClient
 from nbdist.runtime.grpc import auth
 from nbdist.runtime.grpc.admission import AdmissionInterceptor
 from nbdist.runtime.grpc.coordination_client import GrpcCoordinationClient
@@ -46,7 +46,8 @@ from nbdist.runtime.service import (
     WorkerHandler,
 )
 from nbdist.runtime.server_lib import Server
-from nbdist.runtime.worker import Worker, new_incarnation
+from nbdist.runtime.tensor_store import ParkedTensors
+from nbdist.runtime.worker import Worker, cpu_device, new_incarnation
 
 __all__ = ["GrpcServer", "live_server_at"]
 
@@ -281,8 +282,13 @@ class GrpcServer(Server):
     def _make_runtime(self, session_config):
         """This task's worker (pulling from peers over gRPC) and master."""
         self._incarnation = new_incarnation()
+        # Where this task's large feeds to peers wait for them to pull: made
+        # before its clients (which park there) and handed to the worker,
+        # whose rendezvous it is.
+        parked = ParkedTensors(cpu_device(self.task_name), self._incarnation,
+                               Rendezvous(), limits=self._limits)
         self._peers = GrpcPeers(self._cluster, self.task_name, token=self._token,
-                                tls=self._tls or False, park=self._park)
+                                tls=self._tls or False, parking=parked)
         # Peer paths (same-host) beside gRPC: their peers prove the cluster's
         # secret (the token; with TLS, derived from the key and the token).
         self._peer_secret = auth.peer_path_secret(self._token, self._tls)
@@ -296,7 +302,7 @@ class GrpcServer(Server):
         # The tasks of a session's propagated cluster, reached by address.
         self._address_peers = AddressPeers(self._cluster, self.task_name,
                                            token=self._token, tls=self._tls or False,
-                                           park=self._park)
+                                           parking=parked)
         self._worker = Worker(
             self.task_name,
             num_cpus=max(1, int(session_config.device_count.get("CPU", 1))),
@@ -306,6 +312,7 @@ class GrpcServer(Server):
             task_states=self._task_states,
             limits=self._limits,
             address_transport=GrpcTensorTransport(self._address_peers.client),
+            parked=parked,
         )
         self._master = Master(
             self.task_name,
@@ -370,7 +377,7 @@ class GrpcServer(Server):
         if self._coordination is not None:
             self._coordination_target = self._target
         else:
-            self._coordination_target = "grpc://" + self._peers.address(self._leader)
+            self._coordination_target = coordination.target_of(self._cluster)
 
     def _listen(self, sd):
         """Binds the task's port (a free one for port 0, written into the
@@ -522,9 +529,6 @@ class GrpcServer(Server):
         if task == self.task_name:
             return self._worker
         return self._router.worker(task)
-
-    def _park(self, value) -> tuple[str, int]:
-        return self._worker.parked.park(value)
 
     def _publish(self, kind: str, payload: dict) -> None:
         self._agent.publish(kind, payload)

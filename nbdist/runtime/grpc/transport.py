@@ -16,6 +16,7 @@ from nbdist import errors
 from nbdist.graph.device import DeviceSpec
 from nbdist.runtime.cluster_spec import ClusterSpec
 from nbdist.runtime.grpc.client import GrpcWorkerClient
+from nbdist.runtime.interfaces import TensorParking
 from nbdist.runtime.partition import task_of
 from nbdist.runtime.tensor_store import MISSING, StepExtras
 
@@ -23,16 +24,17 @@ from nbdist.runtime.tensor_store import MISSING, StepExtras
 class GrpcPeers:
     """Worker clients of the tasks of ``cluster`` other than ``own_task``.
 
-    ``park(value) -> (key, step_id)`` parks a large feed on this task for the
-    peer to pull (``Worker.parked.park``)."""
+    ``parking`` (an ``interfaces.TensorParking``: the task's
+    ``tensor_store.ParkedTensors``) is where a client parks a large feed for
+    the peer to pull; None: feeds go inline."""
 
     def __init__(self, cluster: ClusterSpec, own_task: str, *, token=None, tls=False,
-                 park=None):
+                 parking: TensorParking | None = None):
         self._cluster = cluster
         self._own_task = own_task
         self._token = token
         self._tls = tls
-        self._park = park
+        self._parking = parking
 
     def address(self, task: str) -> str:
         try:
@@ -46,7 +48,7 @@ class GrpcPeers:
     def client(self, task: str) -> GrpcWorkerClient:
         """A new client of ``task`` (the caller keeps and closes it)."""
         return GrpcWorkerClient(task, self.address(task), token=self._token,
-                                tls=self._tls, park=self._park)
+                                tls=self._tls, parking=self._parking)
 
 
 class AddressPeers(GrpcPeers):

@@ -40,8 +40,9 @@ and writes summaries (``BetweenGraphStrategy``). Any object with
 TensorFlow uses it: copied per task and configured.
 
 >>> import nbdist as nd
->>> from nbdist.distribute.distribute_coordinator import run_distribute_coordinator
->>> from nbdist.distribute.distribute_coordinator_context import (
+>>> from nbdist.distribute.strategies.distribute_coordinator import (
+...     run_distribute_coordinator)
+>>> from nbdist.distribute.strategies.distribute_coordinator_context import (
 ...     get_current_worker_context)
 >>> def worker_fn(strategy):
 ...     ctx = get_current_worker_context()
@@ -61,13 +62,14 @@ from collections.abc import Callable
 from typing import Any
 
 from nbdist.cluster import env
+from nbdist.distribute.worker_context import BetweenGraphStrategy
 from nbdist.distribute.worker_context import TaskType as _TaskType
 from nbdist.distribute.worker_context import WorkerContext as _WorkerContext
-from nbdist.distribute.worker_context import is_chief as _is_chief
+from nbdist.distribute.worker_context import is_chief as _is_chief  # noqa: F401
 from nbdist.proto import cluster_pb2, config_pb2
 from nbdist.runtime import transports
 from nbdist.runtime.cluster_spec import ClusterSpec, task_device
-from nbdist.runtime.coordination import leader_task
+from nbdist.runtime.coordination import target_of
 from nbdist.runtime.server_lib import Server
 from nbdist.train.coordinator import Coordinator
 
@@ -98,60 +100,6 @@ class CoordinatorMode:
     # Every task runs the coordinator: it starts a standard server and, on the
     # chief and workers, runs ``worker_fn`` against it.
     INDEPENDENT_WORKER = "independent_worker"
-
-
-# -- the default strategy ------------------------------------------------------------
-class _BetweenGraphExtended:
-    """``strategy.extended`` of ``BetweenGraphStrategy``."""
-
-    experimental_between_graph = True
-
-    def __init__(self):
-        self._is_chief = True
-        self._cluster_spec = None
-        self._task_type = None
-        self._task_id = None
-
-    @property
-    def experimental_should_init(self) -> bool:
-        return self._is_chief
-
-    @property
-    def should_checkpoint(self) -> bool:
-        return self._is_chief
-
-    @property
-    def should_save_summary(self) -> bool:
-        return self._is_chief
-
-
-class BetweenGraphStrategy:
-    """The strategy ``run_distribute_coordinator`` uses when given none: every
-    chief/worker task builds its own graph (between-graph replication); the
-    chief (chief 0, else worker 0) initialises, checkpoints and writes
-    summaries. ``configure`` leaves the session config unchanged.
-
-    >>> s = BetweenGraphStrategy()
-    >>> s.configure(None, ClusterSpec({"worker": ["a:1", "b:1"]}), "worker", 1)
-    >>> s.extended.experimental_should_init
-    False
-    """
-
-    def __init__(self):
-        self.extended = _BetweenGraphExtended()
-
-    def configure(self, session_config=None, cluster_spec=None, task_type=None,
-                  task_id=None):
-        del session_config
-        if cluster_spec is not None and not isinstance(cluster_spec, ClusterSpec):
-            cluster_spec = ClusterSpec(cluster_spec)
-        ext = self.extended
-        ext._cluster_spec = cluster_spec
-        ext._task_type, ext._task_id = task_type, task_id
-        ext._is_chief = _is_chief(cluster_spec, task_type, task_id)
-
-    def __repr__(self) -> str:
-        return "BetweenGraphStrategy()"
 
 
 def _speaks_protocol(strategy) -> bool:
@@ -224,10 +172,7 @@ def _worker_tasks(cluster_spec) -> list[str]:
 def _coordination_client(cluster_spec, session_config, target=None):
     """A client of the coordination service of the training cluster."""
     if target is None:
-        training = _split_cluster_for_evaluator(cluster_spec, _TaskType.CHIEF)
-        leader = leader_task(training)
-        job, index = leader.split("/")[1][4:], int(leader.rsplit(":", 1)[1])
-        target = training.task_address(job, index)
+        target = target_of(_split_cluster_for_evaluator(cluster_spec, _TaskType.CHIEF))
     return transports.connect_coordination(target, config=session_config)
 
 

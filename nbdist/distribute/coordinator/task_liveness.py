@@ -22,7 +22,7 @@ import threading
 import time
 
 from nbdist import errors
-from nbdist.distribute import coordinator_state as cs
+from nbdist.distribute.coordinator import coordinator_state as cs
 from nbdist.graph.device import DeviceSpec
 from nbdist.runtime import transports
 

@@ -19,7 +19,7 @@ import threading
 import time
 
 from nbdist import errors
-from nbdist.runtime import coordination as logic
+from nbdist.runtime.coordination import service as logic
 from nbdist.runtime.interfaces import CoordinationClient
 
 __all__ = ["CoordinationAgent"]

@@ -1,11 +1,27 @@
-"""``FuncGraph``: the graph a traced ``nd.function`` builds, and the per-thread
-tracing state that sends ops built in outer graphs into it (TF's
-``func_graph.py``).
+"""The one tracer of nbdist: how a Python function of tensors becomes a graph
+function (a ``FunctionDef``), for control flow and ``nd.function`` alike
+(TF's ``func_graph.py``).
 
-While a function is traced on a thread, ``tracing_graph()`` is its graph; an
-outside tensor it uses is captured: a variable is re-bound by name and device,
-a constant copied, a dataset op copied (``register_copyable_op``), a resource
-handle re-bound by a registered re-binder (``register_rebinder``).
+Both build a function's body from the ops a Python function adds while it
+runs with placeholders for its arguments, describe it as a ``Trace`` (its
+arguments, outputs, body ops, captured outside tensors, re-bound variables)
+and turn it into a ``FunctionDef`` with ``function_def.to_function_def``; a
+FunctionDef comes back as a graph with ``function_def.function_graph``. They
+differ only in where the body is built and how an outside tensor is captured:
+
+* ``trace`` (``cond``, ``while_loop``): the body is built in the graph being
+  built, as in TF1's control-flow contexts, and then cut out of it; an
+  outside tensor becomes an extra argument of the function and an input of
+  the calling op, so it may come from any task.
+* ``FuncGraph`` (``nd.function``): the body is built in a graph of its own,
+  which also runs standalone on a task; while it is traced on a thread,
+  ``tracing_graph()`` is that graph, ops built in outer graphs go into it,
+  and an outside tensor is captured on use: a variable is re-bound by name
+  and device, a constant copied, a dataset op copied
+  (``register_copyable_op``), a resource handle re-bound by a registered
+  re-binder (``register_rebinder``).
+
+Nested arguments and results are flattened and packed with ``nbdist.graph.nest``.
 """
 
 from __future__ import annotations
@@ -16,11 +32,135 @@ import threading
 import numpy as np
 
 from nbdist.graph import ops as _ops
+from nbdist.graph.function_def import Trace
 from nbdist.graph.ops import Graph, Operation, Tensor, _static_value
 from nbdist.proto import function_pb2
 
-__all__ = ["CapturedVariable", "FuncGraph", "register_copyable_op",
-           "register_rebinder", "trace_stack", "tracing_graph"]
+__all__ = [
+    "CapturedVariable",
+    "FuncGraph",
+    "register_copyable_op",
+    "register_rebinder",
+    "remove_ops",
+    "trace",
+    "trace_stack",
+    "tracing_graph",
+    "union_captures",
+]
+
+# -- tracing a branch in place ---------------------------------------------------
+def trace(graph: Graph, arg_specs, build, what: str) -> Trace:
+    """Traces a branch in place: calls ``build(args) -> [Tensor]`` with
+    placeholders of ``arg_specs`` ((dtype, shape) pairs) in ``graph`` and cuts
+    the ops it added out of ``graph``."""
+    from nbdist.graph.array_ops import placeholder
+
+    start = len(graph._ops_list)
+    with graph.control_dependencies(None):
+        args = [placeholder(dt, sh, name="arg") for dt, sh in arg_specs]
+        outputs = build(args)
+    new = graph._ops_list[start:]
+    lifted = _variables_to_lift(new, args, what)
+    new = [op for op in new if id(op) not in lifted]
+    new_ids = {id(op) for op in new}
+    ref_users = collections.defaultdict(list)
+    for op in new:
+        for t in op._inputs:
+            if id(t.op) not in new_ids and t.dtype.is_ref_dtype:
+                ref_users[t].append(op)
+    hoisted = set()
+    for users in ref_users.values():
+        # Plain reads stay outside: the variable may then live on any task.
+        if all(u.type == "Identity" and not u._control_inputs for u in users):
+            hoisted.update(id(u) for u in users)
+    body_ops = [op for op in new if id(op) not in hoisted]
+    body_ids = {id(op) for op in body_ops}
+    captures, seen, rebinds, control = [], set(), {}, []
+
+    def capture(t):
+        if t.dtype.is_ref_dtype:
+            if t.op.type != "VariableV2":
+                raise ValueError(f"{what} uses the reference {t.name} of op "
+                                 f"'{t.op.name}' ({t.op.type}) from outside; only "
+                                 "variables can be used by reference")
+            rebinds[t.op.name] = t.op
+        elif id(t) not in seen:
+            seen.add(id(t))
+            captures.append(t)
+
+    for op in body_ops:
+        for t in op._inputs:
+            if id(t.op) not in body_ids:
+                capture(t)
+        for c in op._control_inputs:
+            if id(c) not in body_ids and c not in control:
+                control.append(c)
+    for t in outputs:
+        if id(t.op) not in body_ids:
+            if t.dtype.is_ref_dtype:
+                raise ValueError(f"{what} returns the reference {t.name}; return "
+                                 "its value instead")
+            capture(t)
+    remove_ops(graph, body_ops)
+    return Trace(args, outputs, body_ops, captures, rebinds, control)
+
+
+def _variables_to_lift(new_ops, args, what: str) -> set:
+    """The ids of the variables a branch creates, with their initializers and
+    initial values: as TF1 builds them outside control flow, they stay in the
+    outer graph (``global_variables_initializer`` sets them) and the branch
+    uses them as it uses any outside variable."""
+    variables = [op for op in new_ops if op.type == "VariableV2"]
+    if not variables:
+        return set()
+    new_ids = {id(op) for op in new_ops}
+    arg_ids = {id(a.op) for a in args}
+    lifted = {id(op) for op in variables}
+    stack = []
+    for var in variables:
+        init = next((op for op in new_ops if op.type == "Assign"
+                     and op.name == var.name + "/Assign"
+                     and op._inputs[0].op is var), None)
+        if init is not None:
+            stack.append(init)
+    while stack:
+        op = stack.pop()
+        if id(op) in lifted:
+            continue
+        if id(op) in arg_ids:
+            raise ValueError(f"{what} creates a variable whose initial value "
+                             "depends on a loop variable; use a value computed "
+                             "outside or an initializer (a lambda)")
+        lifted.add(id(op))
+        stack.extend(t.op for t in op._inputs if id(t.op) in new_ids)
+        stack.extend(c for c in op._control_inputs if id(c) in new_ids)
+    return lifted
+
+
+def remove_ops(graph: Graph, ops):
+    ids = {id(op) for op in ops}
+    graph._ops_list[:] = [op for op in graph._ops_list if id(op) not in ids]
+    for op in ops:
+        graph._ops_by_name.pop(op.name, None)
+
+    def gone(item):
+        op = item if isinstance(item, Operation) else getattr(item, "op", None)
+        return isinstance(op, Operation) and id(op) in ids
+
+    for items in graph._collections.values():
+        items[:] = [i for i in items if not gone(i)]
+
+
+def union_captures(graph: Graph, traces):
+    """The outside tensors of all ``traces`` and a fresh argument name for each."""
+    caps, seen = [], set()
+    for tr in traces:
+        for t in tr.captures:
+            if id(t) not in seen:
+                seen.add(id(t))
+                caps.append(t)
+    names = [graph.unique_name("capture") for _ in caps]
+    return caps, names
 
 
 # -- tracing state (per thread) ---------------------------------------------------------

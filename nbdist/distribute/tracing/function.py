@@ -55,47 +55,38 @@ import weakref
 import numpy as np
 
 from nbdist import errors
-from nbdist.distribute import function_ops  # noqa: F401  (registers _FunctionCall)
-from nbdist.distribute.func_graph import (
+from nbdist.distribute.tracing import function_ops  # noqa: F401  (the call op)
+from nbdist.distribute.tracing.session_cache import SessionCache
+from nbdist.distribute.tracing.tensor_spec import TensorSpec, as_array
+from nbdist.graph import dtypes, op_def
+from nbdist.graph import ops as _ops
+from nbdist.graph.array_ops import constant, identity, placeholder
+from nbdist.graph.func_graph import (
     CapturedVariable,
     FuncGraph,
-    register_copyable_op,
-    register_rebinder,
     trace_stack,
     tracing_graph,
 )
-from nbdist.distribute.nest import (
+from nbdist.graph.function_def import function_graph, needed_trace, to_function_def
+from nbdist.graph.nest import (
     flatten,
     flatten_up_to,
     is_namedtuple,
     map_structure,
     pack_sequence_as,
 )
-from nbdist.distribute.session_cache import SessionCache
-from nbdist.distribute.tensor_spec import TensorSpec, as_array
-from nbdist.graph import dtypes, op_def
-from nbdist.graph import ops as _ops
-from nbdist.graph.array_ops import constant, identity, placeholder
-from nbdist.graph.graph_def import import_graph_def, operation_to_node_def
 from nbdist.graph.ops import Graph, Operation, Tensor
+from nbdist.graph.shapes import TensorShape
 from nbdist.graph.variables import Variable
-from nbdist.proto import function_pb2, graph_pb2
+from nbdist.proto import function_pb2
 
 __all__ = [
-    "CapturedVariable",
     "ConcreteFunction",
-    "FuncGraph",
     "Function",
     "TensorSpec",
-    "flatten",
     "function",
-    "map_structure",
-    "pack_sequence_as",
-    "register_copyable_op",
-    "register_rebinder",
     "run_function",
     "trace",
-    "tracing_graph",
 ]
 
 
@@ -328,32 +319,13 @@ class ConcreteFunction:
     def to_function_def(self) -> function_pb2.FunctionDef:
         """The function as nbdist's ``FunctionDef``: arguments by name and type,
         output tensor names, and the body (the ops the outputs and the stateful
-        ops need, without the argument placeholders) as NodeDefs."""
-        if self._fdef is not None:
-            return self._fdef
-        fd = function_pb2.FunctionDef(name=self.name)
-        arg_ops = {id(p.op) for p in self._inputs}
-        for p in self._inputs:
-            fd.input_arg.append(p.op.name)
-            fd.input_type.append(p.dtype.base_dtype.as_datatype_enum)
-        for t in self._outputs:
-            fd.output.append(t.op.name if id(t.op) in arg_ops
-                             else f"{t.op.name}:{t.value_index}")
-            fd.output_type.append(t.dtype.base_dtype.as_datatype_enum)
-        needed: set[int] = set()
-        stack = [t.op for t in self._outputs] + list(self._targets)
-        while stack:
-            op = stack.pop()
-            if id(op) in needed:
-                continue
-            needed.add(id(op))
-            stack.extend(i.op for i in op._inputs)
-            stack.extend(op._control_inputs)
-        for op in self._graph._ops_list:
-            if id(op) in needed and id(op) not in arg_ops:
-                fd.node_def.add().CopyFrom(operation_to_node_def(op))
-        self._fdef = fd
-        return fd
+        ops need, without the argument placeholders) as NodeDefs; the same form
+        control flow gives its branches (``function_def.to_function_def``)."""
+        if self._fdef is None:
+            self._fdef = to_function_def(
+                needed_trace(self._graph, self._inputs, self._outputs,
+                             self._targets), self.name)
+        return self._fdef
 
     @classmethod
     def from_function_def(cls, fdef: function_pb2.FunctionDef,
@@ -363,14 +335,8 @@ class ConcreteFunction:
         may give the nesting of the outputs (any structure with as many leaves)."""
         fg = FuncGraph(fdef.name)
         fg._capture_fn = None
-        gd = graph_pb2.GraphDef()
-        for arg, t in zip(fdef.input_arg, fdef.input_type):
-            n = gd.node.add(name=arg, op="Placeholder")
-            n.attr["dtype"].type = t
-            n.attr["shape"].shape.unknown_rank = True
-        gd.node.extend(fdef.node_def)
-        with fg.as_default():
-            import_graph_def(gd, name="")
+        _, inputs, outs = function_graph(
+            fdef, [TensorShape(None)] * len(fdef.input_arg), graph=fg)
         for n in fdef.node_def:
             blob = n.attr["_fdef"].s if "_fdef" in n.attr else b""
             if blob:
@@ -383,11 +349,6 @@ class ConcreteFunction:
                 fg.captured_variables.append(CapturedVariable(
                     n.name, a["dtype"], a["shape"], op.device, a["container"],
                     a["shared_name"]))
-        inputs = [fg.get_operation_by_name(a).outputs[0] for a in fdef.input_arg]
-        outs = []
-        for name in fdef.output:
-            t = fg.get_tensor_by_name(name if ":" in name else name + ":0")
-            outs.append(t)
         structured = (outs if structured_outputs is None
                       else pack_sequence_as(structured_outputs, outs))
         fg.finalize()

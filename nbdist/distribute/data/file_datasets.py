@@ -16,10 +16,10 @@ iterator (see ``data_ops``); a corrupted TFRecord is a ``DataLossError``.
 
 from __future__ import annotations
 
-from nbdist.distribute.data_ops import Dataset, _graph, _scalar
-from nbdist.distribute.func_graph import register_copyable_op
-from nbdist.distribute.tensor_spec import TensorSpec
+from nbdist.distribute.data.data_ops import Dataset, _graph, _scalar
+from nbdist.distribute.tracing.tensor_spec import TensorSpec
 from nbdist.graph import dtypes
+from nbdist.graph.func_graph import register_copyable_op
 from nbdist.graph.ops import convert_to_tensor
 from nbdist.graph.reader_ops import FILE_DATASET_OPS, _compression_name
 

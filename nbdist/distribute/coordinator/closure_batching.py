@@ -10,7 +10,7 @@ other than variable updates.
 from __future__ import annotations
 
 from nbdist import errors
-from nbdist.distribute.session_cache import SessionCache
+from nbdist.distribute.tracing.session_cache import SessionCache
 from nbdist.graph import dtypes, op_def
 from nbdist.graph.graph_def import import_graph_def
 from nbdist.graph.ops import Graph, Tensor

@@ -33,16 +33,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from nbdist.distribute import function as _function
-from nbdist.distribute.func_graph import (
+from nbdist.distribute.tracing import function as _function
+from nbdist.distribute.tracing.tensor_spec import TensorSpec
+from nbdist.graph import dtypes
+from nbdist.graph import ops as _ops
+from nbdist.graph.func_graph import (
     register_copyable_op,
     register_rebinder,
     tracing_graph,
 )
-from nbdist.distribute.nest import flatten, map_structure, pack_sequence_as
-from nbdist.distribute.tensor_spec import TensorSpec
-from nbdist.graph import dtypes
-from nbdist.graph import ops as _ops
+from nbdist.graph.nest import flatten, map_structure, pack_sequence_as
 from nbdist.graph.op_def import REQUIRED, register_op
 from nbdist.graph.ops import Tensor, convert_to_tensor
 from nbdist.graph.shapes import TensorShape

@@ -3,7 +3,7 @@
 ``tf.distribute.experimental.coordinator.ClusterCoordinator``.
 
     >>> import nbdist as nd
-    >>> from nbdist.distribute.parameter_server_strategy import (
+    >>> from nbdist.distribute.strategies.parameter_server_strategy import (
     ...     ParameterServerStrategy)
     >>> with nd.LocalCluster(ps=1, workers=2, progress=False) as cluster:
     ...     strategy = ParameterServerStrategy(cluster.cluster_spec)
@@ -20,9 +20,10 @@
     1
 
 How it works. ``schedule`` traces the function once (on worker 0's slice of
-its arguments) and queues a closure; the queue and the failure handling are
-the pure state machine of ``coordinator_state`` (events in, actions out);
-this module only feeds it events and carries out its actions:
+its arguments) and queues a closure; the queue, the failure handling and the
+fencing bookkeeping are the pure state machine of ``coordinator_state``
+(events in, actions out); this module only feeds it events and carries out
+its actions:
 
 * one thread per worker (``WorkerClosureProcessingLoop-i``) runs what is
   dispatched to it with ``ConcreteFunction.run(worker_target, *args)``; when
@@ -52,7 +53,10 @@ resumes. The same happens after a retryable RPC error on a worker (its
 master may still be running the step) and when a worker restarts under us.
 The worker's thread takes no dispatch made before the fence, makes its
 master create a session before the first step in it (so a fence knows the
-handle), and closes fenced sessions before its next step.
+handle, read with ``Session.session_handle``), and closes fenced sessions
+before its next step. Which worker to fence, its epochs and its open and
+fenced sessions are ``CoordinatorState``'s (``Fence``, ``Admit`` ...); this
+module deletes, opens and closes the sessions.
 
 Semantics: at least once (a closure whose worker fails may have run, partly
 or fully, before it runs again elsewhere), and nothing after: an attempt on a
@@ -83,24 +87,27 @@ import weakref
 import numpy as np
 
 from nbdist import errors
-from nbdist.distribute import coordinator_state as cs
 from nbdist.distribute import recovery_events
-from nbdist.distribute.closure_batching import BatchedFunction, batchable, copy_index
-from nbdist.distribute.data_ops import Dataset
-from nbdist.distribute.function import ConcreteFunction, Function
-from nbdist.distribute.function import function as _function
-from nbdist.distribute.nest import flatten, map_structure
-from nbdist.distribute.task_liveness import TaskLiveness, task_name
-from nbdist.distribute.values import (
+from nbdist.distribute.coordinator import coordinator_state as cs
+from nbdist.distribute.coordinator.closure_batching import (
+    BatchedFunction,
+    batchable,
+    copy_index,
+)
+from nbdist.distribute.coordinator.task_liveness import TaskLiveness, task_name
+from nbdist.distribute.coordinator.values import (
     PerWorkerResource,
     PerWorkerValues,
     RemoteValue,
 )
-from nbdist.graph.device import DeviceSpec
+from nbdist.distribute.data.data_ops import Dataset
+from nbdist.distribute.tracing.function import ConcreteFunction, Function
+from nbdist.distribute.tracing.function import function as _function
+from nbdist.graph.nest import flatten, map_structure
 from nbdist.graph.ops import Graph
 from nbdist.graph.variables import is_variable_initialized
 from nbdist.proto.config_pb2 import ConfigProto
-from nbdist.runtime.coordination import leader_task
+from nbdist.runtime.coordination import leader_of
 from nbdist.runtime.session import Session
 
 __all__ = ["ClusterCoordinator", "PerWorkerDataset", "PerWorkerIterator"]
@@ -114,12 +121,6 @@ _RETRYABLE = (errors.UnavailableError, errors.AbortedError, errors.CancelledErro
 
 def _session_config(*device_filters):
     return ConfigProto(device_filters=list(device_filters))
-
-
-def _session_handle(sess) -> str | None:
-    # The master's handle of a session (None until created): what a fence
-    # deletes on the ps tasks.
-    return sess._handle
 
 
 # -- payloads ---------------------------------------------------------------------------
@@ -264,8 +265,7 @@ class ClusterCoordinator:
                      for j in ("worker", "ps") if j in spec.jobs
                      for i in range(spec.num_tasks(j))}
         if coordination_target is None:
-            leader = DeviceSpec.from_string(leader_task(spec))
-            coordination_target = ext.task_target(leader.job, leader.task or 0)
+            coordination_target = ext.task_target(*leader_of(spec))
         self._state = cs.CoordinatorState(self._num_workers, max_batch=max_batch)
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
@@ -280,12 +280,6 @@ class ClusterCoordinator:
         self._var_lock = threading.Lock()
         self._data_lock = threading.Lock()
         self._inboxes = [queue.SimpleQueue() for _ in range(self._num_workers)]
-        # Fencing, per worker: a dispatch runs only under the epoch it was made
-        # in; sessions used since the last fence; fenced ones still to close.
-        self._epochs = [0] * self._num_workers
-        self._fencing = [0] * self._num_workers
-        self._open: list[dict] = [{} for _ in range(self._num_workers)]
-        self._fenced: list[list] = [[] for _ in range(self._num_workers)]
         # The failures and recoveries, as events the notebook views draw.
         self._story = recovery_events.CoordinatorStory(coordination_target)
         self._liveness = TaskLiveness(addresses, self._num_workers, ps_tasks,
@@ -448,8 +442,7 @@ class ClusterCoordinator:
         for a in actions:
             t = type(a)
             if t is cs.Dispatch:
-                self._inboxes[a.worker].put(("run", a.closures,
-                                             self._epochs[a.worker]))
+                self._inboxes[a.worker].put(("run", a.closures, a.epoch))
             elif t is cs.Resolve:
                 rv = a.closure.payload.remote_value
                 if a.error is not None:
@@ -482,14 +475,14 @@ class ClusterCoordinator:
     def _handle(self, *events) -> list:
         # A worker about to be failed (or found restarted) is fenced first, and
         # takes no dispatch until the state machine has put its closures back.
-        fenced = [w for w in {self._must_fence(ev) for ev in events}
-                  if w is not None]
+        with self._lock:
+            fenced = {w for w in map(self._state.must_fence, events) if w is not None}
         for w in fenced:
             self._fence(w, hold=True)
         out = []
         with self._lock:
             for w in fenced:
-                self._fencing[w] -= 1
+                self._state.handle(cs.FenceLifted(w))
             for ev in events:
                 actions = self._state.handle(ev)
                 self._apply(actions)
@@ -499,59 +492,39 @@ class ClusterCoordinator:
         self._story.observe(events, out)
         return out
 
-    # -- fencing (see the module docstring) -------------------------------------------
-    def _must_fence(self, ev) -> int | None:
-        """The worker ``ev`` fails (alive now, reported failed or restarted)."""
-        t = type(ev)
-        if t is not cs.WorkerFailed and t is not cs.WorkerRecovered:
-            return None
-        with self._lock:
-            w = self._state.workers[ev.worker]
-            if not w.alive:
-                return None
-            if t is cs.WorkerFailed or (ev.incarnation is not None and w.incarnation
-                                        not in (None, ev.incarnation)):
-                return ev.worker
-        return None
-
+    # -- fencing (see the module docstring; the state is ``CoordinatorState``'s) -----
     def _fence(self, i: int, hold: bool = False):
         """Deletes worker i's sessions on the ps tasks; dispatches made before
-        are refused, and (``hold``) any until the caller lowers ``_fencing[i]``."""
+        are refused, and (``hold``) any until the caller sends ``FenceLifted``."""
         with self._lock:
-            self._epochs[i] += 1
-            self._fencing[i] += 1
-            sessions = list(self._open[i].values())
-            self._open[i].clear()
-            self._fenced[i] += sessions
+            actions = self._state.handle(cs.Fence(i))
         try:
-            handles = [h for h in (_session_handle(s) for s in sessions) if h]
-            if handles:
-                self._liveness.fence(handles)
+            for a in actions:
+                handles = [h for h in (s.session_handle for s in a.sessions) if h]
+                if handles:
+                    self._liveness.fence(handles)
         finally:
             if not hold:
                 with self._lock:
-                    self._fencing[i] -= 1
+                    self._state.handle(cs.FenceLifted(i))
 
     def _admit(self, i: int, epoch: int, session_of) -> bool:
         """Whether a dispatch of ``epoch`` may run on worker i (not if the worker
         was fenced since), in the session ``session_of()`` gives."""
         with self._lock:
-            stale, self._fenced[i] = self._fenced[i], []
-        for s in stale:  # a closed session is replaced by its cache on get
-            s.close()
+            actions = self._state.handle(cs.ReleaseFenced(i))
+        for a in actions:  # a closed session is replaced by its cache on get
+            for s in a.sessions:
+                s.close()
         sess = session_of()
         with self._lock:
-            current = self._epochs[i] == epoch and not self._fencing[i]
-            if not current or id(sess) in self._open[i]:
-                return current
-        if _session_handle(sess) is None:
-            sess.run([])  # the master creates it now: a fence must know its handle
-        with self._lock:
-            if self._epochs[i] != epoch or self._fencing[i]:
-                self._fenced[i].append(sess)
-                return False
-            self._open[i][id(sess)] = sess
-        return True
+            (answer,) = self._state.handle(cs.Admit(i, epoch, sess))
+        if type(answer) is cs.OpenSession:
+            if sess.session_handle is None:
+                sess.run([])  # the master creates it now: a fence must know it
+            with self._lock:
+                (answer,) = self._state.handle(cs.SessionOpened(i, epoch, sess))
+        return answer.ok
 
     def _call(self, event) -> list:
         """For schedule/join/done: handles ``event`` again after every change

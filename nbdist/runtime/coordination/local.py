@@ -11,7 +11,7 @@ import threading
 import time
 
 from nbdist import errors
-from nbdist.runtime.coordination import CoordinationService, Event
+from nbdist.runtime.coordination.service import CoordinationService, Event
 from nbdist.runtime.timeouts import CONTROL_TIMEOUT_S
 
 # How often a blocked watch looks at its stop flag (the service has no per-reader

@@ -1,4 +1,5 @@
-"""The ``ClusterCoordinator``'s queue and failure handling as a pure state machine.
+"""The ``ClusterCoordinator``'s queue, failure handling and fencing as a pure
+state machine.
 
 ``CoordinatorState.handle(event)`` is the only method that changes the state;
 it returns the actions the I/O side (threads, RPCs, the heartbeat watcher in
@@ -64,6 +65,19 @@ Transitions (event: what changes -> actions):
     ``UnavailableError``; nothing more is dispatched while it is down.
 ``PsRecovered(task)`` -> dispatching resumes once every ps is back and the
     error has been raised.
+``Fence(w)``
+    (before w's closures go elsewhere: w failed, restarted under us, or an RPC
+    to it failed) w's epoch advances, so dispatches made before are refused,
+    and no step is admitted on w until ``FenceLifted(w)``; the sessions w used
+    since the last fence are fenced -> ``FenceSessions`` (the I/O deletes them
+    on every ps, then sends ``FenceLifted``).
+``ReleaseFenced(w)`` (before a step) -> ``CloseSessions`` of w's fenced ones.
+``Admit(w, epoch, session)`` (a step of a dispatch of ``epoch`` about to run
+    in ``session``) -> ``Admitted(False)`` if w was fenced since;
+    ``Admitted(True)`` if the session is open in this epoch; else
+    ``OpenSession`` (the I/O has its master create it, so a fence knows its
+    handle, then sends ``SessionOpened(w, epoch, session)`` -> ``Admitted``,
+    or, fenced meanwhile, the session is fenced and ``Admitted(False)``).
 ``Join()`` / ``Done()`` / ``Schedule``'s error check
     a ps failure -> every queued closure ``Cancel``, ``Raise(error)`` at once
     (later calls raise again while a ps is still down); a function error ->
@@ -83,8 +97,11 @@ from nbdist import errors
 
 __all__ = [
     "AbortResources",
+    "Admit",
+    "Admitted",
     "BuildResources",
     "Cancel",
+    "CloseSessions",
     "Closure",
     "ClosureDone",
     "ClosureFailed",
@@ -93,17 +110,23 @@ __all__ = [
     "Dispatch",
     "Done",
     "DoneStatus",
+    "Fence",
+    "FenceLifted",
+    "FenceSessions",
     "Join",
+    "OpenSession",
     "PsFailed",
     "PsRecovered",
     "PutBack",
     "Raise",
+    "ReleaseFenced",
     "Resolve",
     "Resource",
     "ResourceBuildFailed",
     "ResourcesBuilt",
     "ResourcesReady",
     "Schedule",
+    "SessionOpened",
     "Wait",
     "WorkerFailed",
     "WorkerReady",
@@ -213,6 +236,35 @@ class PsRecovered:
 
 
 @dataclass
+class Fence:
+    worker: int
+
+
+@dataclass
+class FenceLifted:
+    worker: int
+
+
+@dataclass
+class ReleaseFenced:
+    worker: int
+
+
+@dataclass
+class Admit:
+    worker: int
+    epoch: int
+    session: Any
+
+
+@dataclass
+class SessionOpened:
+    worker: int
+    epoch: int
+    session: Any
+
+
+@dataclass
 class Join:
     pass
 
@@ -230,6 +282,7 @@ class Dispatch:
 
     worker: int
     closures: list
+    epoch: int = 0  # the worker's fencing epoch: ``Admit`` the step under it
 
 
 @dataclass
@@ -298,6 +351,36 @@ class DoneStatus:
 
 
 @dataclass
+class FenceSessions:
+    """Delete ``sessions`` (the master's handles of them) on every ps task, so
+    no step still running in them changes a ps variable; then ``FenceLifted``."""
+
+    worker: int
+    sessions: list
+
+
+@dataclass
+class CloseSessions:
+    worker: int
+    sessions: list
+
+
+@dataclass
+class OpenSession:
+    """Have ``session``'s master create it (a fence must know its handle), then
+    send ``SessionOpened``."""
+
+    worker: int
+    epoch: int
+    session: Any
+
+
+@dataclass
+class Admitted:
+    ok: bool
+
+
+@dataclass
 class _Worker:
     index: int
     alive: bool = True
@@ -307,6 +390,12 @@ class _Worker:
     needs_build: set = field(default_factory=set)  # resource ids
     built: set = field(default_factory=set)
     aborted: set = field(default_factory=set)
+    # Fencing: a dispatch runs only in the epoch it was made in; ``fences``
+    # in progress; sessions used since the last fence; fenced ones to close.
+    epoch: int = 0
+    fences: int = 0
+    open_sessions: dict = field(default_factory=dict)  # id(session) -> session
+    fenced_sessions: list = field(default_factory=list)
 
 
 class CoordinatorState:
@@ -359,6 +448,20 @@ class CoordinatorState:
     @property
     def failed_workers(self) -> list[int]:
         return [w.index for w in self.workers if not w.alive]
+
+    def must_fence(self, event) -> int | None:
+        """The worker ``event`` fails, if it is alive now (reported failed, or
+        back in another incarnation): fence it before handling ``event``."""
+        t = type(event)
+        if t is not WorkerFailed and t is not WorkerRecovered:
+            return None
+        w = self.workers[event.worker]
+        if not w.alive:
+            return None
+        if t is WorkerFailed or (event.incarnation is not None and w.incarnation
+                                 not in (None, event.incarnation)):
+            return event.worker
+        return None
 
     def _blocked(self) -> bool:
         return bool(self.error or self.ps_error or self.failed_ps)
@@ -461,7 +564,7 @@ class CoordinatorState:
             self._next_worker = (w.index + 1) % n
             self.stats["dispatched"] += len(batch)
             self.stats["steps"] += 1
-            out.append(Dispatch(w.index, batch))
+            out.append(Dispatch(w.index, batch, w.epoch))
         return out
 
     def _take_batch(self, limit: int) -> list:
@@ -618,3 +721,41 @@ class CoordinatorState:
             return []
         self.failed_ps.discard(ev.task)
         return self._dispatch()
+
+    # -- fencing ------------------------------------------------------------------------
+    def _on_Fence(self, ev: Fence) -> list:
+        w = self.workers[ev.worker]
+        w.epoch += 1
+        w.fences += 1
+        sessions = list(w.open_sessions.values())
+        w.open_sessions.clear()
+        w.fenced_sessions += sessions
+        return [FenceSessions(w.index, sessions)]
+
+    def _on_FenceLifted(self, ev: FenceLifted) -> list:
+        w = self.workers[ev.worker]
+        if w.fences < 1:
+            raise ValueError(f"FenceLifted: worker {w.index} is not being fenced")
+        w.fences -= 1
+        return []
+
+    def _on_ReleaseFenced(self, ev: ReleaseFenced) -> list:
+        w = self.workers[ev.worker]
+        sessions, w.fenced_sessions = w.fenced_sessions, []
+        return [CloseSessions(w.index, sessions)] if sessions else []
+
+    def _on_Admit(self, ev: Admit) -> list:
+        w = self.workers[ev.worker]
+        if w.epoch != ev.epoch or w.fences:
+            return [Admitted(False)]
+        if id(ev.session) in w.open_sessions:
+            return [Admitted(True)]
+        return [OpenSession(w.index, ev.epoch, ev.session)]
+
+    def _on_SessionOpened(self, ev: SessionOpened) -> list:
+        w = self.workers[ev.worker]
+        if w.epoch != ev.epoch or w.fences:
+            w.fenced_sessions.append(ev.session)
+            return [Admitted(False)]
+        w.open_sessions[id(ev.session)] = ev.session
+        return [Admitted(True)]

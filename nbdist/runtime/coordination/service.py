@@ -1,5 +1,7 @@
 """The coordination service's logic: task liveness, barriers, key-value store
-and the event log. Pure Python (no RPC); ``runtime/grpc`` serves it.
+and the event log. Pure Python (no RPC); a transport's codec serves it
+(``runtime/grpc/coordination_service.py``), and it validates what every
+codec passes on.
 
 Transitions of a task:
     (unknown) --register--> CONNECTED
@@ -343,6 +345,11 @@ class CoordinationService:
     def barrier(self, barrier_id: str, timeout_s: float, tasks, source_task: str,
                 is_cancelled=lambda: False) -> int:
         """Blocks until every participant arrived; returns the round number."""
+        if not barrier_id:
+            raise errors.InvalidArgumentError(None, None, "Barrier needs a barrier_id")
+        if not source_task:
+            raise errors.InvalidArgumentError(
+                None, None, f"Barrier '{barrier_id}' needs the source_task")
         participants = tuple(sorted(tasks)) if tasks else tuple(sorted(self._tasks))
         if source_task not in participants:
             raise errors.InvalidArgumentError(
@@ -428,6 +435,8 @@ class CoordinationService:
 
     # -- key-value ------------------------------------------------------------------
     def insert(self, key: str, value: bytes, allow_overwrite: bool = False):
+        if not key:
+            raise errors.InvalidArgumentError(None, None, "Empty key")
         with self._lock:
             if key in self._kv and not allow_overwrite:
                 raise errors.AlreadyExistsError(None, None,
@@ -476,15 +485,3 @@ class CoordinationService:
         with self._lock:
             self._lock.notify_all()
 
-
-def leader_task(cluster_spec) -> str | None:
-    """The task that hosts the service: chief 0, else worker 0, else ps 0."""
-    for job in ("chief", "worker", "ps"):
-        if job in cluster_spec.jobs and cluster_spec.task_indices(job):
-            idx = min(cluster_spec.task_indices(job))
-            return f"/job:{job}/replica:0/task:{idx}"
-    jobs = cluster_spec.jobs
-    if jobs:
-        idx = min(cluster_spec.task_indices(jobs[0]))
-        return f"/job:{jobs[0]}/replica:0/task:{idx}"
-    return None

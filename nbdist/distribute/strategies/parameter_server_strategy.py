@@ -38,8 +38,8 @@ from nbdist.cluster.resolvers import (
     SimpleClusterResolver,
     TFConfigClusterResolver,
 )
-from nbdist.distribute.data_ops import Dataset
-from nbdist.distribute.input_context import InputContext
+from nbdist.distribute.data.data_ops import Dataset
+from nbdist.distribute.strategies.input_context import InputContext
 from nbdist.graph import ops as _ops
 from nbdist.graph.ops import GraphKeys
 from nbdist.graph.partitioned_variables import (
