@@ -20,8 +20,8 @@ import pytest
 
 import nbdist as nd
 from nbdist.distribute import recovery_events
-from nbdist.distribute.cluster_coordinator import ClusterCoordinator
-from nbdist.distribute.parameter_server_strategy import ParameterServerStrategy
+from nbdist.distribute.coordinator.cluster_coordinator import ClusterCoordinator
+from nbdist.distribute.strategies.parameter_server_strategy import ParameterServerStrategy
 from nbdist.notebook.widget_cluster import ClusterView
 from nbdist.notebook.widget_story import FailureStory, FailureStoryView
 from nbdist.train.checkpoint_management import latest_checkpoint

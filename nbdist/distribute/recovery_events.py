@@ -239,7 +239,7 @@ class CoordinatorStory:
 
     def observe(self, events, actions):
         """Feeds the coordinator's events and the actions they produced."""
-        from nbdist.distribute import coordinator_state as cs
+        from nbdist.distribute.coordinator import coordinator_state as cs
 
         out = []
         with self._lock:
