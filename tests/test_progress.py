@@ -116,7 +116,7 @@ def test_terminal_shows_text_bars():
 
 
 @pytest.mark.slow
-def test_kernel_shows_a_progress_widget_of_the_global_step(kernel_env):  # noqa: F811
+def test_kernel_shows_a_progress_widget_then_leaves_its_text(kernel_env):  # noqa: F811
     import nbformat
     from nbclient import NotebookClient
 
@@ -134,11 +134,56 @@ def test_kernel_shows_a_progress_widget_of_the_global_step(kernel_env):  # noqa:
         else:
             os.environ["JUPYTER_PATH"] = old
     outputs = nb.cells[0].outputs
+    # The widget was shown under a display id and replaced, at the end, by its
+    # last line as text: the saved notebook needs no widget state.
     widgets = [
         o
         for o in outputs
         if "application/vnd.jupyter.widget-view+json" in o.get("data", {})
     ]
-    assert widgets, outputs
-    assert "/12" in widgets[0]["data"]["text/plain"]
+    assert not widgets, outputs
+    bars = [
+        o
+        for o in outputs
+        if "".join(o.get("data", {}).get("text/plain", "")).startswith("training:")
+    ]
+    assert len(bars) == 1, outputs
+    assert "100%" in bars[0]["data"]["text/plain"]
+    assert "12/12" in bars[0]["data"]["text/plain"]
     assert not [o for o in outputs if o.get("name") == "stderr"], outputs
+
+
+@pytest.mark.slow
+def test_a_bar_ended_by_an_error_also_leaves_its_text(kernel_env):  # noqa: F811
+    """Training that raises at step 5: the bar's widget is replaced by its text
+    all the same (5 of 12), next to the error."""
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    code = TRAIN.replace('nd.train.ProgressBarHook(last_step=12, desc="train")', "")
+    code = code.replace(
+        "s.run(train_op)", "if s.run(train_op) == 5: raise ValueError('stop here')"
+    )
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
+    old = os.environ.get("JUPYTER_PATH")
+    os.environ["JUPYTER_PATH"] = kernel_env["JUPYTER_PATH"]
+    try:
+        with pytest.raises(CellExecutionError, match="stop here"):
+            NotebookClient(nb, timeout=120, kernel_name=KERNEL_NAME).execute()
+    finally:
+        if old is None:
+            del os.environ["JUPYTER_PATH"]
+        else:
+            os.environ["JUPYTER_PATH"] = old
+    outputs = nb.cells[0].outputs
+    assert not [
+        o for o in outputs
+        if "application/vnd.jupyter.widget-view+json" in o.get("data", {})
+    ], outputs
+    bars = [
+        "".join(o["data"]["text/plain"])
+        for o in outputs
+        if "".join(o.get("data", {}).get("text/plain", "")).startswith("training:")
+    ]
+    assert len(bars) == 1 and "5/12" in bars[0], outputs

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import inspect
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from nbdist.graph.device import DeviceSpec
@@ -55,6 +55,9 @@ class TaskInfo:
     address: str
     pid: int | None
     state: str
+    # When kill() SIGKILLed it (wall time); keyword-only, so that subclasses
+    # (SlurmTaskInfo) may add fields without defaults.
+    ended_at: float | None = field(default=None, kw_only=True)
 
     @property
     def name(self) -> str:

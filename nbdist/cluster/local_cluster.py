@@ -108,7 +108,8 @@ class LocalCluster(ClusterBase):
     def tasks(self) -> list[TaskInfo]:
         with self._lock:
             self._refresh_states()
-            return [TaskInfo(t.job, t.index, t.address, t.pid, t.state)
+            return [TaskInfo(t.job, t.index, t.address, t.pid, t.state,
+                             ended_at=t.ended_at)
                     for t in self._tasks.values()]
 
     @property
@@ -131,6 +132,7 @@ class LocalCluster(ClusterBase):
             p = self._procs.get((job, index))
             if p is not None and p.poll() is None:
                 p.kill()
+                t.ended_at = time.time()
                 p.wait(timeout=10)
             t.state = "killed"
 

@@ -9,6 +9,7 @@ live widgets, usable on their own::
     nd.notebook.TimelineView.trace(sess, train_op)  # one step's ops over time
     nd.notebook.TrainingView(cluster, logdir=logdir)  # loss and steps/s per worker
     nd.notebook.TrafficView(cluster)           # calls and bytes between tasks
+    nd.notebook.FailureStoryView(cluster)      # kill -> detected -> restored -> redone
 
 ipywidgets is imported only when a widget is drawn in a kernel; elsewhere each
 view is text/html and text/plain.
@@ -21,6 +22,7 @@ from nbdist.notebook.widget_barrier import BarrierView
 from nbdist.notebook.widget_cluster import ClusterView
 from nbdist.notebook.widget_collective import CollectiveView
 from nbdist.notebook.widget_placement import PlacementView
+from nbdist.notebook.widget_story import FailureStoryView
 from nbdist.notebook.widget_timeline import TimelineView
 from nbdist.notebook.widget_traffic import TrafficView
 from nbdist.notebook.widget_training import TrainingView
@@ -30,6 +32,7 @@ __all__ = [
     "ClusterView",
     "CollectiveView",
     "EventFollower",
+    "FailureStoryView",
     "PlacementView",
     "ServiceEventSource",
     "TimelineView",

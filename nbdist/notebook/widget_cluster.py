@@ -19,6 +19,7 @@ from nbdist.cluster.base import as_cluster
 from nbdist.notebook import control
 from nbdist.notebook._live import STATE_COLORS, LiveView, clock, esc, short_task
 from nbdist.notebook.events import cluster_gone
+from nbdist.notebook.widget_story import FailureStory
 
 __all__ = ["ClusterView"]
 
@@ -74,6 +75,7 @@ class ClusterState:
 
     def __init__(self, spec=None):
         self.rows: dict[str, TaskRow] = {}
+        self.story = FailureStory()  # kill -> detected -> ... -> redone
         if spec is not None:
             for job in spec.jobs:
                 for i in spec.task_indices(job):
@@ -90,6 +92,9 @@ class ClusterState:
 
     def apply(self, event) -> bool:
         p = event.payload
+        if event.kind == "recovery":
+            self.story.sync_history(self.rows.values())
+            return self.story.apply(event)
         if event.kind == "task_state":
             row = self.row(event.task)
             if row is None:
@@ -155,7 +160,10 @@ class ClusterState:
             if row.reason != reason:
                 row.reason = reason
                 changed = True
-        return changed
+        # The failure story learns of kills and restarts as the rows do.
+        noted = self.story.note_processes(tasks)
+        noted |= self.story.sync_history(self.rows.values())
+        return changed or noted
 
     def sorted_rows(self) -> list[TaskRow]:
         return sorted(
@@ -205,7 +213,7 @@ class ClusterView(LiveView):
       worker:0  localhost:2223  -    unknown  0
     """
 
-    kinds = ("task_state", "step")
+    kinds = ("task_state", "step", "recovery")
     face_class = "nbdist-cluster-view"  # the static face, as the widget
     poll_s = 0.25
 
@@ -376,9 +384,29 @@ class ClusterView(LiveView):
             lines.append("history:")
             width = max(len(task) for task, _ in history)
             lines.extend(f"  {task.ljust(width)}  {line}" for task, line in history)
+        story = self._story_lines()
+        if story:
+            lines.append("failure story:")
+            lines.extend("  " + line for line in story.splitlines())
         if self.message:
             lines.append(self.message)
         return "\n".join(lines)
+
+    def _story_lines(self) -> str:
+        self._sync_story()
+        return self._state.story.lines()
+
+    def _story_html(self) -> str:
+        self._sync_story()
+        return self._state.story.html()
+
+    def _sync_story(self):
+        if not self._closed:  # a snapshot or a frozen view keeps its story
+            try:
+                self._state.story.note_processes(self._processes())
+            except Exception:  # noqa: BLE001, S110 - a cluster being torn down
+                pass
+        self._state.story.sync_history(self._state.rows.values())
 
     def _history_html(self) -> str:
         items = "".join(
@@ -404,7 +432,7 @@ class ClusterView(LiveView):
         return (
             f"{self._header_html()}<table><tr><th>task</th><th>address</th>"
             f"<th>pid</th><th>state</th><th>steps</th><th></th></tr>{rows}"
-            f"</table>{self._history_html()}{msg}"
+            f"</table>{self._history_html()}{self._story_html()}{msg}"
         )
 
     def _build(self):
@@ -448,7 +476,8 @@ class ClusterView(LiveView):
         )
         footer = w.HTML()
         self._history = w.HTML()
-        view = w.VBox([header, box, self._history, footer])
+        self._story = w.HTML()  # the failure story strip
+        view = w.VBox([header, box, self._history, self._story, footer])
         view.add_class("nbdist-cluster-view")
         self._header, self._footer = header, footer
         self._update(view)
@@ -479,6 +508,9 @@ class ClusterView(LiveView):
         history = f"<div class='nbdist'>{self._history_html()}</div>"
         if self._history.value != history:
             self._history.value = history
+        story = f"<div class='nbdist'>{self._story_html()}</div>"
+        if self._story.value != story:
+            self._story.value = story
         header = STYLE + f"<div class='nbdist'>{self._header_html()}</div>"
         if self._header.value != header:
             self._header.value = header

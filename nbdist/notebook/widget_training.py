@@ -16,6 +16,16 @@ Where the numbers come from:
 Steps per second come from the step events when there are any, otherwise from
 the wall times of the loss points. The static forms are ``text/plain`` (runs
 and point counts) and ``image/png`` (the figure).
+
+Curves that tell the truth: the x-axis is the global step (``x="step"``, the
+summaries' step: asynchronous and synchronous runs share it), the examples
+seen (``x="examples"``, the step times ``examples_per_step`` of the run: a
+synchronous step of N replicas consumes N batches) or the wall time
+(``x="wall"``, seconds since the first point of any run); the live widget has
+buttons for the three. A run is drawn as separate segments where it was idle
+(no point for longer than ``gap_s``, default ten times its median interval
+and at least 2 s) or went back to an earlier step (restored from a
+checkpoint): no line is drawn across a gap. Each run is labelled at its end.
 """
 
 from __future__ import annotations
@@ -23,6 +33,7 @@ from __future__ import annotations
 import base64
 import collections
 import io
+import itertools
 import os
 import struct
 import threading
@@ -30,7 +41,11 @@ import time
 
 from nbdist.notebook._live import LiveView, esc, short_task
 
-__all__ = ["TrainingView", "read_scalars"]
+__all__ = ["X_AXES", "TrainingView", "read_scalars", "segments"]
+
+X_AXES = ("step", "examples", "wall")
+_X_LABELS = {"step": "global step", "examples": "examples", "wall": "seconds"}
+_MIN_GAP_S = 2.0
 
 _RATE_WINDOW = 8  # steps per steps/s estimate
 _COLORS = ("#0969da", "#bf3989", "#1a7f37", "#9a6700", "#8250df", "#cf222e")
@@ -65,6 +80,24 @@ class _EventFileReader:
 
 def _matches(tag: str, wanted: str) -> bool:
     return tag == wanted or tag.endswith("/" + wanted)
+
+
+def segments(points, gap_s: float | None = None) -> list[list]:
+    """``points`` ((wall time, step, value), in the order written) split where
+    no point came for longer than ``gap_s`` (default: ten times the median
+    interval, at least 2 s) or the step went back."""
+    if not points:
+        return []
+    if gap_s is None:
+        dts = sorted(b[0] - a[0] for a, b in itertools.pairwise(points) if b[0] > a[0])
+        median = dts[len(dts) // 2] if dts else 0.0
+        gap_s = max(_MIN_GAP_S, 10.0 * median)
+    out = [[points[0]]]
+    for prev, p in itertools.pairwise(points):
+        if p[0] - prev[0] > gap_s or p[1] < prev[1]:
+            out.append([])
+        out[-1].append(p)
+    return out
 
 
 def read_scalars(logdir: str, tag: str = "loss") -> dict:
@@ -102,6 +135,9 @@ class TrainingView(LiveView):
         logdir: str | None = None,
         tag: str = "loss",
         title: str = "",
+        x: str = "step",
+        examples_per_step=None,
+        gap_s: float | None = None,
         source=None,
         follower=None,
         target=None,
@@ -110,6 +146,9 @@ class TrainingView(LiveView):
         self.logdir = logdir
         self.tag = tag
         self.title = title
+        self.examples_per_step = examples_per_step
+        self.gap_s = gap_s
+        self.x = x  # checked by the property
         self.losses: dict[str, list] = collections.defaultdict(list)
         self.step_times: dict[str, list] = collections.defaultdict(list)
         self._readers: dict[str, _EventFileReader] = {}
@@ -189,6 +228,55 @@ class TrainingView(LiveView):
         self._stop_polling.set()
         super().close()
 
+    # -- the x-axis --------------------------------------------------------------
+    @property
+    def x(self) -> str:
+        """What the loss curves are drawn against: "step", "examples" or "wall"."""
+        return self._x
+
+    @x.setter
+    def x(self, value: str):
+        if value not in X_AXES:
+            raise ValueError(f"TrainingView: x must be one of {X_AXES}, got {value!r}")
+        if value == "examples" and self.examples_per_step is None:
+            raise ValueError(
+                "TrainingView: x='examples' needs examples_per_step (an int, or "
+                "{run: int}: the examples one global step of that run consumes)"
+            )
+        self._x = value
+        if getattr(self, "_throttle", None) is not None:
+            self._changed()
+
+    def _examples_per_step(self, run: str) -> int:
+        per = self.examples_per_step
+        if isinstance(per, dict):
+            if run not in per:
+                raise ValueError(f"TrainingView: examples_per_step has no run {run!r}")
+            return int(per[run])
+        return int(per)
+
+    def curves(self, x: str | None = None) -> dict:
+        """{run: [(xs, losses), ...]}: the loss curve of each run against ``x``
+        (default ``self.x``), one pair per segment (split at idle gaps)."""
+        x = self.x if x is None else x
+        if x not in X_AXES:
+            raise ValueError(f"TrainingView: x must be one of {X_AXES}, got {x!r}")
+        with self._lock:
+            losses = {k: list(v) for k, v in sorted(self.losses.items()) if v}
+        starts = [p[0] for pts in losses.values() for p in pts]
+        t0 = min(starts) if starts else 0.0
+        out = {}
+        for run, pts in losses.items():
+            per = self._examples_per_step(run) if x == "examples" else 1
+            out[run] = [
+                (
+                    [p[0] - t0 if x == "wall" else p[1] * per for p in seg],
+                    [p[2] for p in seg],
+                )
+                for seg in segments(pts, self.gap_s)
+            ]
+        return out
+
     # -- derived series ------------------------------------------------------------------
     def steps_per_sec(self) -> dict:
         """{series: ([seconds since start], [steps/s])}: from step events if
@@ -225,17 +313,31 @@ class TrainingView(LiveView):
         fig = Figure(figsize=(9.0, 3.2), dpi=100, layout="constrained")
         FigureCanvasAgg(fig)
         loss_ax, rate_ax = fig.subplots(1, 2)
-        with self._lock:
-            losses = {k: list(v) for k, v in sorted(self.losses.items())}
-        for i, (run, pts) in enumerate(losses.items()):
-            loss_ax.plot(
-                [p[1] for p in pts],
-                [p[2] for p in pts],
-                label=run,
-                color=_COLORS[i % len(_COLORS)],
-                linewidth=1.4,
+        for i, (run, segs) in enumerate(self.curves().items()):
+            color = _COLORS[i % len(_COLORS)]
+            for j, (xs, ys) in enumerate(segs):
+                loss_ax.plot(
+                    xs,
+                    ys,
+                    label=run if j == 0 else None,
+                    color=color,
+                    linewidth=1.4,
+                    marker="o" if len(xs) == 1 else None,
+                    markersize=3,
+                )
+            xs, ys = segs[-1]
+            loss_ax.annotate(
+                run,
+                (xs[-1], ys[-1]),
+                xytext=(4, 0),
+                textcoords="offset points",
+                fontsize=8,
+                color=color,
+                va="center",
             )
-        loss_ax.set(title=self.title or self.tag, xlabel="step", ylabel=self.tag)
+        loss_ax.set(
+            title=self.title or self.tag, xlabel=_X_LABELS[self.x], ylabel=self.tag
+        )
         for i, (name, (xs, ys)) in enumerate(self.steps_per_sec().items()):
             rate_ax.plot(xs, ys, label=name, color=_COLORS[i % len(_COLORS)])
         rate_ax.set(title="steps/s", xlabel="seconds", ylabel="steps/s")
@@ -273,10 +375,27 @@ class TrainingView(LiveView):
     def _build(self):
         import ipywidgets as w
 
-        return w.Image(value=self.png(), format="png")
+        options = [a for a in X_AXES if a != "examples" or self.examples_per_step]
+        choose = w.ToggleButtons(
+            options=[(_X_LABELS[a], a) for a in options],
+            value=self.x,
+            style={"button_width": "90px"},
+        )
+        choose.add_class("nbdist-training-x")
+        image = w.Image(value=self.png(), format="png")
+
+        def chosen(change):
+            self.x = change["new"]
+            self.refresh()
+
+        choose.observe(chosen, names="value")
+        box = w.VBox([choose, image])
+        box.add_class("nbdist-training-view")
+        self._image = image
+        return box
 
     def _update(self, widget):
-        widget.value = self.png()
+        self._image.value = self.png()
 
     def _static_bundle(self) -> dict:
         return {

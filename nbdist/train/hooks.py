@@ -305,6 +305,8 @@ class ProgressBarHook(SessionRunHook):
         self._every_n_steps = every_n_steps
         self._desc = desc
         self._bar = None
+        self._handle = None  # the notebook output the bar is shown in
+        self._outages: list = []  # [task, "recovering" | what was redone]
 
     def begin(self):
         self._global_step_tensor = _global_step_read()
@@ -320,8 +322,16 @@ class ProgressBarHook(SessionRunHook):
             if total is None and self._num_steps is not None:
                 total = step + self._num_steps
             self._step = min(step, total or step)
+            kwargs = {}
+            widget = _notebook_tqdm(tqdm)
+            if widget:  # shown below under a display id, replaced at the end
+                kwargs["display"] = False
             self._bar = tqdm(total=total, initial=self._step, desc=self._desc,
-                             unit="step", disable=None)
+                             unit="step", disable=None, **kwargs)
+            if widget and not self._bar.disable:
+                from IPython.display import display
+
+                self._handle = display(self._bar.container, display_id=True)
         self._show(step)
 
     def before_run(self, run_context):
@@ -337,6 +347,46 @@ class ProgressBarHook(SessionRunHook):
     def end(self, session):
         self._show(int(session.run(self._global_step_tensor)))
         self._bar.close()
+        self._leave_text()
+
+    def on_recovery(self, event: dict):
+        """A recovery event of its session (``recovery_events``): the bar shows
+        the outage while it lasts ("ps:0 lost — recovering") and what it cost
+        once over, up to the end."""
+        if self._bar is None:
+            return
+        phase, task = event.get("phase"), event.get("task") or "a task"
+        if phase == "lost":
+            self._outages.append([task, "recovering"])
+        elif not self._outages:
+            return
+        elif phase == "restored":
+            self._outages[-1][0] = task if event.get("task") else self._outages[-1][0]
+            self._outages[-1][1] = f"restored step {event.get('step')}"
+        elif phase == "redone":
+            self._outages[-1][1] = (f"restored, {event.get('count')} "
+                                    f"{event.get('unit', 'steps')} redone")
+        self._bar.set_postfix_str(self._outage_text(), refresh=True)
+
+    def _outage_text(self) -> str:
+        task, what = self._outages[-1]
+        sep = " — " if what == "recovering" else ", "
+        more = f" ({len(self._outages)} outages)" if len(self._outages) > 1 else ""
+        return f"{task} lost{sep}{what}{more}"
+
+    def _leave_text(self):
+        """In a notebook: the widget goes, its text stays (saved notebooks then
+        show the bar without JavaScript, and no widget model is missing when
+        one is reopened)."""
+        handle, self._handle = self._handle, None
+        if handle is None:
+            return
+        try:
+            self._bar.close()  # ended by an error: closed here (red), not in end()
+            handle.update({"text/plain": str(self._bar)}, raw=True)
+            self._bar.container.close()
+        except Exception:  # noqa: BLE001, S110 - the kernel is going away
+            pass
 
     def _show(self, step):
         # Counted here: a disabled tqdm counts nothing.
@@ -344,6 +394,12 @@ class ProgressBarHook(SessionRunHook):
         if step > self._step:
             self._bar.update(step - self._step)
             self._step = step
+
+
+def _notebook_tqdm(tqdm) -> bool:
+    """Whether ``tqdm`` (``tqdm.auto``'s) is the notebook widget bar."""
+    notebook = sys.modules.get("tqdm.notebook")  # imported by tqdm.auto in a kernel
+    return notebook is not None and issubclass(tqdm, notebook.tqdm_notebook)
 
 
 def add_notebook_progress(hooks, other_hooks=None) -> list:

@@ -42,6 +42,7 @@ from nbdist.train import hooks as _hooks
 from nbdist.train import session_manager as sm
 from nbdist.train import tf_logging as logging
 from nbdist.train.coordinator import Coordinator
+from nbdist.train.recovery_hook import RecoveryStoryHook, story_for
 from nbdist.train.scaffold import Scaffold, _get_saver_or_default  # noqa: F401
 from nbdist.train.session_wrappers import (  # noqa: F401
     _PREEMPTION_ERRORS,
@@ -290,6 +291,10 @@ class _MonitoredSession:
                  max_recovery_attempts=DEFAULT_MAX_RECOVERY_ATTEMPTS):
         self._graph_was_finalized = get_default_graph().finalized
         self._hooks = list(hooks or [])
+        self._story = None  # the story of its recoveries (recovery events)
+        if should_recover:
+            self._story = story_for(session_creator, self._hooks)
+            self._hooks.append(RecoveryStoryHook(self._story))
         for h in self._hooks:
             h.begin()
         self._coordinated_creator = self._CoordinatedSessionCreator(
@@ -298,6 +303,7 @@ class _MonitoredSession:
         if should_recover:
             self._sess = _RecoverableSession(self._coordinated_creator,
                                              max_recovery_attempts)
+            self._sess._story = self._story
         else:
             self._sess = self._coordinated_creator.create_session()
 
@@ -393,6 +399,10 @@ class _MonitoredSession:
                                      "preemption of a connected worker or parameter "
                                      "server: %s", type(h).__name__, error_text(e))
         finally:
+            for h in self._hooks:  # a notebook's progress bar leaves its text
+                leave = getattr(h, "_leave_text", None)
+                if callable(leave):
+                    leave()
             try:
                 if self._sess is None:
                     raise RuntimeError("Session is already closed.")

@@ -110,6 +110,7 @@ class _RecoverableSession(_WrappedSession):
         self._max_recovery_attempts = max(0, int(max_recovery_attempts))
         self._failures = 0
         self._recoveries = 0
+        self._story = None  # told of each loss (recovery_events.SessionStory)
         _WrappedSession.__init__(self, self._create_session())
 
     @property
@@ -141,6 +142,8 @@ class _RecoverableSession(_WrappedSession):
             try:
                 sess = self._sess_creator.create_session()
             except _PREEMPTION_ERRORS as e:
+                if self._story is not None:
+                    self._story.lost(e, "while a session was being created")
                 self._backoff_or_raise(e, "while a session was being created")
                 continue
             if self._failures:
@@ -150,6 +153,8 @@ class _RecoverableSession(_WrappedSession):
             return sess
 
     def _recover(self, e, where):
+        if self._story is not None:
+            self._story.lost(e, where)
         self.close()
         self._sess = None
         self._backoff_or_raise(e, where)

@@ -87,6 +87,7 @@ import weakref
 import numpy as np
 
 from nbdist import errors
+from nbdist.distribute import recovery_events
 from nbdist.distribute.coordinator import coordinator_state as cs
 from nbdist.distribute.coordinator.closure_batching import (
     BatchedFunction,
@@ -279,6 +280,8 @@ class ClusterCoordinator:
         self._var_lock = threading.Lock()
         self._data_lock = threading.Lock()
         self._inboxes = [queue.SimpleQueue() for _ in range(self._num_workers)]
+        # The failures and recoveries, as events the notebook views draw.
+        self._story = recovery_events.CoordinatorStory(coordination_target)
         self._liveness = TaskLiveness(addresses, self._num_workers, ps_tasks,
                                       coordination_target, self._handle,
                                       self._failed_tasks)
@@ -486,6 +489,7 @@ class ClusterCoordinator:
                 out += actions
             if self._waiters:
                 self._cond.notify_all()
+        self._story.observe(events, out)
         return out
 
     # -- fencing (see the module docstring; the state is ``CoordinatorState``'s) -----
