@@ -320,6 +320,7 @@ class GrpcServer(Server):
         recent = RecentRequests()
         self._worker_handler = WorkerHandler(self._worker, recent,
                                              self._admission_counts)
+        self._worker_handler.faults = self._router.faults  # one per task
         self._master_handler = MasterHandler(self._master, recent,
                                              self._admission_counts)
 

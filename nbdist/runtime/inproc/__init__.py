@@ -127,6 +127,9 @@ class InprocWorkerClient:
     def cleanup_all(self, containers=None) -> None:
         self._handler().cleanup_all(list(containers or []))
 
+    def set_faults(self, rules) -> list:
+        return self._handler().set_faults(list(rules))
+
     def close(self) -> None:
         pass
 
@@ -228,6 +231,7 @@ class InprocServer(Server):
         recent, admission = RecentRequests(), Admission(self.task_name)
         self._admission_counts = admission
         self.worker_handler = WorkerHandler(self._worker, recent, admission)
+        self.worker_handler.faults = self._router.faults  # one per task
         self.master_handler = MasterHandler(self._master, recent, admission)
         self._state_lock = threading.Lock()
         self._started = False
