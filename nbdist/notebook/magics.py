@@ -32,6 +32,9 @@ COMMANDS = (
     "timeline",
     "connect",
     "disconnect",
+    "slow",
+    "partition",
+    "heal",
 )
 _active: list = []  # the Magics instance of the shell that loaded the extension
 
@@ -129,6 +132,12 @@ class ClusterMagics(Magics):
             %cluster timeline FETCHES           trace one step of FETCHES (or show
                                                 a RunMetadata) as a TimelineView
             %cluster stop                       stop every task
+            %cluster slow worker:1 20ms         each call worker:1 makes (and
+                                                each step it serves) waits 20 ms
+            %cluster slow worker:1 ps:0 5ms     only the messages on that link
+            %cluster partition worker:1 ps:0    cut the link: calls across it
+                                                fail (UnavailableError)
+            %cluster heal                       remove every injected fault
             %cluster start --slurm [--partition P] [--time T] --ps 1 --workers 4
                                                 the tasks as one SLURM job
                                                 (SlurmCluster); stop cancels it
@@ -344,6 +353,21 @@ class ClusterMagics(Magics):
             if self.view
             else control.restart(self._need_cluster(), task)
         )
+
+    def _slow(self, args):
+        from nbdist.notebook import fault_magics
+
+        return fault_magics.slow(self, args.args)
+
+    def _partition(self, args):
+        from nbdist.notebook import fault_magics
+
+        return fault_magics.partition(self, args.args)
+
+    def _heal(self, args):
+        from nbdist.notebook import fault_magics
+
+        return fault_magics.heal(self, args.args)
 
     def _eval(self, args):
         expr = " ".join(args.args)

@@ -345,6 +345,41 @@ class ClusterView(LiveView):
         self._say(line)
         return line
 
+    def slow(self, task: str, delay="20ms", peer: str | None = None) -> str:
+        """Slows ``task`` (or its link to ``peer``), as ``%cluster slow`` does."""
+        from nbdist.notebook import fault_control
+
+        line = fault_control.slow(self.cluster, task, delay, peer)
+        self._note_fault([task] + ([peer] if peer else []), line)
+        return line
+
+    def partition(self, task: str, peer: str) -> str:
+        """Cuts the link ``task`` ↔ ``peer``, as ``%cluster partition`` does."""
+        from nbdist.notebook import fault_control
+
+        line = fault_control.partition(self.cluster, task, peer)
+        self._note_fault([task, peer], line)
+        return line
+
+    def heal(self) -> str:
+        """Removes every injected fault, as ``%cluster heal`` does."""
+        from nbdist.notebook import fault_control
+
+        healed = list(fault_control.active_faults(self.cluster))
+        line = fault_control.heal(self.cluster)
+        self._note_fault(healed, "healed")
+        self._say(line)
+        return line
+
+    def _note_fault(self, tasks, line: str):
+        """Puts an injected fault in the history of each task it touches."""
+        with self._lock:
+            for task in tasks:
+                row = self._state.row(task)
+                if row is not None:
+                    row.history.append((time.time(), line.split(" (")[0]))
+        self._say(line)
+
     def _say(self, line: str):
         with self._lock:
             self.message = line
@@ -456,7 +491,9 @@ class ClusterView(LiveView):
         )
         footer = w.HTML()
         self._history = w.HTML()
-        view = w.VBox([header, box, self._history, footer])
+        from nbdist.notebook.widget_faults import fault_bar
+
+        view = w.VBox([header, box, self._history, fault_bar(self, w), footer])
         view.add_class("nbdist-cluster-view")
         self._header, self._footer = header, footer
         self._update(view)
