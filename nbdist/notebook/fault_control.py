@@ -75,16 +75,22 @@ def _send(cluster, job: str, index: int, rules) -> None:
         client.close()
 
 
+_by_id: dict = {}  # clusters that cannot be weakly referenced, by id
+
+
 def _table(cluster) -> dict:
-    table = _set.get(cluster)
-    if table is None:
-        table = _set[cluster] = {}
+    try:
+        table = _set.get(cluster)
+        if table is None:
+            table = _set[cluster] = {}
+    except TypeError:
+        table = _by_id.setdefault(id(cluster), {})
     return table
 
 
 def active_faults(cluster) -> dict[str, list[FaultRule]]:
     """``{"worker:1": [FaultRule(...)], ...}``: what this notebook injected."""
-    return {k: list(v) for k, v in _set.get(cluster, {}).items() if v}
+    return {k: list(v) for k, v in _table(cluster).items() if v}
 
 
 def _update(cluster, task: str, keep, add: FaultRule | None):
