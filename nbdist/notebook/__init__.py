@@ -8,6 +8,7 @@ live widgets, usable on their own::
     nd.notebook.BarrierView(cluster)           # barriers and SyncReplicas rounds
     nd.notebook.TimelineView.trace(sess, train_op)  # one step's ops over time
     nd.notebook.TrainingView(cluster, logdir=logdir)  # loss and steps/s per worker
+    nd.notebook.StalenessView({"worker:0": [(0, 1)]})  # async gradients' staleness
 
 ipywidgets is imported only when a widget is drawn in a kernel; elsewhere each
 view is text/html and text/plain.
@@ -19,6 +20,7 @@ from nbdist.notebook.events import EventFollower, ServiceEventSource, event_sour
 from nbdist.notebook.widget_barrier import BarrierView
 from nbdist.notebook.widget_cluster import ClusterView
 from nbdist.notebook.widget_placement import PlacementView
+from nbdist.notebook.widget_staleness import StalenessView
 from nbdist.notebook.widget_timeline import TimelineView
 from nbdist.notebook.widget_training import TrainingView
 
@@ -28,6 +30,7 @@ __all__ = [
     "EventFollower",
     "PlacementView",
     "ServiceEventSource",
+    "StalenessView",
     "TimelineView",
     "TrainingView",
     "active_cluster",

@@ -311,21 +311,33 @@ def _needed(r: BarrierRecord) -> int:
     return n
 
 
+def _gathering(r: BarrierRecord) -> list[str]:
+    """Who has arrived at the round being gathered, as drawn (text, bar and
+    chips alike). Derived from step counts alone (no ``gradient_pushed``
+    events), "everyone arrived" after a passed round cannot be told from a
+    run that ended: nobody is shown then."""
+    if (r.rounds is None and r.kind == "SyncReplicas" and r.status == "passed"
+            and r.participants and len(r.arrived) >= len(r.participants)):
+        return []
+    return list(r.arrived)
+
+
 def _next_round(r: BarrierRecord) -> str:
     """Where the round being gathered stands, e.g. "round 51: 1 of 2 arrived
     (worker:0), waiting for worker:1"; never more than the round needs."""
-    n, k = len(r.participants), len(r.arrived)
+    arrived = _gathering(r)
+    n, k = len(r.participants), len(arrived)
     need = _needed(r)
     line = f"round {r.round + 1}: "
     of = f"{need} needed of {n}" if need < n else f"{n}"
     if not k:
         line += f"none of {of} arrived yet"
     else:
-        line += f"{k} of {of} arrived ({', '.join(r.arrived)})"
+        line += f"{k} of {of} arrived ({', '.join(arrived)})"
         if r.status != "timed out":
-            missing = [t for t in r.participants if t not in r.arrived]
+            missing = [t for t in r.participants if t not in arrived]
             if k >= need:
-                line += ", complete"
+                line += ", releasing"
             elif need < n:
                 line += f", waiting for {need - k} more of {', '.join(missing)}"
             else:
@@ -412,7 +424,7 @@ def _card(r: BarrierRecord) -> str:
     # The bar, the chips and the line under the count all show the round
     # being gathered (what arrived of it); the last completed round has its
     # own line below, so the two never contradict each other.
-    shown = r.arrived
+    shown = _gathering(r)
     chips = []
     for t in r.participants:
         if t in shown:

@@ -521,6 +521,10 @@ class ClusterView(LiveView):
                 button = self._buttons[(r.name, action)]
                 if button.disabled != (not possible):
                     button.disabled = not possible
+        can_fault = self._can_act()[1]  # a live view of a cluster it owns
+        for button in getattr(self, "_fault_buttons", ()):
+            if button.disabled != (not can_fault):
+                button.disabled = not can_fault
         history = f"<div class='nbdist'>{self._history_html()}</div>"
         if self._history.value != history:
             self._history.value = history

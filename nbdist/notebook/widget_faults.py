@@ -55,6 +55,7 @@ def fault_bar(view, w):
         b.add_class(f"nbdist-{name}")
         b.on_click(handler)
         buttons.append(b)
+    view._fault_buttons = buttons  # enabled and disabled with kill/restart
     box = w.HBox([task, peer, delay, *buttons])
     box.add_class("nbdist-fault-bar")
     return box
