@@ -466,6 +466,12 @@ class GrpcServer(Server):
         return self._router.tap
 
     @property
+    def faults(self):
+        """``runtime.faults.Faults`` this task injects into its calls (none
+        unless set, e.g. by ``%cluster slow``)."""
+        return self._router.faults
+
+    @property
     def master(self) -> Master:
         """This task's master: what sessions of this process use, without RPC."""
         return self._master

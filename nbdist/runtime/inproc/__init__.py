@@ -266,6 +266,12 @@ class InprocServer(Server):
         """``runtime.tap.Tap`` of this task's calls and tensors to its peers."""
         return self._router.tap
 
+    @property
+    def faults(self):
+        """``runtime.faults.Faults`` this task injects into its calls (none
+        unless set, e.g. by ``%cluster slow``)."""
+        return self._router.faults
+
     def start(self):
         with self._state_lock:
             if self._stopped.is_set():
