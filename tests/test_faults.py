@@ -256,6 +256,8 @@ def _train_sync(cluster, targets, replicas_to_aggregate, steps, num_tokens=-1):
                         replicas_to_aggregate=replicas_to_aggregate,
                         total_num_replicas=n)
                     train_op = opt.minimize(loss, global_step=gs)
+                    # Tokens for a worker still in a step when the others stop.
+                    leave_tokens = opt.get_init_tokens_op(num_tokens=n)
                 hooks = [opt.make_session_run_hook(i == 0, num_tokens=num_tokens),
                          nd.train.StopAtStepHook(last_step=steps)]
                 config = nd.ConfigProto(
@@ -267,6 +269,8 @@ def _train_sync(cluster, targets, replicas_to_aggregate, steps, num_tokens=-1):
                     while not sess.should_stop():
                         sess.run(train_op)
                         ran += 1
+                with nd.Session(targets[i], config=config) as sess:
+                    sess.run(leave_tokens)
                 results[i] = ran
         except Exception as e:  # noqa: BLE001 - reported by the test
             results[i] = e

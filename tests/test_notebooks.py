@@ -67,6 +67,7 @@ def test_every_notebook_is_tested():
         "06-collective-allreduce.ipynb",
         "07-tensorboard-and-live-curves.ipynb",
         "08-conv-net-across-workers.ipynb",
+        "10-stragglers-backup-workers-staleness.ipynb",
     ]
 
 

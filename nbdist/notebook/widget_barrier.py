@@ -247,11 +247,13 @@ class BarrierView(LiveView):
         source=None,
         follower=None,
         target=None,
+        from_seq: int = 0,
         live: bool = True,
     ):
         self._state = BarrierState()
         super().__init__(
-            cluster, source=source, follower=follower, target=target, live=live
+            cluster, source=source, follower=follower, target=target,
+            from_seq=from_seq, live=live
         )
 
     @property

@@ -29,7 +29,6 @@ StalenessView: 4 gradients, mean staleness 1.25 updates
   staleness  worker:0  worker:1
   0          1         0
   1          2         0
-  2          0         0
   3          0         1
 """
 
@@ -114,6 +113,7 @@ class StalenessView:
         workers, rows = self._rows()
         if not rows:
             return head
+        rows = [(s, c) for s, c in rows if any(c)]  # the values that occur
         table = [["staleness", *workers]] + [[str(s), *map(str, c)] for s, c in rows]
         widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
         lines = [head] + ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths))
