@@ -124,37 +124,48 @@ class StalenessView:
         p.text(repr(self))
 
     def _svg(self) -> str:
+        """One row per worker (small multiples on one staleness axis), each
+        bar the share of that worker's gradients: a straggler's few, very
+        stale gradients show beside the many fresh ones of the others."""
         workers, rows = self._rows()
         if not rows:
             return ""
-        bar, gap, height, left, bottom = 22, 6, 120, 30, 28
-        top = max(sum(c) for _, c in rows) or 1
+        lo, hi = rows[0][0], rows[-1][0]
+        span = hi - lo + 1
+        left, plot_w, row_h, gap, top = 64, 560, 46, 10, 4
+        bar_w = plot_w / span
         parts = []
-        for i, (s, counts) in enumerate(rows):
-            x = left + i * (bar + gap)
-            y = height
-            for w, n in zip(workers, counts):
+        for i, w in enumerate(workers):
+            color = _COLORS[i % len(_COLORS)]
+            y0 = top + i * (row_h + gap)
+            total = sum(c[i] for _, c in rows) or 1
+            parts.append(f"<text x='0' y='{y0 + row_h / 2 + 4:.1f}' font-size='11' "
+                         f"fill='{color}'>{esc(w)}</text>")
+            parts.append(f"<line x1='{left}' y1='{y0 + row_h}' x2='{left + plot_w}' "
+                         f"y2='{y0 + row_h}' stroke='#d0d7de'/>")
+            for s_, counts in rows:
+                n = counts[i]
                 if not n:
                     continue
-                h = height * n / top
-                y -= h
-                color = _COLORS[workers.index(w) % len(_COLORS)]
+                h = max(row_h * n / total, 2.0)
+                x = left + (s_ - lo) * bar_w
                 parts.append(
-                    f"<rect x='{x}' y='{y:.1f}' width='{bar}' height='{h:.1f}' "
-                    f"fill='{color}'><title>{esc(w)}: {n} gradient"
-                    f"{'s' if n != 1 else ''} {s} update"
-                    f"{'s' if s != 1 else ''} stale</title></rect>")
-            parts.append(f"<text x='{x + bar / 2}' y='{height + 12}' font-size='10' "
-                         f"text-anchor='middle' fill='#57606a'>{s}</text>")
-        width = left + len(rows) * (bar + gap)
-        parts.append(f"<text x='{left}' y='{height + 25}' font-size='10' "
-                     "fill='#57606a'>staleness (updates between compute and "
-                     "apply)</text>")
-        parts.append(f"<text x='0' y='10' font-size='10' fill='#57606a'>{top}</text>")
-        parts.append(f"<line x1='{left - 4}' y1='{height}' x2='{width}' "
-                     f"y2='{height}' stroke='#d0d7de'/>")
-        return (f"<svg class='nbdist-staleness' width='{max(width, 240)}' "
-                f"height='{height + bottom + 4}' "
+                    f"<rect x='{x:.1f}' y='{y0 + row_h - h:.1f}' "
+                    f"width='{max(bar_w - 1, 1.5):.1f}' height='{h:.1f}' "
+                    f"fill='{color}'><title>{esc(w)}: {n} of {total} gradients "
+                    f"{s_} update{'s' if s_ != 1 else ''} stale</title></rect>")
+        axis_y = top + len(workers) * (row_h + gap)
+        ticks = sorted({lo, hi, *range(lo, hi + 1, max(1, span // 6))})
+        for t in ticks:
+            x = left + (t - lo + 0.5) * bar_w
+            parts.append(f"<text x='{x:.1f}' y='{axis_y + 4}' font-size='10' "
+                         f"text-anchor='middle' fill='#57606a'>{t}</text>")
+        parts.append(f"<text x='{left}' y='{axis_y + 18}' font-size='10' "
+                     "fill='#57606a'>staleness: updates applied between a "
+                     "gradient's compute and its apply (bar: share of the "
+                     "worker's gradients)</text>")
+        return (f"<svg class='nbdist-staleness' width='{left + plot_w + 8}' "
+                f"height='{axis_y + 24}' "
                 f"xmlns='http://www.w3.org/2000/svg'>{''.join(parts)}</svg>")
 
     def _repr_html_(self) -> str:
