@@ -240,6 +240,9 @@ def _train_sync(cluster, targets, replicas_to_aggregate, steps, num_tokens=-1):
     global step reaches ``steps``; returns {worker index: steps run}."""
     n = len(targets)
     results: dict = {}
+    # Training starts once every worker has its session (a slowed worker's
+    # session takes longer to make): then all of them train at once.
+    ready = threading.Barrier(n, timeout=60)
 
     def worker(i):
         try:
@@ -266,6 +269,7 @@ def _train_sync(cluster, targets, replicas_to_aggregate, steps, num_tokens=-1):
                 with nd.train.MonitoredTrainingSession(
                         master=targets[i], is_chief=i == 0, hooks=hooks, config=config,
                         max_wait_secs=30, log_step_count_steps=None) as sess:
+                    ready.wait()
                     while not sess.should_stop():
                         sess.run(train_op)
                         ran += 1
@@ -274,6 +278,7 @@ def _train_sync(cluster, targets, replicas_to_aggregate, steps, num_tokens=-1):
                 results[i] = ran
         except Exception as e:  # noqa: BLE001 - reported by the test
             results[i] = e
+            ready.abort()
 
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(n)]
     for t in threads:
@@ -339,15 +344,15 @@ def test_backup_workers_finish_without_the_straggler_and_drop_its_gradients(serv
     view = BarrierView(workers[0])
     try:
         fault_control.slow(c, "worker:2", "20ms")
-        steps = 30
+        steps = 60
         results = _train_sync(cluster, [w.target for w in workers], 2, steps)
         assert all(isinstance(n, int) for n in results.values()), results
         assert _global_step(workers[0].target, cluster) >= steps
         assert view.follower.sync(timeout=20)
         rounds = view["sync_replicas@ps:0"].rounds
         assert len(rounds.done) >= steps
-        # Every round took 2 gradients; worker:2 made few of them, if any.
-        assert all(len(r.arrivals) == 2 for r in rounds.done)
+        # Every round took (at least) 2 gradients; few were worker:2's.
+        assert all(len(r.arrivals) >= 2 for r in rounds.done)
         made = sum(r.workers.count("worker:2") for r in rounds.done)
         assert made <= steps // 3, made
         assert rounds.dropped["worker:2"] >= 1, rounds.dropped

@@ -75,8 +75,12 @@ class RoundTracker:
     def __init__(self):
         self.names: dict = {}  # step id -> worker
         self.open: dict[int, RoundStat] = {}  # rounds gathering, by number
-        self.done: collections.deque = collections.deque(maxlen=_ROUNDS_KEPT)
+        self._done: collections.deque = collections.deque(maxlen=_ROUNDS_KEPT)
         self._dropped: collections.deque = collections.deque(maxlen=_PENDING_MAX)
+        # Rounds the chief applied whose arrivals may still be coming: the
+        # tasks publish concurrently, so the last push's event can follow the
+        # aggregation step's. Settled once a later round is gathering.
+        self._applied = 0
         self.rounds_completed = 0
 
     def _round(self, number: int) -> RoundStat:
@@ -98,24 +102,35 @@ class RoundTracker:
         r = self._round(number)
         r.arrivals.append((step_id, when))
         r.arrivals.sort(key=lambda a: a[1])
+        self._settle()
+
+    def _settle(self) -> None:
+        """Moves applied rounds to ``done`` once a later round gathers."""
+        while self._applied and len(self.open) > 1:
+            self._applied -= 1
+            self._done.append(self.open.pop(min(self.open)))
 
     def name(self, step_id, worker: str) -> None:
         self.names[step_id] = worker
         if len(self.names) > _PENDING_MAX:
             self.names.pop(next(iter(self.names)))
 
-    def complete_oldest(self) -> RoundStat | None:
+    def complete_oldest(self) -> None:
         """The oldest gathering round is complete (the chief applied it)."""
-        if not self.open:
-            return None
-        r = self.open.pop(min(self.open))
-        self.done.append(r)
         self.rounds_completed += 1
-        return r
+        self._applied += 1
+        self._settle()
+
+    @property
+    def done(self) -> list[RoundStat]:
+        """The completed rounds, oldest first (the last few hundred)."""
+        applied = sorted(self.open)[:self._applied]
+        return list(self._done) + [self.open[n] for n in applied]
 
     def gathering(self) -> RoundStat | None:
-        """The round being gathered (the oldest open one), or None."""
-        return self.open[min(self.open)] if self.open else None
+        """The round being gathered (the oldest not applied), or None."""
+        waiting = sorted(self.open)[self._applied:]
+        return self.open[waiting[0]] if waiting else None
 
     def arrived(self) -> list[str]:
         r = self.gathering()
