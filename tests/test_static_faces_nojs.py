@@ -79,8 +79,8 @@ FACES = {
         ("%tensorboard", r"TensorBoard at http://127\.0\.0\.1:\d+/"),
     ],
     "10-stragglers-backup-workers-staleness": [
-        ("%cluster start", r"slowed worker:2 by 20 ms"),
-        ("%cluster slow worker:2 20ms", r"slowed worker:2 by 20 ms"),
+        ("%cluster start", r"slowed worker:2 by 50 ms"),
+        ("%cluster slow worker:2 50ms", r"slowed worker:2 by 50 ms"),
         ("stale = nd.notebook.StalenessView", "svg"),
         ("stale = nd.notebook.StalenessView", r"worker:2's gradients are the stalest: True"),
         ("no_backup = nd.notebook.BarrierView", r"straggler: worker:2"),

@@ -161,13 +161,13 @@ class RoundTracker:
         return {w: total[w] / count[w] for w in count}
 
     def straggler(self) -> str | None:
-        """The worker last in most completed rounds (at least two thirds)."""
+        """The worker last in most completed rounds (at least three quarters)."""
         counts = self.last_counts
         n = sum(counts.values())
         if not n:
             return None
         worker, k = counts.most_common(1)[0]
-        return worker if 3 * k >= 2 * n and n >= 3 else None
+        return worker if 4 * k >= 3 * n and n >= 3 else None
 
 
 class PendingPushes:
