@@ -85,7 +85,8 @@ def test_errors_without_a_cluster_are_one_line(ip, capsys):
     assert err.strip().splitlines() == [
         (
             "UsageError: unknown command 'frobnicate': use one of local, start, status, "
-            "stop, kill, restart, placement, timeline, connect, disconnect, traffic"
+            "stop, kill, restart, placement, timeline, connect, disconnect, traffic, "
+            "slow, partition, heal"
         )
     ]
 

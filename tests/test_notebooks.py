@@ -68,6 +68,7 @@ def test_every_notebook_is_tested():
         "07-tensorboard-and-live-curves.ipynb",
         "08-conv-net-across-workers.ipynb",
         "09-one-step-on-the-wire.ipynb",
+        "10-stragglers-backup-workers-staleness.ipynb",
     ]
 
 

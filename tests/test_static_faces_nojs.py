@@ -23,6 +23,7 @@ from conftest import ROOT
 from test_browser import CHROMIUM, CHROMIUM_ARGS
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("0[1-7]-*.ipynb"))
+NOTEBOOKS += sorted((ROOT / "notebooks").glob("10-*.ipynb"))
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
@@ -48,9 +49,9 @@ FACES = {
         ("%cluster start", r"Cluster · 3 tasks: 3 stopped"),
         ("curves = nd.notebook.TrainingView", "img"),
         ("print(f\"I am", r"I am worker:1, chief: False"),
-        ("barriers = nd.notebook.BarrierView", r"50\s+rounds completed"),
-        ("barriers = nd.notebook.BarrierView", r"2 of 2 arrived"),
-        ("SyncReplicasOptimizer", r"step +40 +loss"),
+        ("barriers = nd.notebook.BarrierView", r"\d+\s+rounds completed"),
+        ("barriers = nd.notebook.BarrierView", r"arrived last"),
+        ("SyncReplicasOptimizer", r"worker:1 done: the global step reached 50"),
         ("curves.sync()", "img"),
     ],
     "04-fault-tolerance": [
@@ -90,6 +91,16 @@ FACES = {
         ("FileWriter", r"worker:0 wrote 100 loss summaries"),
         ("curves.sync()", "img"),
         ("%tensorboard", r"TensorBoard at http://127\.0\.0\.1:\d+/"),
+    ],
+    "10-stragglers-backup-workers-staleness": [
+        ("%cluster start", r"slowed worker:2 by 50 ms"),
+        ("%cluster slow worker:2 50ms", r"slowed worker:2 by 50 ms"),
+        ("stale = nd.notebook.StalenessView", "svg"),
+        ("stale = nd.notebook.StalenessView", r"worker:2's gradients are the stalest: True"),
+        ("no_backup = nd.notebook.BarrierView", r"straggler: worker:2"),
+        ("no_backup = nd.notebook.BarrierView", r"per round \(red: arrived last"),
+        ("nd.Session.reset(target)", r"stale gradients dropped"),
+        ("made = sum(", r"worker:2 had stale gradients dropped: True"),
     ],
 }
 

@@ -301,7 +301,8 @@ def test_kill_and_restart_buttons_run_the_code_of_the_magics(comm, monkeypatch):
     try:
         box = view.widget
         buttons = [w for w in _walk(box) if type(w).__name__ == "Button"]
-        assert [b.description for b in buttons] == ["kill", "restart"] * 3
+        assert [b.description for b in buttons] == ["kill", "restart"] * 3 + [
+            "slow", "partition", "heal"]  # the fault bar (widget_faults)
         kill_w1 = next(b for b in buttons if b.tooltip == "kill worker:1")
         kill_w1.click()
         _wait(lambda: cluster.calls == [("kill", "worker", 1)])

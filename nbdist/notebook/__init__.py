@@ -10,6 +10,7 @@ live widgets, usable on their own::
     nd.notebook.TrainingView(cluster, logdir=logdir)  # loss and steps/s per worker
     nd.notebook.TrafficView(cluster)           # calls and bytes between tasks
     nd.notebook.FailureStoryView(cluster)      # kill -> detected -> restored -> redone
+    nd.notebook.StalenessView({"worker:0": [(0, 1)]})  # async gradients' staleness
 
 ipywidgets is imported only when a widget is drawn in a kernel; elsewhere each
 view is text/html and text/plain.
@@ -23,6 +24,7 @@ from nbdist.notebook.widget_cluster import ClusterView
 from nbdist.notebook.widget_collective import CollectiveView
 from nbdist.notebook.widget_placement import PlacementView
 from nbdist.notebook.widget_story import FailureStoryView
+from nbdist.notebook.widget_staleness import StalenessView
 from nbdist.notebook.widget_timeline import TimelineView
 from nbdist.notebook.widget_traffic import TrafficView
 from nbdist.notebook.widget_training import TrainingView
@@ -35,6 +37,7 @@ __all__ = [
     "FailureStoryView",
     "PlacementView",
     "ServiceEventSource",
+    "StalenessView",
     "TimelineView",
     "TrafficView",
     "TrainingView",

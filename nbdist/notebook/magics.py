@@ -33,6 +33,9 @@ COMMANDS = (
     "connect",
     "disconnect",
     "traffic",
+    "slow",
+    "partition",
+    "heal",
 )
 _active: list = []  # the Magics instance of the shell that loaded the extension
 
@@ -134,6 +137,12 @@ class ClusterMagics(Magics):
                                                 tasks publish their taps when
                                                 started with NBDIST_TAP_EVENTS=1)
             %cluster stop                       stop every task
+            %cluster slow worker:1 20ms         each call worker:1 makes (and
+                                                each step it serves) waits 20 ms
+            %cluster slow worker:1 ps:0 5ms     only the messages on that link
+            %cluster partition worker:1 ps:0    cut the link: calls across it
+                                                fail (UnavailableError)
+            %cluster heal                       remove every injected fault
             %cluster start --slurm [--partition P] [--time T] --ps 1 --workers 4
                                                 the tasks as one SLURM job
                                                 (SlurmCluster); stop cancels it
@@ -349,6 +358,21 @@ class ClusterMagics(Magics):
             if self.view
             else control.restart(self._need_cluster(), task)
         )
+
+    def _slow(self, args):
+        from nbdist.notebook import fault_magics
+
+        return fault_magics.slow(self, args.args)
+
+    def _partition(self, args):
+        from nbdist.notebook import fault_magics
+
+        return fault_magics.partition(self, args.args)
+
+    def _heal(self, args):
+        from nbdist.notebook import fault_magics
+
+        return fault_magics.heal(self, args.args)
 
     def _eval(self, args):
         expr = " ".join(args.args)

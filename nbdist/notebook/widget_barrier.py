@@ -24,6 +24,7 @@ import collections
 from dataclasses import dataclass, field
 
 from nbdist.notebook._live import LiveView, esc, short_task
+from nbdist.notebook.barrier_rounds import PendingPushes, RoundTracker
 
 __all__ = ["BarrierView"]
 
@@ -44,6 +45,9 @@ class BarrierRecord:
     history: collections.deque = field(
         default_factory=lambda: collections.deque(maxlen=40)
     )  # (round, arrived)
+    # SyncReplicas: each round's arrivals, waits and drops (its accumulators'
+    # gradient_pushed events); None until the first push is seen.
+    rounds: RoundTracker | None = None
 
 
 class BarrierState:
@@ -58,6 +62,9 @@ class BarrierState:
         self._other_steps: collections.OrderedDict = collections.OrderedDict()
         self._completed: dict[str, collections.Counter] = {}  # barrier -> per worker
         self._counted: set = set()
+        self._pushes = PendingPushes()
+        # session handle -> the tasks its graphs are on (names a push's worker)
+        self._session_tasks: collections.OrderedDict = collections.OrderedDict()
 
     def _record(self, barrier_id: str, kind: str) -> BarrierRecord:
         rec = self.barriers.get(barrier_id)
@@ -94,6 +101,8 @@ class BarrierState:
             return self._graph(event)
         if kind == "step":
             return self._step(event)
+        if kind == "gradient_pushed":
+            return self._gradient_pushed(event)
         return False
 
     # -- SyncReplicas ------------------------------------------------------------------
@@ -102,6 +111,11 @@ class BarrierState:
         ops = {op for _, op, _ in p.get("nodes", ())}
         task = short_task(p.get("task") or event.task)
         handle = p.get("graph_handle", "")
+        session = handle.rpartition("/")[0]
+        if session:
+            tasks = self._session_tasks.get(session) or set()
+            tasks.add(task)
+            self._remember(self._session_tasks, session, tasks)
         if ops & _TAKE_OPS:
             self._graph_kind[(task, handle)] = ("round", task)
         elif ops & _PUSH_OPS:
@@ -124,8 +138,10 @@ class BarrierState:
             if step_id in self._round_steps:
                 return False  # another ps partition of the same aggregation step
             self._round_steps.add(step_id)
-            rec = self._record(f"sync_replicas@{ps}", "SyncReplicas")
+            rec = self._sync_record(ps)
             rec.round += 1
+            if rec.rounds is not None:
+                rec.rounds.complete_oldest()
             rec.history.append((rec.round, list(rec.arrived)))
             rec.status = "passed"
             self._refresh_arrivals(rec)
@@ -135,14 +151,50 @@ class BarrierState:
                 return False
             self._remember(self._push_steps, step_id, ps)
             worker = self._other_steps.pop(step_id, None)
-            return self._arrive(ps, worker) if worker else False
+            return self._arrive(ps, worker, step_id) if worker else False
         if step_id in self._push_steps:
-            return self._arrive(self._push_steps[step_id], task)
+            return self._arrive(self._push_steps[step_id], task, step_id)
         self._remember(self._other_steps, step_id, task)
         return False
 
-    def _arrive(self, ps: str, worker: str) -> bool:
-        rec = self._record(f"sync_replicas@{ps}", "SyncReplicas")
+    def _sync_record(self, ps: str) -> BarrierRecord:
+        """The SyncReplicas barrier (one per cluster, whichever ps its
+        partitions are on)."""
+        for rec in self.barriers.values():
+            if rec.kind == "SyncReplicas":
+                return rec
+        return self._record(f"sync_replicas@{ps}", "SyncReplicas")
+
+    def _gradient_pushed(self, event) -> bool:
+        p = event.payload
+        step_id = p.get("step_id")
+        if not self._pushes.first(step_id):
+            return False  # the step's push to another accumulator
+        rec = self._sync_record(short_task(p.get("task") or event.task))
+        if rec.rounds is None:
+            rec.rounds = RoundTracker()
+        rec.rounds.push(step_id, p)
+        worker = self._other_steps.get(step_id) or self._worker_of(
+            p.get("session", ""), short_task(p.get("task") or event.task))
+        if worker is not None:
+            rec.rounds.name(step_id, worker)
+            if worker not in rec.participants:
+                rec.participants = sorted(rec.participants + [worker], key=_task_key)
+        self._refresh_arrivals(rec)
+        return True
+
+    def _worker_of(self, session: str, ps: str) -> str | None:
+        """The one task of another job than ``ps``'s that ``session``'s graphs
+        are on (between-graph replication: each worker's own session)."""
+        job = ps.rpartition(":")[0]
+        tasks = [t for t in self._session_tasks.get(session, ())
+                 if t.rpartition(":")[0] != job]
+        return tasks[0] if len(tasks) == 1 else None
+
+    def _arrive(self, ps: str, worker: str, step_id=None) -> bool:
+        rec = self._sync_record(ps)
+        if rec.rounds is not None and step_id is not None:
+            rec.rounds.name(step_id, worker)
         counts = self._completed.setdefault(rec.barrier_id, collections.Counter())
         counts[worker] += 1
         if worker not in rec.participants:
@@ -153,6 +205,11 @@ class BarrierState:
         return True
 
     def _refresh_arrivals(self, rec: BarrierRecord):
+        if rec.rounds is not None:
+            # What the accumulators saw: the gradients of the round gathering
+            # now (none once training is over).
+            rec.arrived = [w for w in rec.rounds.arrived() if w != "?"]
+            return
         counts = self._completed.get(rec.barrier_id, collections.Counter())
         rec.arrived = [w for w in rec.participants if counts[w] >= rec.round]
 
@@ -180,6 +237,7 @@ class BarrierView(LiveView):
         "barrier_timeout",
         "graph_registered",
         "step",
+        "gradient_pushed",
     )
 
     def __init__(
@@ -189,11 +247,13 @@ class BarrierView(LiveView):
         source=None,
         follower=None,
         target=None,
+        from_seq: int = 0,
         live: bool = True,
     ):
         self._state = BarrierState()
         super().__init__(
-            cluster, source=source, follower=follower, target=target, live=live
+            cluster, source=source, follower=follower, target=target,
+            from_seq=from_seq, live=live
         )
 
     @property
@@ -225,6 +285,7 @@ class BarrierView(LiveView):
         lines = [f"BarrierView: {len(rows)} barrier{'s' if len(rows) != 1 else ''}"]
         for r in rows:
             lines.append(f"  {r.barrier_id} ({r.kind}): {_rounds(r)}; {_next_round(r)}")
+            lines.extend(f"    {line}" for line in round_lines(r))
         return "\n".join(lines)
 
     def _html(self) -> str:
@@ -242,27 +303,130 @@ def _rounds(r: BarrierRecord) -> str:
     return f"{r.round} round{'s' if r.round != 1 else ''} completed"
 
 
+def _needed(r: BarrierRecord) -> int:
+    """Arrivals that complete a round: every participant, or, for a
+    SyncReplicas barrier with backup workers, the most gradients a completed
+    round took (``replicas_to_aggregate``)."""
+    n = len(r.participants)
+    if r.rounds is not None and r.rounds.done:
+        return min(n, max(len(x.arrivals) for x in r.rounds.done)) or n
+    return n
+
+
+def _gathering(r: BarrierRecord) -> list[str]:
+    """Who has arrived at the round being gathered, as drawn (text, bar and
+    chips alike). Derived from step counts alone (no ``gradient_pushed``
+    events), "everyone arrived" after a passed round cannot be told from a
+    run that ended: nobody is shown then."""
+    if (r.rounds is None and r.kind == "SyncReplicas" and r.status == "passed"
+            and r.participants and len(r.arrived) >= len(r.participants)):
+        return []
+    return list(r.arrived)
+
+
 def _next_round(r: BarrierRecord) -> str:
-    """Where the round being gathered stands, e.g. "round 51: 2 of 2 arrived
-    (worker:0, worker:1), releasing"."""
-    n, k = len(r.participants), len(r.arrived)
+    """Where the round being gathered stands, e.g. "round 51: 1 of 2 arrived
+    (worker:0), waiting for worker:1"; never more than the round needs."""
+    arrived = _gathering(r)
+    n, k = len(r.participants), len(arrived)
+    need = _needed(r)
     line = f"round {r.round + 1}: "
+    of = f"{need} needed of {n}" if need < n else f"{n}"
     if not k:
-        line += f"none of {n} arrived yet"
+        line += f"none of {of} arrived yet"
     else:
-        line += f"{k} of {n} arrived ({', '.join(r.arrived)})"
+        line += f"{k} of {of} arrived ({', '.join(arrived)})"
         if r.status != "timed out":
-            missing = [t for t in r.participants if t not in r.arrived]
-            line += f", waiting for {', '.join(missing)}" if missing else ", releasing"
+            missing = [t for t in r.participants if t not in arrived]
+            if k >= need:
+                line += ", releasing"
+            elif need < n:
+                line += f", waiting for {need - k} more of {', '.join(missing)}"
+            else:
+                line += f", waiting for {', '.join(missing)}"
     if r.status == "timed out":
         line += f"; TIMED OUT, never arrived: {', '.join(r.missing)}"
     return line
 
 
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.0f} ms"
+
+
+def round_lines(r: BarrierRecord) -> list[str]:
+    """What the accumulators saw of a SyncReplicas barrier: the last completed
+    round (who arrived last, each worker's wait), the straggler, the stale
+    gradients dropped and each worker's mean wait."""
+    t = r.rounds
+    if t is None or not t.done:
+        return []
+    last = t.done[-1]
+    waits = ", ".join(f"{w} {_ms(s)}" for w, s in sorted(last.waits.items()))
+    lines = [f"round {last.number}: {last.last} arrived last (waits: {waits})"]
+    counts, n = t.last_counts, sum(t.last_counts.values())
+    who = t.straggler()
+    if who is not None:
+        lines.append(f"straggler: {who}, last in {counts[who]} of {n} rounds")
+    else:
+        lines.append("arrived last: " + ", ".join(
+            f"{w} {k}×" for w, k in counts.most_common()) + f" (of {n} rounds)")
+    mean = t.mean_waits()
+    lines.append("mean wait: " + ", ".join(
+        f"{w} {_ms(mean[w])}" for w in sorted(mean)))
+    dropped = t.dropped
+    if dropped:
+        lines.append("stale gradients dropped: " + ", ".join(
+            f"{w} {k}" for w, k in sorted(dropped.items())))
+    return lines
+
+
+def _round_grid(r: BarrierRecord) -> str:
+    """An SVG: one row per worker, one column per completed round (the last
+    40); green, darker the longer the worker waited; red: it arrived last;
+    grey ✗: its gradient came too late and was dropped."""
+    t = r.rounds
+    if t is None or not t.done:
+        return ""
+    rounds = list(t.done)[-40:]
+    workers = sorted({w for x in rounds for w in x.workers + x.dropped_workers}
+                     | set(r.participants), key=_task_key)
+    longest = max((s for x in rounds for s in x.waits.values()), default=0.0) or 1.0
+    straggler = t.straggler()
+    cells, size, left = [], 9, 64
+    for i, w in enumerate(workers):
+        y = i * (size + 2)
+        weight = "bold" if w == straggler else "normal"
+        fill = "#cf222e" if w == straggler else "#57606a"
+        cells.append(f"<text x='0' y='{y + size - 1}' font-size='9' "
+                     f"font-weight='{weight}' fill='{fill}'>{esc(w)}</text>")
+        for j, x in enumerate(rounds):
+            cx = left + j * (size + 1)
+            waits = x.waits
+            if w == x.last:
+                colour, tip = "#cf222e", f"round {x.number}: {w} arrived last"
+            elif w in waits:
+                shade = 0.25 + 0.75 * waits[w] / longest
+                colour = f"rgba(26,127,55,{shade:.2f})"
+                tip = f"round {x.number}: {w} waited {_ms(waits[w])}"
+            elif w in x.dropped_workers:
+                colour, tip = "#afb8c1", f"round {x.number}: {w}'s gradient dropped"
+            else:
+                colour, tip = "#eaeef2", f"round {x.number}: {w} not counted"
+            cells.append(f"<rect x='{cx}' y='{y}' width='{size}' height='{size}' "
+                         f"rx='1' fill='{colour}'><title>{esc(tip)}</title></rect>")
+    width = left + len(rounds) * (size + 1)
+    height = len(workers) * (size + 2)
+    return (f"<div class='muted' style='font-size:11px'>per round (red: arrived "
+            f"last, darker green: waited longer, grey: dropped)</div>"
+            f"<svg class='nbdist-rounds' width='{width}' height='{height}' "
+            f"xmlns='http://www.w3.org/2000/svg'>{''.join(cells)}</svg>")
+
+
 def _card(r: BarrierRecord) -> str:
-    # Between rounds nobody waits yet: show who made the last round instead.
-    settled = r.status == "passed" and not r.arrived and bool(r.history)
-    shown = r.history[-1][1] if settled else r.arrived
+    # The bar, the chips and the line under the count all show the round
+    # being gathered (what arrived of it); the last completed round has its
+    # own line below, so the two never contradict each other.
+    shown = _gathering(r)
     chips = []
     for t in r.participants:
         if t in shown:
@@ -272,8 +436,8 @@ def _card(r: BarrierRecord) -> str:
         else:
             style, mark = "background:transparent", ""
         chips.append(f"<span class='chip' style='{style}'>{mark}{esc(t)}</span>")
-    n, k = len(r.participants), len(shown)
-    frac = (k / n) if n else 0.0
+    need, k = _needed(r), len(shown)
+    frac = min(k / need, 1.0) if need else 0.0
     status = (
         " <b style='color:#cf222e'>· timed out</b>" if r.status == "timed out" else ""
     )
@@ -303,5 +467,13 @@ def _card(r: BarrierRecord) -> str:
         f"<svg width='220' height='8' xmlns='http://www.w3.org/2000/svg'>"
         f"<rect width='220' height='8' rx='4' fill='#eaeef2'/>"
         f"<rect width='{round(220 * frac)}' height='8' rx='4' fill='#1a7f37'/></svg>"
-        f"<div>{''.join(chips)}</div>{history}</div>"
+        f"<div>{''.join(chips)}</div>{history}{_rounds_html(r)}</div>"
     )
+
+
+def _rounds_html(r: BarrierRecord) -> str:
+    lines = round_lines(r)
+    if not lines:
+        return ""
+    items = "".join(f"<div class='nbdist-round-line'>{esc(x)}</div>" for x in lines)
+    return f"<div style='font-size:12px;margin-top:4px'>{items}</div>{_round_grid(r)}"

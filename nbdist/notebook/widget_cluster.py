@@ -345,6 +345,41 @@ class ClusterView(LiveView):
         self._say(line)
         return line
 
+    def slow(self, task: str, delay="20ms", peer: str | None = None) -> str:
+        """Slows ``task`` (or its link to ``peer``), as ``%cluster slow`` does."""
+        from nbdist.notebook import fault_control
+
+        line = fault_control.slow(self.cluster, task, delay, peer)
+        self._note_fault([task] + ([peer] if peer else []), line)
+        return line
+
+    def partition(self, task: str, peer: str) -> str:
+        """Cuts the link ``task`` ↔ ``peer``, as ``%cluster partition`` does."""
+        from nbdist.notebook import fault_control
+
+        line = fault_control.partition(self.cluster, task, peer)
+        self._note_fault([task, peer], line)
+        return line
+
+    def heal(self) -> str:
+        """Removes every injected fault, as ``%cluster heal`` does."""
+        from nbdist.notebook import fault_control
+
+        healed = list(fault_control.active_faults(self.cluster))
+        line = fault_control.heal(self.cluster)
+        self._note_fault(healed, "healed")
+        self._say(line)
+        return line
+
+    def _note_fault(self, tasks, line: str):
+        """Puts an injected fault in the history of each task it touches."""
+        with self._lock:
+            for task in tasks:
+                row = self._state.row(task)
+                if row is not None:
+                    row.history.append((time.time(), line.split(" (")[0]))
+        self._say(line)
+
     def _say(self, line: str):
         with self._lock:
             self.message = line
@@ -477,7 +512,10 @@ class ClusterView(LiveView):
         footer = w.HTML()
         self._history = w.HTML()
         self._story = w.HTML()  # the failure story strip
-        view = w.VBox([header, box, self._history, self._story, footer])
+        from nbdist.notebook.widget_faults import fault_bar
+
+        view = w.VBox([header, box, self._history, self._story, fault_bar(self, w),
+                       footer])
         view.add_class("nbdist-cluster-view")
         self._header, self._footer = header, footer
         self._update(view)
@@ -505,6 +543,10 @@ class ClusterView(LiveView):
                 button = self._buttons[(r.name, action)]
                 if button.disabled != (not possible):
                     button.disabled = not possible
+        can_fault = self._can_act()[1]  # a live view of a cluster it owns
+        for button in getattr(self, "_fault_buttons", ()):
+            if button.disabled != (not can_fault):
+                button.disabled = not can_fault
         history = f"<div class='nbdist'>{self._history_html()}</div>"
         if self._history.value != history:
             self._history.value = history

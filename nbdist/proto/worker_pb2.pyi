@@ -186,3 +186,25 @@ class RecvTensorResponse(_message.Message):
     pending: bool
     extra: _containers.RepeatedCompositeFieldContainer[_named_tensor_pb2.NamedTensorProto]
     def __init__(self, tensor: _Optional[_Union[_tensor_pb2.TensorProto, _Mapping]] = ..., is_dead: _Optional[bool] = ..., send_start_micros: _Optional[int] = ..., data: _Optional[bytes] = ..., offset: _Optional[int] = ..., total_bytes: _Optional[int] = ..., pending: _Optional[bool] = ..., extra: _Optional[_Iterable[_Union[_named_tensor_pb2.NamedTensorProto, _Mapping]]] = ...) -> None: ...
+
+class FaultRule(_message.Message):
+    __slots__ = ("kind", "peer", "delay_s")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    PEER_FIELD_NUMBER: _ClassVar[int]
+    DELAY_S_FIELD_NUMBER: _ClassVar[int]
+    kind: str
+    peer: str
+    delay_s: float
+    def __init__(self, kind: _Optional[str] = ..., peer: _Optional[str] = ..., delay_s: _Optional[float] = ...) -> None: ...
+
+class SetFaultsRequest(_message.Message):
+    __slots__ = ("rule",)
+    RULE_FIELD_NUMBER: _ClassVar[int]
+    rule: _containers.RepeatedCompositeFieldContainer[FaultRule]
+    def __init__(self, rule: _Optional[_Iterable[_Union[FaultRule, _Mapping]]] = ...) -> None: ...
+
+class SetFaultsResponse(_message.Message):
+    __slots__ = ("rule",)
+    RULE_FIELD_NUMBER: _ClassVar[int]
+    rule: _containers.RepeatedCompositeFieldContainer[FaultRule]
+    def __init__(self, rule: _Optional[_Iterable[_Union[FaultRule, _Mapping]]] = ...) -> None: ...

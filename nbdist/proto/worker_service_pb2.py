@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from nbdist.proto import worker_pb2 as nbdist_dot_proto_dot_worker__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!nbdist/proto/worker_service.proto\x12\x06nbdist\x1a\x19nbdist/proto/worker.proto2\x93\x06\n\rWorkerService\x12@\n\tGetStatus\x12\x18.nbdist.GetStatusRequest\x1a\x19.nbdist.GetStatusResponse\x12^\n\x13\x43reateWorkerSession\x12\".nbdist.CreateWorkerSessionRequest\x1a#.nbdist.CreateWorkerSessionResponse\x12^\n\x13\x44\x65leteWorkerSession\x12\".nbdist.DeleteWorkerSessionRequest\x1a#.nbdist.DeleteWorkerSessionResponse\x12L\n\rRegisterGraph\x12\x1c.nbdist.RegisterGraphRequest\x1a\x1d.nbdist.RegisterGraphResponse\x12R\n\x0f\x44\x65registerGraph\x12\x1e.nbdist.DeregisterGraphRequest\x1a\x1f.nbdist.DeregisterGraphResponse\x12=\n\x08RunGraph\x12\x17.nbdist.RunGraphRequest\x1a\x18.nbdist.RunGraphResponse\x12I\n\x0c\x43leanupGraph\x12\x1b.nbdist.CleanupGraphRequest\x1a\x1c.nbdist.CleanupGraphResponse\x12\x43\n\nCleanupAll\x12\x19.nbdist.CleanupAllRequest\x1a\x1a.nbdist.CleanupAllResponse\x12\x45\n\nRecvTensor\x12\x19.nbdist.RecvTensorRequest\x1a\x1a.nbdist.RecvTensorResponse0\x01\x12H\n\x0fRecvTensorUnary\x12\x19.nbdist.RecvTensorRequest\x1a\x1a.nbdist.RecvTensorResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!nbdist/proto/worker_service.proto\x12\x06nbdist\x1a\x19nbdist/proto/worker.proto2\xd5\x06\n\rWorkerService\x12@\n\tGetStatus\x12\x18.nbdist.GetStatusRequest\x1a\x19.nbdist.GetStatusResponse\x12^\n\x13\x43reateWorkerSession\x12\".nbdist.CreateWorkerSessionRequest\x1a#.nbdist.CreateWorkerSessionResponse\x12^\n\x13\x44\x65leteWorkerSession\x12\".nbdist.DeleteWorkerSessionRequest\x1a#.nbdist.DeleteWorkerSessionResponse\x12L\n\rRegisterGraph\x12\x1c.nbdist.RegisterGraphRequest\x1a\x1d.nbdist.RegisterGraphResponse\x12R\n\x0f\x44\x65registerGraph\x12\x1e.nbdist.DeregisterGraphRequest\x1a\x1f.nbdist.DeregisterGraphResponse\x12=\n\x08RunGraph\x12\x17.nbdist.RunGraphRequest\x1a\x18.nbdist.RunGraphResponse\x12I\n\x0c\x43leanupGraph\x12\x1b.nbdist.CleanupGraphRequest\x1a\x1c.nbdist.CleanupGraphResponse\x12\x43\n\nCleanupAll\x12\x19.nbdist.CleanupAllRequest\x1a\x1a.nbdist.CleanupAllResponse\x12\x45\n\nRecvTensor\x12\x19.nbdist.RecvTensorRequest\x1a\x1a.nbdist.RecvTensorResponse0\x01\x12H\n\x0fRecvTensorUnary\x12\x19.nbdist.RecvTensorRequest\x1a\x1a.nbdist.RecvTensorResponse\x12@\n\tSetFaults\x12\x18.nbdist.SetFaultsRequest\x1a\x19.nbdist.SetFaultsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,5 +33,5 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'nbdist.proto.worker_service
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_WORKERSERVICE']._serialized_start=73
-  _globals['_WORKERSERVICE']._serialized_end=860
+  _globals['_WORKERSERVICE']._serialized_end=926
 # @@protoc_insertion_point(module_scope)

@@ -85,6 +85,11 @@ class WorkerServiceStub:
                 request_serializer=nbdist_dot_proto_dot_worker__pb2.RecvTensorRequest.SerializeToString,
                 response_deserializer=nbdist_dot_proto_dot_worker__pb2.RecvTensorResponse.FromString,
                 _registered_method=True)
+        self.SetFaults = channel.unary_unary(
+                '/nbdist.WorkerService/SetFaults',
+                request_serializer=nbdist_dot_proto_dot_worker__pb2.SetFaultsRequest.SerializeToString,
+                response_deserializer=nbdist_dot_proto_dot_worker__pb2.SetFaultsResponse.FromString,
+                _registered_method=True)
 
 
 class WorkerServiceServicer:
@@ -162,6 +167,14 @@ class WorkerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SetFaults(self, request, context):
+        """Sets the faults this task injects into its calls (slow, partition; see
+        nbdist/runtime/faults.py); off until set. Only a cluster's owner sets them.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_WorkerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -214,6 +227,11 @@ def add_WorkerServiceServicer_to_server(servicer, server):
                     servicer.RecvTensorUnary,
                     request_deserializer=nbdist_dot_proto_dot_worker__pb2.RecvTensorRequest.FromString,
                     response_serializer=nbdist_dot_proto_dot_worker__pb2.RecvTensorResponse.SerializeToString,
+            ),
+            'SetFaults': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetFaults,
+                    request_deserializer=nbdist_dot_proto_dot_worker__pb2.SetFaultsRequest.FromString,
+                    response_serializer=nbdist_dot_proto_dot_worker__pb2.SetFaultsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -487,6 +505,33 @@ class WorkerService:
             '/nbdist.WorkerService/RecvTensorUnary',
             nbdist_dot_proto_dot_worker__pb2.RecvTensorRequest.SerializeToString,
             nbdist_dot_proto_dot_worker__pb2.RecvTensorResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetFaults(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/nbdist.WorkerService/SetFaults',
+            nbdist_dot_proto_dot_worker__pb2.SetFaultsRequest.SerializeToString,
+            nbdist_dot_proto_dot_worker__pb2.SetFaultsResponse.FromString,
             options,
             channel_credentials,
             insecure,

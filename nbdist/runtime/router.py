@@ -20,6 +20,7 @@ import time
 from typing import Callable, Protocol
 
 from nbdist import errors
+from nbdist.runtime.faults import Faults
 from nbdist.runtime.interfaces import WorkerInterface
 from nbdist.runtime.tap import Tap, TapEvent, nbytes_of
 from nbdist.runtime.tensor_store import MISSING, StepExtras
@@ -52,7 +53,8 @@ class RoutedWorker:
     everything else (and steps no path took) through ``client``."""
 
     def __init__(self, client: WorkerInterface, paths: list[StepPath],
-                 tap: Tap | None = None, own_task: str = ""):
+                 tap: Tap | None = None, own_task: str = "",
+                 faults: Faults | None = None):
         self.client = client  # the protocol's client of the peer
         self._client = client
         # The peer paths' ways to the peer, in the router's path_peers' order.
@@ -60,6 +62,8 @@ class RoutedWorker:
         self.task_name = client.task_name
         self._tap = tap or Tap()
         self._own_task = own_task
+        # Injected stragglers and cut links (runtime.faults): off unless set.
+        self._faults = faults or Faults(own_task)
 
     @property
     def incarnation(self):
@@ -69,21 +73,27 @@ class RoutedWorker:
         return self._client.get_status(timeout_s)
 
     def create_worker_session(self, session_handle: str) -> None:
+        self._faults.before_call(self.task_name)
         self._client.create_worker_session(session_handle)
 
     def delete_worker_session(self, session_handle: str) -> None:
         self._client.delete_worker_session(session_handle)
 
     def register_graph(self, session_handle: str, graph_def, config=None) -> str:
+        self._faults.before_call(self.task_name)
         return self._client.register_graph(session_handle, graph_def, config)
 
     def deregister_graph(self, session_handle: str, graph_handle: str) -> None:
         self._client.deregister_graph(session_handle, graph_handle)
 
     def start_run_graph(self, *args):
+        if self._faults.active and self._paths:
+            self._faults.check_link(self.task_name)  # a cut link sends nothing
         for path in self._paths:
             finish = path.start_run_graph(*args)
             if finish is not None:
+                if self._faults.active:
+                    finish = _delayed(finish, self._faults.delay_of(self.task_name))
                 if self._tap.listening:
                     return self._tapped(finish, args[2], args[3], time.monotonic())
                 return finish
@@ -106,6 +116,8 @@ class RoutedWorker:
         finish = self.start_run_graph(*args)
         if finish is not None:
             return finish()
+        if self._faults.active:
+            self._faults.before_call(self.task_name)
         if not self._tap.listening:
             return self._client.run_graph(*args)
         return self._tapped(lambda: self._client.run_graph(*args), step_id, feeds,
@@ -133,17 +145,33 @@ class RoutedWorker:
             path.close()
         self._client.close()
 
+    def set_faults(self, rules) -> list:
+        """The peer's ``WorkerHandler.set_faults`` (``runtime.faults``)."""
+        return self._client.set_faults(rules)
+
+
+def _delayed(finish, delay_s: float):
+    """``finish`` answering ``delay_s`` later (a slow link's latency)."""
+    if not delay_s:
+        return finish
+
+    def delayed_finish():
+        time.sleep(delay_s)
+        return finish()
+    return delayed_finish
+
 
 class TappedTransport:
     """A ``TensorTransport`` whose every exchange shows on ``tap``: a ``_Recv``
     whose tensor came along with an earlier one of its step (a sibling) is
     answered here, from the step's extras, without an exchange."""
 
-    def __init__(self, inner, tap: Tap, own_task: str):
+    def __init__(self, inner, tap: Tap, own_task: str, faults: Faults | None = None):
         self._inner = inner
         self._tap = tap
         self._own_task = own_task
         self._extras = StepExtras()
+        self._faults = faults or Faults(own_task)
 
     def _emit(self, kind: str, src: str, step_id: int, value, start: float):
         self._tap.emit(TapEvent(kind, src, self._own_task, step_id,
@@ -154,6 +182,8 @@ class TappedTransport:
         value = self._extras.take(step, key)
         if value is not MISSING:
             return value
+        if self._faults.active:
+            self._faults.before_call(src_task)
         if not self._tap.listening:
             value, extras = self._inner.exchange(step, src_task, key, siblings)
         else:
@@ -167,6 +197,8 @@ class TappedTransport:
         return value
 
     def recv_collective(self, step, src_task: str, exec_id: int, key: str):
+        if self._faults.active:
+            self._faults.before_call(src_task)
         if not self._tap.listening:
             return self._inner.recv_collective(step, src_task, exec_id, key)
         start = time.monotonic()
@@ -192,6 +224,8 @@ class TappedTransport:
                            int(getattr(value, "nbytes", 0)))
 
     def pull(self, ref, timeout_s: float, on_cancel=None):
+        if self._faults.active:
+            self._faults.before_call(_task_of_device(ref.src_device))
         if not self._tap.listening:
             return self._inner.pull(ref, timeout_s, on_cancel)
         start = time.monotonic()
@@ -233,6 +267,10 @@ class PeerRouter:
         self._connect = connect
         self.path_peers = tuple(path_peers)
         self.tap = tap or Tap()
+        # This task's injected faults (runtime.faults), shared by its peers'
+        # RoutedWorkers and its tensor transport; a server hands it to its
+        # WorkerHandler, which sets it (SetFaults) and slows served steps.
+        self.faults = Faults(own_task)
         self._workers: dict[str, WorkerInterface] = {}
         self._lock = threading.Lock()
 
@@ -250,7 +288,7 @@ class PeerRouter:
                     worker = self._workers[task] = RoutedWorker(
                         self._connect(task),
                         [p.step_path(task) for p in self.path_peers],
-                        self.tap, self._own_task)
+                        self.tap, self._own_task, self.faults)
         return worker
 
     def tensor_transport(self, inner):
@@ -259,7 +297,7 @@ class PeerRouter:
         for i, peers in enumerate(self.path_peers):
             inner = peers.tensor_transport(
                 inner, lambda task, i=i: self.worker(task).paths[i])
-        return TappedTransport(inner, self.tap, self._own_task)
+        return TappedTransport(inner, self.tap, self._own_task, self.faults)
 
     def close(self) -> None:
         """Closes the peers' clients and paths."""
@@ -269,3 +307,8 @@ class PeerRouter:
             worker.close()
         for peers in self.path_peers:
             peers.close()
+
+
+def _task_of_device(device: str) -> str:
+    """``/job:a/replica:0/task:1/device:CPU:0`` -> ``/job:a/replica:0/task:1``."""
+    return device.split("/device:", 1)[0]

@@ -171,6 +171,11 @@ class Worker:
         """Reports a runtime event of this task (kernels report variables)."""
         self._publish(kind, payload)
 
+    def session_of(self, step_id: int) -> str:
+        """The session handle of a running step ("" if unknown): what names the
+        worker behind a push to an accumulator (its graphs' handles hold it)."""
+        return self._step_sessions.get(step_id, "")
+
     # -- worker service ----------------------------------------------------------
     def get_status(self, timeout_s: float | None = None) -> list[tuple[str, int]]:
         """This task's devices and incarnation (in process: ``timeout_s`` has

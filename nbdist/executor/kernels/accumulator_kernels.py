@@ -13,6 +13,7 @@ from __future__ import annotations
 import collections
 import logging
 import threading
+import time
 
 import numpy as np
 
@@ -43,6 +44,7 @@ class AccumulatorResource:
         self.counter = 0
         self.global_step = 0
         self.closed = False
+        self.dropped = 0  # stale gradients dropped (for the views; TF has no count)
         self.takers: collections.deque = collections.deque()
         self.cond = threading.Condition()
 
@@ -111,10 +113,11 @@ class AccumulatorResource:
                 raise errors.CancelledError(
                     None, node, f"ConditionalAccumulator '{self.name}' was closed.")
             if local_step < self.global_step:
+                self.dropped += 1
                 _log.debug("Accumulator %s dropped a stale gradient (local step %d "
                            "< global step %d)", self.name, local_step,
                            self.global_step)
-                return
+                return False
             if self.accum is None:
                 self.accum = np.array(grad, copy=True)
             else:
@@ -126,6 +129,7 @@ class AccumulatorResource:
                 self.accum = self.accum + grad
             self.counter += 1
             self._flush_locked()
+            return True
 
     def take(self, step, node, n):
         n = int(n)
@@ -223,8 +227,9 @@ class SparseAccumulatorResource(AccumulatorResource):
                 raise errors.CancelledError(
                     None, node, f"ConditionalAccumulator '{self.name}' was closed.")
             if local_step < self.global_step:
+                self.dropped += 1
                 _log.debug("Accumulator %s dropped a stale gradient", self.name)
-                return
+                return False
             if known:
                 self.dense_shape = np.asarray(shape, np.int64)
             if self.accum is None:
@@ -282,8 +287,15 @@ register_kernel("SparseConditionalAccumulator")(
 @register_kernel("SparseAccumulatorApplyGradient")
 def sparse_apply_gradient_kernel(node):
     known = node.attrs.get("has_known_shape", False)
-    return lambda step, acc, local_step, indices, values, shape: acc.apply_sparse(
-        node.name, local_step, indices, values, shape, known)
+
+    def compute(step, acc, local_step, indices, values, shape):
+        global_step = acc.global_step
+        accepted = acc.apply_sparse(node.name, local_step, indices, values, shape,
+                                    known)
+        _publish_push(node, step, acc, local_step, global_step,
+                      accepted is False)
+
+    return compute
 
 
 @register_kernel("SparseAccumulatorTakeGradient")
@@ -313,7 +325,32 @@ def accumulator_kernel(node):
 
 @register_kernel("AccumulatorApplyGradient")
 def apply_gradient_kernel(node):
-    return lambda step, acc, local_step, grad: acc.apply(node.name, local_step, grad)
+    def compute(step, acc, local_step, grad):
+        global_step = acc.global_step
+        accepted = acc.apply(node.name, local_step, grad)
+        _publish_push(node, step, acc, local_step, global_step, not accepted)
+
+    return compute
+
+
+def _publish_push(node, step, acc, local_step, global_step, dropped):
+    """A ``gradient_pushed`` event (what ``BarrierView`` shows as a worker's
+    arrival at a round, or its stale gradient dropped), when the task
+    publishes events."""
+    publish = getattr(node.env, "publish", None)
+    if publish is None:
+        return
+    session_of = getattr(node.env, "session_of", None)
+    publish("gradient_pushed", {
+        "task": getattr(node.env, "task_name", ""),
+        "step_id": int(step.step_id),
+        "accumulator": acc.name,
+        "local_step": int(local_step),
+        "global_step": int(global_step),
+        "dropped": bool(dropped),
+        "time": time.time(),
+        "session": session_of(step.step_id) if session_of else "",
+    })
 
 
 @register_kernel("AccumulatorTakeGradient")

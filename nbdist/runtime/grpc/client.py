@@ -325,6 +325,15 @@ class GrpcWorkerClient:
             retry=Retry.SAFE,
         )
 
+    def set_faults(self, rules) -> list:
+        """Sets the task's injected faults (``runtime.faults``); returns them."""
+        request = worker_pb2.SetFaultsRequest()
+        for kind, peer, delay_s in rules:
+            request.rule.add(kind=kind, peer=peer, delay_s=delay_s)
+        resp = self._rpc.call("SetFaults", self._stub.SetFaults, request,
+                              CONTROL_TIMEOUT_S, retry=Retry.SAFE)
+        return [(r.kind, r.peer, r.delay_s) for r in resp.rule]
+
     def recv_tensor(self, step, key: str, step_id: int | None = None,
                     siblings=(), extras: dict | None = None):
         """Pulls the tensor ``key`` of ``step`` from this task into a fresh

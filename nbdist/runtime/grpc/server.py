@@ -327,6 +327,7 @@ class GrpcServer(Server):
         recent = RecentRequests()
         self._worker_handler = WorkerHandler(self._worker, recent,
                                              self._admission_counts)
+        self._worker_handler.faults = self._router.faults  # one per task
         self._master_handler = MasterHandler(self._master, recent,
                                              self._admission_counts)
 
@@ -470,6 +471,12 @@ class GrpcServer(Server):
         """``runtime.tap.Tap`` of this task's calls and tensors to its peers,
         whatever transport they take: ``server.tap.subscribe(fn)``."""
         return self._router.tap
+
+    @property
+    def faults(self):
+        """``runtime.faults.Faults`` this task injects into its calls (none
+        unless set, e.g. by ``%cluster slow``)."""
+        return self._router.faults
 
     @property
     def master(self) -> Master:

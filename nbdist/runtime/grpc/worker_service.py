@@ -140,6 +140,17 @@ class WorkerServicer(ServicerBase, worker_service_pb2_grpc.WorkerServiceServicer
 
         return self._serve("CleanupAll", request, context, fn)
 
+    def SetFaults(self, request, context):
+        def fn(req):
+            rules = self.worker_handler.set_faults(
+                [(r.kind, r.peer, r.delay_s) for r in req.rule])
+            resp = worker_pb2.SetFaultsResponse()
+            for kind, peer, delay_s in rules:
+                resp.rule.add(kind=kind, peer=peer, delay_s=delay_s)
+            return resp
+
+        return self._serve("SetFaults", request, context, fn)
+
     def _recv(self, request, context, wait_s: float | None):
         """The value of a RecvTensor request, or None after ``wait_s``."""
         if isinstance(request, Malformed):
@@ -207,6 +218,7 @@ class WorkerServicer(ServicerBase, worker_service_pb2_grpc.WorkerServiceServicer
                     self.CleanupGraph, w.CleanupGraphRequest.FromString
                 ),
                 "CleanupAll": unary(self.CleanupAll, w.CleanupAllRequest.FromString),
+                "SetFaults": unary(self.SetFaults, w.SetFaultsRequest.FromString),
                 "RecvTensor": grpc.unary_stream_rpc_method_handler(
                     self.RecvTensor,
                     request_deserializer=lenient(w.RecvTensorRequest.FromString),

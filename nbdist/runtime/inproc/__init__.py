@@ -127,6 +127,9 @@ class InprocWorkerClient:
     def cleanup_all(self, containers=None) -> None:
         self._handler().cleanup_all(list(containers or []))
 
+    def set_faults(self, rules) -> list:
+        return self._handler().set_faults(list(rules))
+
     def close(self) -> None:
         pass
 
@@ -228,6 +231,7 @@ class InprocServer(Server):
         recent, admission = RecentRequests(), Admission(self.task_name)
         self._admission_counts = admission
         self.worker_handler = WorkerHandler(self._worker, recent, admission)
+        self.worker_handler.faults = self._router.faults  # one per task
         self.master_handler = MasterHandler(self._master, recent, admission)
         self._state_lock = threading.Lock()
         self._started = False
@@ -261,6 +265,12 @@ class InprocServer(Server):
     def tap(self):
         """``runtime.tap.Tap`` of this task's calls and tensors to its peers."""
         return self._router.tap
+
+    @property
+    def faults(self):
+        """``runtime.faults.Faults`` this task injects into its calls (none
+        unless set, e.g. by ``%cluster slow``)."""
+        return self._router.faults
 
     def start(self):
         with self._state_lock:

@@ -17,6 +17,7 @@ import collections
 import threading
 
 from nbdist import errors
+from nbdist.runtime.faults import Faults
 from nbdist.runtime.service.admission import Admission, queued_s
 from nbdist.runtime.service.hangup import HangupWatch, OnHangup
 from nbdist.runtime.service.recent_requests import RECENT_REQUESTS, RecentRequests
@@ -60,6 +61,9 @@ class WorkerHandler:
         self._op_timeouts: dict[str, float | None] = {}
         # Steps cancelled by their master; a RunGraph arriving late fails at once.
         self._cancelled: collections.OrderedDict = collections.OrderedDict()
+        # The task's injected faults (runtime.faults): the server hands over
+        # its router's, so that SetFaults reaches every call the task makes.
+        self.faults = Faults(worker.task_name)
 
     @property
     def task_name(self) -> str:
@@ -124,6 +128,8 @@ class WorkerHandler:
         if len(feed_dict) != len(feeds):
             raise invalid("RunGraph", "a tensor is sent twice")
         timeout_s = seconds_from_ms(step_timeout_ms(timeout_ms))
+        if self.faults.active:
+            self.faults.before_serving()  # a slowed task is slow at its steps too
         # The master went away mid-step (its call ended): cancel.
         watch = HangupWatch(on_hangup, self.worker.abort_step, "master")
         watch.started(step_id)
@@ -147,6 +153,12 @@ class WorkerHandler:
 
     def cleanup_all(self, containers) -> None:
         self.worker.cleanup_all(list(containers))
+
+    # -- injected faults ----------------------------------------------------------------
+    def set_faults(self, rules) -> list:
+        """Replaces this task's injected faults (``runtime.faults.FaultRule``
+        tuples; ``[]`` heals); returns the rules now in force."""
+        return self.faults.set(rules)
 
     # -- tensors ------------------------------------------------------------------
     def recv_tensor(self, step_id: int, key: str, timeout_s: float,
