@@ -15,7 +15,7 @@ from concurrent import futures
 
 import grpc
 import pytest
-from conftest import ROOT, TESTS_DIR, local_cluster, sleep_op
+from helpers import ROOT, TESTS_DIR, local_cluster, sleep_op
 
 import nbdist as nd
 from nbdist import errors
@@ -197,8 +197,8 @@ def test_a_waiting_call_fails_at_its_deadline_and_a_full_class_refuses():
 _CLIENT = """
 import sys
 sys.path.insert(0, {tests!r})
-import conftest, nbdist as nd
-x = conftest.sleep_op(nd.constant(1.0), 120.0)
+import helpers, nbdist as nd
+x = helpers.sleep_op(nd.constant(1.0), 120.0)
 with nd.Session({target!r}) as sess:
     sess.run(x)
 """

@@ -8,7 +8,7 @@ import ipaddress
 import grpc
 import numpy as np
 import pytest
-from conftest import (ServerProcess, call_raw, cluster_string, local_cluster,
+from helpers import (ServerProcess, call_raw, cluster_string, local_cluster,
                       rpc_methods)
 
 import nbdist as nd

@@ -5,7 +5,6 @@ in a kernel of that venv with nbclient."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import stat
@@ -14,7 +13,7 @@ import sys
 import time
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT, write_kernel_spec
 
 BINDER = ROOT / "binder"
 
@@ -69,17 +68,7 @@ def test_the_notebooks_run_in_an_environment_built_like_binder(tmp_path, monkeyp
     python = str(bin_dir / "python")
     _run([python, "-c", "import nbdist, ipywidgets, matplotlib"], env=env, timeout=120)
 
-    spec = tmp_path / "jupyter" / "kernels" / "binder"
-    spec.mkdir(parents=True)
-    (spec / "kernel.json").write_text(
-        json.dumps(
-            {
-                "argv": [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-                "display_name": "binder",
-                "language": "python",
-            }
-        )
-    )
+    write_kernel_spec(tmp_path / "jupyter", "binder", python, display_name="binder")
     monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
     for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb")):
         nb = nbformat.read(path, as_version=4)

@@ -27,7 +27,7 @@ import urllib.request
 
 import nbformat
 import pytest
-from conftest import ROOT, free_port
+from helpers import ROOT, free_port, wait_gone
 
 CHROMIUM = "/usr/bin/chromium"
 DOC_SHOTS = ROOT / "docs" / "screenshots"
@@ -66,14 +66,6 @@ def _descendants(pid: int) -> set[int]:
                 out.add(c)
                 todo.append(c)
     return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def _chromium(playwright, tmp_path):
@@ -190,10 +182,7 @@ def lab(tmp_path):
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(10)
     log.close()
-    end = time.monotonic() + 10
-    while any(_alive(p) for p in spawned) and time.monotonic() < end:
-        time.sleep(0.1)
-    left = [p for p in spawned if _alive(p)]
+    left = wait_gone(spawned, 10, interval=0.1)
     for p in left:
         os.kill(p, signal.SIGKILL)
     assert not left, f"processes left after JupyterLab stopped: {left}"

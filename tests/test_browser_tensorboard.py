@@ -14,8 +14,9 @@ import time
 import urllib.request
 
 import pytest
+from helpers import free_port
 from test_browser import CHROMIUM, _chromium, shots  # noqa: F401 - a fixture
-from test_training_view import LOSSES, _free_port, _write_runs
+from test_training_view import LOSSES, _write_runs
 
 pytestmark = [
     pytest.mark.slow,
@@ -44,7 +45,7 @@ def test_tensorboards_page_shows_nbdists_scalars(tmp_path, shots):
     logdir = tmp_path / "logs"
     logdir.mkdir()
     _write_runs(logdir)
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir),
          "--host", "127.0.0.1", "--port", str(port), "--reload_interval", "1"],

@@ -33,7 +33,7 @@ import traceback
 
 import numpy as np
 import pytest
-from conftest import pid_alive
+from helpers import counting_step, pid_alive, wait_for
 
 import nbdist as nd
 
@@ -50,14 +50,6 @@ EVENT_TIMEOUT_S = 60.0  # bound of every wait for an event
 
 
 # -- helpers ---------------------------------------------------------------------
-def wait_for(predicate, what: str, timeout: float = EVENT_TIMEOUT_S):
-    end = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.01)
-
-
 class Chaos:
     """Signals the tasks of a ``LocalCluster``; remembers every PID it saw
     and what it did (``log``), and SIGCONTs what it stopped on ``resume_all``."""
@@ -113,8 +105,8 @@ class Chaos:
         self.resume_all()
         self._seen()
         self.cluster.shutdown()
-        wait_for(lambda: not any(pid_alive(p) for p in self.pids),
-                 "every task process to exit", 15)
+        wait_for(lambda: not any(pid_alive(p) for p in self.pids), 15,
+                 "every task process to exit")
 
 
 @pytest.fixture
@@ -209,14 +201,7 @@ def test_coordinator_run_loses_nothing_under_kills_stops_and_restarts(make_clust
     strategy = ParameterServerStrategy(cluster.cluster_spec)
     coordinator = ClusterCoordinator(strategy)
     try:
-        with strategy.scope():
-            counter = nd.Variable(0, name="counter")
-
-        @nd.function
-        def step(x):
-            counter.assign_add(1)
-            return x * 2
-
+        counter, step = counting_step(strategy)
         results = [coordinator.schedule(step, args=(np.int32(i),))
                    for i in range(N_FIRST)]
 
@@ -228,32 +213,35 @@ def test_coordinator_run_loses_nothing_under_kills_stops_and_restarts(make_clust
 
         for at, action, w in plan:
             wait_for(lambda at=at: completed() >= at or coordinator.done(),
-                     f"{at} closures completed")
+                     EVENT_TIMEOUT_S, f"{at} closures completed")
             if action == "restart":
                 chaos.kill("worker", w)
                 chaos.restart("worker", w)
             elif action == "kill":
                 chaos.kill("worker", w)
-                wait_for(lambda w=w: failed(w), f"worker {w} to be declared failed")
+                wait_for(lambda w=w: failed(w), EVENT_TIMEOUT_S,
+                         f"worker {w} to be declared failed")
                 chaos.restart("worker", w)
             elif action == "stop":
                 chaos.stop("worker", w)
-                wait_for(lambda w=w: failed(w), f"worker {w} to be declared failed")
+                wait_for(lambda w=w: failed(w), EVENT_TIMEOUT_S,
+                         f"worker {w} to be declared failed")
                 chaos.resume("worker", w)
             else:  # pause
                 chaos.stop("worker", w)
                 more = completed() + rng.randrange(5, 50)
                 wait_for(lambda more=more: completed() >= more or coordinator.done(),
-                         "closures completed on the other worker")
+                         EVENT_TIMEOUT_S, "closures completed on the other worker")
                 chaos.resume("worker", w)
-            wait_for(lambda w=w: not failed(w), f"worker {w} back")
+            wait_for(lambda w=w: not failed(w), EVENT_TIMEOUT_S, f"worker {w} back")
         # Last, a worker stopped with closures in flight stays stopped until
         # join() returned: its closures run on the other one meanwhile.
         last = rng.randrange(2)
         results += [coordinator.schedule(step, args=(np.int32(i),))
                     for i in range(N_FIRST, N_CLOSURES)]
         stale = stop_with_closures_in_flight(coordinator, chaos, last)
-        wait_for(lambda: failed(last), f"worker {last} to be declared failed")
+        wait_for(lambda: failed(last), EVENT_TIMEOUT_S,
+                 f"worker {last} to be declared failed")
         print("chaos:", "; ".join(chaos.log))
 
         coordinator.join()
@@ -266,7 +254,8 @@ def test_coordinator_run_loses_nothing_under_kills_stops_and_restarts(make_clust
         # Nothing applied after join(): resumed, the stopped worker's calls
         # return (or were cancelled), and the counter did not move.
         chaos.resume("worker", last)
-        wait_for(lambda: not in_closure_call(), "stale closure calls to return")
+        wait_for(lambda: not in_closure_call(), EVENT_TIMEOUT_S,
+                 "stale closure calls to return")
         (after,) = read_on_ps(cluster, [counter])
         if after != at_join:
             raise AppliedAfterJoin(f"{after - at_join} closure(s) applied after join()")

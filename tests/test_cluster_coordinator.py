@@ -11,6 +11,7 @@ import time
 
 import numpy as np
 import pytest
+from helpers import counting_step, wait_for
 
 import nbdist as nd
 from nbdist import errors
@@ -63,14 +64,6 @@ def read(cluster, variable):
     config = nd.ConfigProto(device_filters=["/job:ps"])
     with nd.Session(cluster.target("ps", 0), config=config) as sess:
         return int(sess.run(variable))
-
-
-def wait_for(predicate, timeout, what):
-    end = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
 
 
 def completed_on(coordinator, worker):
@@ -223,14 +216,7 @@ def test_per_worker_iterators_live_on_their_workers(ps_cluster):
 @pytest.mark.slow
 def test_sigkilled_worker_closures_run_elsewhere_then_it_rejoins(ps_cluster):
     cluster, strategy, coordinator = ps_cluster(heartbeat_timeout_s=2.0)
-    with strategy.scope():
-        counter = nd.Variable(0, name="counter")
-
-    @nd.function
-    def step(x):
-        counter.assign_add(1)
-        return x
-
+    counter, step = counting_step(strategy, double=False)
     n = 500
     results = [coordinator.schedule(step, args=(np.int32(i),)) for i in range(n)]
     wait_for(lambda: coordinator.stats.get("completed", 0) >= n // 3, 60, "progress")
@@ -298,14 +284,7 @@ def test_restarted_worker_gets_its_iterator_rebuilt(ps_cluster):
 @pytest.mark.slow
 def test_sigstopped_worker_is_detected_by_heartbeat_and_comes_back(ps_cluster):
     cluster, strategy, coordinator = ps_cluster()
-    with strategy.scope():
-        counter = nd.Variable(0, name="counter")
-
-    @nd.function
-    def step(x):
-        counter.assign_add(1)
-        return x * 2
-
+    counter, step = counting_step(strategy)
     n = 300
     results = [coordinator.schedule(step, args=(np.int32(i),)) for i in range(n)]
     wait_for(lambda: coordinator.stats.get("completed", 0) >= n // 4, 60, "progress")

@@ -14,7 +14,7 @@ import threading
 
 import numpy as np
 import pytest
-from conftest import ROOT, local_cluster
+from helpers import ROOT, local_cluster
 
 import nbdist as nd
 from nbdist import errors
@@ -180,6 +180,8 @@ import json, sys
 import numpy as np
 import nbdist as nd
 sys.path.insert(0, "tests")
+import helpers
+helpers.put_test_dirs_on_path()
 from test_collective import _LR, _STEPS, _mlp_batch, _mlp_init, _mlp_loss
 
 def worker_fn(strategy):

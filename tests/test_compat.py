@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import free_port, local_cluster
+from helpers import ROOT, free_port, local_cluster
 from test_training_cluster import Proc
 
 import nbdist as nd
@@ -38,7 +38,6 @@ from nbdist.distribute.cluster_coordinator import ClusterCoordinator
 from nbdist.distribute.parameter_server_strategy import ParameterServerStrategy
 from nbdist.proto import summary_pb2
 
-ROOT = Path(__file__).resolve().parent.parent
 TRAINER_APP = ROOT / "examples" / "trainer_app.py"
 
 

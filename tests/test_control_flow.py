@@ -8,7 +8,7 @@ import collections
 
 import numpy as np
 import pytest
-from conftest import local_cluster
+from helpers import local_cluster
 from test_gradients import check_gradient
 
 import nbdist as nd

@@ -11,7 +11,7 @@ import threading
 import time
 
 import pytest
-from conftest import local_cluster
+from helpers import local_cluster, wait_for
 
 import nbdist as nd
 from nbdist import errors
@@ -48,16 +48,6 @@ def local():
 
 def _states(client) -> dict:
     return {t.task: t.state for t in client.task_states()}
-
-
-def _wait(pred, timeout=10.0, what="condition"):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 # -- one in-process server ------------------------------------------------------------
@@ -143,8 +133,8 @@ def test_barrier_passes_rounds_and_cancel_releases_every_waiter():
         threads = [threading.Thread(target=wait, args=(t,)) for t in (W0, W1)]
         for t in threads:
             t.start()
-        _wait(lambda: len(s0.coordination_service.barriers().get("c", ([], []))[1]) == 2,
-              what="two arrivals")
+        wait_for(lambda: len(s0.coordination_service.barriers()
+                             .get("c", ([], []))[1]) == 2, 10.0, "two arrivals")
         client.cancel_barrier("c", source_task=PS0)
         for t in threads:
             t.join(10)
@@ -154,8 +144,8 @@ def test_barrier_passes_rounds_and_cancel_releases_every_waiter():
         threading.Timer(0.3, stop.set).start()
         with pytest.raises(errors.CancelledError):
             client.barrier("d", 30, [W0, W1], source_task=W0, should_cancel=stop.is_set)
-        _wait(lambda: s0.coordination_service.barriers()["d"][1] == [],
-              what="the cancelled arrival to be withdrawn")
+        wait_for(lambda: s0.coordination_service.barriers()["d"][1] == [],
+                 10.0, "the cancelled arrival to be withdrawn")
     finally:
         client.close()
         s1.stop()
@@ -209,8 +199,8 @@ def test_published_events_from_other_tasks_and_malformed_input():
         assert leader_task(w0.cluster_spec) == W0
         assert ps.coordination_target == w0.target
         client = CoordinationClient(ps.target)  # redirected
-        _wait(lambda: _states(client) == {PS0: CONNECTED, W0: CONNECTED},
-              what="both tasks connected")
+        wait_for(lambda: _states(client) == {PS0: CONNECTED, W0: CONNECTED},
+                 10.0, "both tasks connected")
         watch = client.watch(kinds=["variable_created"])
         with nd.device("/job:ps/task:0"):
             v = nd.Variable([1.0, 2.0], name="on_ps")
@@ -291,8 +281,8 @@ def test_config_and_stop_ends_watchers():
     for i in range(10):
         s.coordination_service.publish("custom", "", {"i": i})
     got = []
-    _wait(lambda: got.append(w.next(0.1)) or len([g for g in got if g]) >= 5,
-          what="the kept events")
+    wait_for(lambda: got.append(w.next(0.1)) or len([g for g in got if g]) >= 5,
+             10.0, "the kept events")
     assert [g.payload.get("i") for g in got if g][-1] == 9
     assert min(g.seq for g in got if g) >= 7  # only the last 5 are kept
     t0 = time.monotonic()
@@ -386,8 +376,8 @@ def test_sigstop_is_detected_by_heartbeat_and_sigcont_brings_it_back():
     stopped = []
     try:
         client = CoordinationClient(coordination_target(cluster))
-        _wait(lambda: _states(client) == {W0: CONNECTED, W1: CONNECTED},
-              what="both workers connected")
+        wait_for(lambda: _states(client) == {W0: CONNECTED, W1: CONNECTED},
+                 10.0, "both workers connected")
         watch = client.watch(kinds=["task_state"])
         pid = next(t.pid for t in cluster.tasks if (t.job, t.index) == ("worker", 1))
         os.kill(pid, signal.SIGSTOP)
@@ -408,8 +398,8 @@ def test_sigstop_is_detected_by_heartbeat_and_sigcont_brings_it_back():
 
         # The leader restarts: every task registers again with the new service.
         cluster.restart("worker", 0)
-        _wait(lambda: _safe_states(client) == {W0: CONNECTED, W1: CONNECTED},
-              timeout=10, what="re-registration with the restarted leader")
+        wait_for(lambda: _safe_states(client) == {W0: CONNECTED, W1: CONNECTED},
+                 10, "re-registration with the restarted leader")
         client.close()
     finally:
         _teardown(cluster, stopped)

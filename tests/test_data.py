@@ -8,7 +8,7 @@ import itertools
 
 import numpy as np
 import pytest
-from conftest import local_cluster
+from helpers import local_cluster
 
 import nbdist as nd
 from nbdist import data, errors

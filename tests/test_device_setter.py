@@ -222,7 +222,7 @@ def test_byte_size_load_fn_errors_and_attr_fallback():
 
 
 def test_placement_runs_on_a_cluster(servers):
-    from conftest import local_cluster
+    from helpers import local_cluster
 
     cluster = local_cluster(ps=2, worker=1)
     for i in range(2):

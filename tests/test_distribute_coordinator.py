@@ -13,7 +13,7 @@ import threading
 import time
 
 import pytest
-from conftest import ROOT, local_cluster
+from helpers import ROOT, local_cluster
 
 import nbdist as nd
 from nbdist import errors

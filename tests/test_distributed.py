@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import (
+from helpers import (
     ROOT,
     ServerProcess,
     blocked_threads,

@@ -4,14 +4,11 @@ error messages; Examples TensorFlow wrote parse here."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
+from helpers import FIXTURES
 
 import nbdist as nd
-
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "tf"
 
 
 @pytest.fixture(autouse=True)

@@ -16,14 +16,13 @@ import signal
 import subprocess
 import sys
 import threading
-from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import ROOT
 
 import nbdist as nd
 
-ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 
 pytestmark = pytest.mark.slow

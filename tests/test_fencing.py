@@ -15,8 +15,7 @@ import signal
 import threading
 
 import pytest
-from conftest import local_cluster, sleep_op
-from test_cluster_coordinator import wait_for
+from helpers import local_cluster, sleep_op, wait_for
 
 import nbdist as nd
 from nbdist import errors

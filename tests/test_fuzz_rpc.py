@@ -46,7 +46,7 @@ from concurrent import futures
 import grpc
 import numpy as np
 import pytest
-from conftest import (
+from helpers import (
     ServerProcess,
     cluster_string,
     cpu_seconds,

@@ -13,16 +13,16 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
-from pathlib import Path
 
 import pytest
 import yaml
+from helpers import ROOT
 
 from nbdist import server
 from nbdist.cluster.resolvers import TFConfigClusterResolver
 from nbdist.runtime.cluster_spec import ClusterSpec
 
-DEPLOY = Path(__file__).resolve().parent.parent / "deploy" / "kubernetes"
+DEPLOY = ROOT / "deploy" / "kubernetes"
 EXAMPLE = DEPLOY / "nbdist-1ps-2workers.yaml"
 TOKEN = "s3cret-token"
 

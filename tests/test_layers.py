@@ -14,8 +14,9 @@ import ast
 from pathlib import Path
 
 import pytest
+from helpers import ROOT
 
-PACKAGE = Path(__file__).resolve().parent.parent / "nbdist"
+PACKAGE = ROOT / "nbdist"
 MAX_LINES = 800
 
 # The spec's layers, lowest first: graph <- executor <- runtime <- runtime/grpc <-

@@ -18,7 +18,7 @@ import time
 import grpc
 import numpy as np
 import pytest
-from conftest import (
+from helpers import (
     ServerProcess,
     cluster_string,
     cpu_seconds,

@@ -8,26 +8,14 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
-from conftest import pid_alive
+from helpers import pid_alive, wait_gone
 
 import nbdist as nd
 from nbdist.cluster.local_cluster import LocalCluster
 
 pytestmark = pytest.mark.slow
-
-
-def _wait_dead(pids, timeout=30.0) -> list[int]:
-    # Generous: the watch polls every fraction of a second, late on a busy machine.
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        alive = [p for p in pids if pid_alive(p)]
-        if not alive:
-            return []
-        time.sleep(0.05)
-    return [p for p in pids if pid_alive(p)]
 
 
 @pytest.fixture(autouse=True)
@@ -54,7 +42,7 @@ def test_start_run_kill_restart_shutdown():
             assert s.run(y) == 42.0
         old = next(t for t in cluster.tasks if t.job == "worker" and t.index == 1)
         cluster.kill("worker", 1)
-        assert _wait_dead([old.pid]) == []
+        assert wait_gone([old.pid]) == []
         assert next(t for t in cluster.tasks if (t.job, t.index) == ("worker", 1)
                     ).state == "killed"
         cluster.restart("worker", 1)
@@ -68,7 +56,7 @@ def test_start_run_kill_restart_shutdown():
     finally:
         pids = [t.pid for t in cluster.tasks]
         cluster.shutdown()
-    assert _wait_dead(pids) == []
+    assert wait_gone(pids) == []
     assert all(t.state == "stopped" for t in cluster.tasks)
 
 
@@ -79,7 +67,7 @@ def test_with_block_exception_leaves_no_process():
             pids = [t.pid for t in cluster.tasks]
             raise RuntimeError("boom")
     assert len(pids) == 2
-    assert _wait_dead(pids) == []
+    assert wait_gone(pids) == []
 
 
 def test_children_die_when_the_parent_is_sigkilled():
@@ -99,7 +87,7 @@ def test_children_die_when_the_parent_is_sigkilled():
         assert len(pids) == 3 and all(pid_alive(p) for p in pids)
         os.kill(parent.pid, signal.SIGKILL)
         parent.wait(timeout=10)
-        assert _wait_dead(pids) == []
+        assert wait_gone(pids) == []
     finally:
         if parent.poll() is None:
             parent.kill()

@@ -6,36 +6,13 @@ shell (``run_line_magic``/``run_cell_magic``) and through a real kernel
 from __future__ import annotations
 
 import json
-import os
-import sys
 import time
 
 import pytest
+from helpers import pid_alive, wait_gone
 from IPython.core.error import UsageError
 
 pytestmark = pytest.mark.slow
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie is gone for our purposes
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(") ", 1)[1][0] != "Z"
-    except OSError:
-        return False
-
-
-def _wait_gone(pids, timeout=10.0) -> list:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        left = [p for p in pids if _alive(p)]
-        if not left:
-            return []
-        time.sleep(0.05)
-    return [p for p in pids if _alive(p)]
 
 
 @pytest.fixture(scope="module")
@@ -251,7 +228,7 @@ def test_kill_status_restart(ip, started, capsys):
     old = cluster.tasks[1].pid
     ip.run_line_magic("cluster", "kill worker:1")
     assert capsys.readouterr().out == "killed worker:1 (SIGKILL)\n"
-    assert not _wait_gone([old], 5)
+    assert not wait_gone([old], 5)
     status = ip.run_line_magic("cluster", "status")
     assert status is not view and status.state.rows["worker:1"].state == "killed"
     assert (
@@ -273,39 +250,15 @@ def test_kill_status_restart(ip, started, capsys):
 def test_stop_leaves_no_process(ip, started):
     cluster = ip.user_ns["cluster"]
     pids = [t.pid for t in cluster.tasks]
-    assert all(_alive(p) for p in pids)
+    assert all(pid_alive(p) for p in pids)
     view, _ = started
     ip.run_line_magic("cluster", "stop")
-    assert _wait_gone(pids, 1) == []
+    assert wait_gone(pids, 1) == []
     assert "cluster" not in ip.user_ns and not view.follower.running
     assert _usage_error(ip, "status").startswith("no cluster is running")
 
 
 # -- through a real kernel ---------------------------------------------------------
-@pytest.fixture
-def kernel_name(tmp_path, monkeypatch):
-    """A kernel spec for this interpreter, in a temporary JUPYTER_PATH."""
-    spec = tmp_path / "kernels" / "nbdist-test"
-    spec.mkdir(parents=True)
-    (spec / "kernel.json").write_text(
-        json.dumps(
-            {
-                "argv": [
-                    sys.executable,
-                    "-m",
-                    "ipykernel_launcher",
-                    "-f",
-                    "{connection_file}",
-                ],
-                "display_name": "nbdist tests",
-                "language": "python",
-            }
-        )
-    )
-    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path))
-    return "nbdist-test"
-
-
 def _notebook(*cells):
     import nbformat
 
@@ -356,7 +309,7 @@ def test_magics_in_a_real_kernel_with_nbclient(kernel_name):
     assert _text(kill) == "killed worker:1 (SIGKILL)\n"
     assert "2 running, 1 killed" in _text(status)
     assert _text(stop) == "stopped 3 tasks\n"
-    assert _wait_gone(task_pids, 5) == []
+    assert wait_gone(task_pids, 5) == []
     assert nb.metadata["widgets"]  # the widgets' state is saved with the notebook
 
 
@@ -376,12 +329,12 @@ def test_no_process_left_after_a_kernel_restart(kernel_name, how):
         assert reply["content"]["status"] == "ok"
         line = next(x for x in "".join(out).splitlines() if x.startswith("PIDS"))
         pids = json.loads(line.split(" ", 1)[1])
-        assert len(pids) == 3 and all(_alive(p) for p in pids)
+        assert len(pids) == 3 and all(pid_alive(p) for p in pids)
         if how == "restart":
             km.restart_kernel(now=False)  # a graceful restart
         else:
             km.restart_kernel(now=True)  # the kernel is SIGKILLed
-        assert _wait_gone(pids, 10) == []
+        assert wait_gone(pids, 10) == []
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)

@@ -202,7 +202,7 @@ def test_connect_by_tf_config(ip, served, detach, monkeypatch):
 
 
 def test_connect_to_nothing_is_one_line_within_the_timeout(ip, detach):
-    from conftest import free_port
+    from helpers import free_port
 
     ps, worker = f"localhost:{free_port()}", f"localhost:{free_port()}"
     start = time.monotonic()
@@ -218,7 +218,7 @@ def test_connect_to_nothing_is_one_line_within_the_timeout(ip, detach):
 
 
 def test_a_silent_leader_or_a_different_cluster_is_named(ip, served, detach):
-    from conftest import free_port
+    from helpers import free_port
 
     spec = served.cluster_spec
     silent = f"localhost:{free_port()}"

@@ -26,18 +26,13 @@ from __future__ import annotations
 import functools
 import os
 import re
-import sys
-from pathlib import Path
 
 import nbformat
 import numpy as np
 import pytest
-from IPython.core.error import UsageError
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 import test_browser
 import test_magics_connect
+from IPython.core.error import UsageError
 from slurm import session_slurm
 from test_browser import CHROMIUM, _chromium, run_all
 from test_magics_connect import _all_running, _step, _usage_error

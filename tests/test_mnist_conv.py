@@ -7,16 +7,14 @@ from __future__ import annotations
 import importlib.util
 import re
 import sys
-from pathlib import Path
 
 import pytest
+from helpers import ROOT
+from test_examples import losses, run_example
 
 import nbdist as nd
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_examples import losses, run_example
-
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = ROOT / "examples"
 
 
 def _load(name):

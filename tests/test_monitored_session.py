@@ -384,7 +384,7 @@ def test_recovery_restores_the_checkpoint_and_the_loop_never_sees_it(tmp_path, l
 def test_recovery_after_a_ps_restart(servers, tmp_path, log):
     """A real (in-process) ps task stops and comes back at the same address:
     its variables are gone; the chief restores the latest checkpoint."""
-    from conftest import local_cluster
+    from helpers import local_cluster
 
     from nbdist.train.device_setter import replica_device_setter
 

@@ -37,11 +37,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-TESTS = Path(__file__).resolve().parent
-ROOT = TESTS.parent
-sys.path.insert(0, str(TESTS))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script: helpers
 
+import helpers
 import netns
+
+helpers.put_test_dirs_on_path()  # run as a script: test modules by basename
+from helpers import ROOT, counting_step, wait_for
 from test_training_cluster import softmax_model
 
 import nbdist as nd
@@ -94,14 +96,6 @@ def oracle(steps: int):
             return (*sess.run([w, b]), float(sess.run(loss, {x: xs, y: ys})))
 
 
-def wait_until(fn, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while not fn():
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.005)
-
-
 def train_role(target: str, cluster_json: str, task_index: int, workers: int):
     """A worker's client: runs the global steps that are its turn, then pulls
     a 4 MB ps variable to its worker, and prints its results."""
@@ -119,13 +113,15 @@ def train_role(target: str, cluster_json: str, task_index: int, workers: int):
             sess.run(nd.global_variables_initializer())
         else:
             not_ready = nd.report_uninitialized_variables()
-            wait_until(lambda: not len(sess.run(not_ready)), START_TIMEOUT_S,
-                       "the chief to initialise the variables")
+            wait_for(lambda: not len(sess.run(not_ready)), START_TIMEOUT_S,
+                     "the chief to initialise the variables", interval=0.005)
         for k in range(task_index, STEPS, workers):
-            wait_until(lambda k=k: sess.run(global_step) == k, 60, f"global step {k}")
+            wait_for(lambda k=k: sess.run(global_step) == k, 60, f"global step {k}",
+                     interval=0.005)
             xs, ys = make_batch(k)
             sess.run(train_op, {x: xs, y: ys})
-        wait_until(lambda: sess.run(global_step) == STEPS, 60, "the last step")
+        wait_for(lambda: sess.run(global_step) == STEPS, 60, "the last step",
+                 interval=0.005)
         xs, ys = make_batch(-1)
         w_, b_, loss_ = sess.run([w, b, loss], {x: xs, y: ys})
         print("result " + json.dumps({"w": w_.tolist(), "b": b_.tolist(),
@@ -237,13 +233,7 @@ def test_coordinator_survives_a_cut_link_and_the_worker_comes_back(token, monkey
         strategy = ParameterServerStrategy(nd.train.ClusterSpec(cluster))
         coordinator = ClusterCoordinator(strategy)
         try:
-            with strategy.scope():
-                counter = nd.Variable(0, name="counter")
-
-            @nd.function
-            def step(x):
-                counter.assign_add(1)
-                return x * 2
+            counter, step = counting_step(strategy)
 
             def done_on(worker):
                 return coordinator.stats.get(f"completed/worker:{worker}", 0)
@@ -251,11 +241,12 @@ def test_coordinator_survives_a_cut_link_and_the_worker_comes_back(token, monkey
             n = 300
             results = [coordinator.schedule(step, args=(np.int32(i),))
                        for i in range(n)]
-            wait_until(lambda: done_on(1) >= 10, 60, "worker 1 to run closures")
+            wait_for(lambda: done_on(1) >= 10, 60, "worker 1 to run closures",
+                     interval=0.005)
             hosts[2].cut()  # worker 1's host
             cut_at = time.monotonic()
-            wait_until(lambda: not coordinator._state.is_alive(1), 30,
-                       "worker 1 to be declared failed")
+            wait_for(lambda: not coordinator._state.is_alive(1), 30,
+                     "worker 1 to be declared failed", interval=0.005)
             failed_s = time.monotonic() - cut_at
             hosts[2].restore()
             restored_at = time.monotonic()

@@ -12,7 +12,7 @@ import re
 
 import numpy as np
 import pytest
-from test_magics import _notebook, _text, kernel_name  # noqa: F401 - a fixture
+from test_magics import _notebook, _text
 
 import nbdist as nd
 from nbdist.graph import op_site
@@ -158,7 +158,7 @@ def test_unloading_the_extension_restores_ipython_tracebacks(shell):
 
 
 @pytest.mark.slow
-def test_a_notebook_keeps_task_output_kill_history_and_errors(kernel_name):  # noqa: F811
+def test_a_notebook_keeps_task_output_kill_history_and_errors(kernel_name):
     from nbclient import NotebookClient
 
     nb = _notebook(

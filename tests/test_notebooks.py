@@ -15,7 +15,7 @@ import sys
 import time
 
 import pytest
-from conftest import ROOT, load_factor
+from helpers import ROOT, load_factor, write_kernel_spec
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
 KERNEL_NAME = "nbdist-test"
@@ -28,23 +28,7 @@ def kernel_env(tmp_path_factory):
     """An environment whose JUPYTER_PATH holds the ``nbdist-test`` kernel spec:
     this interpreter running ipykernel."""
     root = tmp_path_factory.mktemp("jupyter")
-    spec_dir = root / "kernels" / KERNEL_NAME
-    spec_dir.mkdir(parents=True)
-    (spec_dir / "kernel.json").write_text(
-        json.dumps(
-            {
-                "argv": [
-                    sys.executable,
-                    "-m",
-                    "ipykernel_launcher",
-                    "-f",
-                    "{connection_file}",
-                ],
-                "display_name": "nbdist tests",
-                "language": "python",
-            }
-        )
-    )
+    write_kernel_spec(root, KERNEL_NAME)
     env = dict(os.environ)
     env["JUPYTER_PATH"] = os.pathsep.join(
         [str(root)] + ([env["JUPYTER_PATH"]] if env.get("JUPYTER_PATH") else [])

@@ -510,7 +510,7 @@ def test_adam_mlp_matches_numpy_adam():
 
 # -- on a cluster: the update runs where the variable lives ---------------------
 def test_updates_run_on_the_parameter_server(servers):
-    from conftest import local_cluster
+    from helpers import local_cluster
 
     cluster = local_cluster(ps=1, worker=1)
     servers(cluster, "ps", 0)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import local_cluster
+from helpers import local_cluster
 
 import nbdist as nd
 from nbdist.distribute.cluster_coordinator import ClusterCoordinator

@@ -16,7 +16,7 @@ import textwrap
 import time
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 from test_notebooks import KERNEL_NAME, kernel_env  # noqa: F401 - a fixture
 
 import nbdist as nd

@@ -131,7 +131,7 @@ def test_ps_outage_is_recovered_from_checkpoint(cluster_factory, tmp_path, caplo
 
 
 def test_recv_from_a_task_that_is_down_is_unavailable_naming_it():
-    from conftest import free_port
+    from helpers import free_port
 
     from nbdist.executor.rendezvous import make_key
     from nbdist.executor.step import StepContext

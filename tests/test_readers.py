@@ -6,14 +6,12 @@ Also ``nd.data.TFRecordDataset`` / ``TextLineDataset`` and ``read_file``."""
 from __future__ import annotations
 
 import gzip
-from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import FIXTURES
 
 import nbdist as nd
-
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "tf"
 
 
 @pytest.fixture(autouse=True)

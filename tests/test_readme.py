@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import pathlib
 import re
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from helpers import ROOT
 
 
 def _bash_blocks(text: str) -> list[str]:

@@ -452,7 +452,7 @@ def test_checkpoint_state_text_format_escapes(tmp_path):
 
 def test_save_and_restore_through_a_cluster(servers, tmp_path):
     """The client writes the file; the restore assigns run on the ps task."""
-    from conftest import local_cluster
+    from helpers import local_cluster
 
     cluster = local_cluster(ps=1, worker=1)
     servers(cluster, "ps", 0)

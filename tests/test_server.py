@@ -10,7 +10,7 @@ import time
 import grpc
 import numpy as np
 import pytest
-from conftest import free_port, local_cluster, rpc_methods, sleep_op
+from helpers import free_port, local_cluster, rpc_methods, sleep_op
 
 import nbdist as nd
 from nbdist import errors

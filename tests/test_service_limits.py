@@ -25,7 +25,7 @@ import uuid
 import grpc
 import numpy as np
 import pytest
-from conftest import local_cluster
+from helpers import local_cluster, wait_for
 
 import nbdist as nd
 from nbdist import errors
@@ -133,13 +133,6 @@ def _queue_graph():
     return g, dequeue.name, enqueue.name
 
 
-def _wait_for(predicate, what: str, timeout_s: float = 30.0):
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.01)
-
-
 def _start_and_hang_up(transport, server, handle, dequeue):
     """Starts a RunStep fetching ``dequeue`` and returns what hangs it up."""
     address = server.target.removeprefix("grpc://")
@@ -176,10 +169,10 @@ def test_a_client_that_goes_away_cancels_its_step(transport, server, master):
     steps = server._admission_counts.class_of("RunStep")
     try:
         hang_up = _start_and_hang_up(transport, server, handle, dequeue)
-        _wait_for(lambda: steps.in_flight == 1, "the dequeue is in flight")
+        wait_for(lambda: steps.in_flight == 1, 30.0, "the dequeue is in flight")
         hang_up()
         # Its slot is given back once the blocked dequeue is cancelled.
-        _wait_for(lambda: steps.in_flight == 0, "the abandoned step ends")
+        wait_for(lambda: steps.in_flight == 0, 30.0, "the abandoned step ends")
         master.run_step(handle, {}, [], [enqueue])
         value = master.run_step(handle, {}, [dequeue], [],
                                 config_pb2.RunOptions(timeout_in_ms=5000))[0]

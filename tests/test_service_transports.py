@@ -26,7 +26,7 @@ import uuid
 import grpc
 import numpy as np
 import pytest
-from conftest import local_cluster
+from helpers import local_cluster
 
 import nbdist as nd
 from nbdist import errors

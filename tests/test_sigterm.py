@@ -11,7 +11,7 @@ import threading
 import time
 
 import pytest
-from conftest import local_cluster, sleep_op
+from helpers import local_cluster, sleep_op
 
 import nbdist as nd
 from nbdist import errors

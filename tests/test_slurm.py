@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import re
 import socket
 import subprocess
@@ -33,17 +32,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-TESTS = Path(__file__).resolve().parent
-ROOT = TESTS.parent
-sys.path.insert(0, str(TESTS))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script: helpers
 
+import helpers
+from helpers import pid_alive, wait_for
 from slurm import session_slurm
+
+helpers.put_test_dirs_on_path()  # run as a script: test modules by basename
 from test_training_cluster import softmax_model
 
 import nbdist as nd
 from nbdist import errors
 
 JOB_TIMEOUT_S = 120.0
+POLL_S = 0.1  # SLURM and processes say nothing when they change: poll
 LOCAL_STEPS = 40  # steps of each worker of the sbatch trainer
 _LINE = re.compile(r"worker (\d) step (\d+) global_step (\d+) loss ([\d.]+)")
 
@@ -57,15 +59,6 @@ def slurm():
 
 
 # -- helpers ------------------------------------------------------------------------
-def wait_until(fn, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while not (value := fn()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"no {what} within {timeout} s")
-        time.sleep(0.1)  # SLURM and processes say nothing when they change: poll
-    return value
-
-
 def job_fields(slurm, job_id: str) -> dict[str, str]:
     return dict(re.findall(r"(\w+)=(\S*)",
                            slurm.run(["scontrol", "show", "job", "-o", job_id])))
@@ -73,9 +66,9 @@ def job_fields(slurm, job_id: str) -> dict[str, str]:
 
 def wait_for_job_end(slurm, job_id: str) -> str:
     alive = {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING"}
-    state = wait_until(
+    state = wait_for(
         lambda: (s := job_fields(slurm, job_id)["JobState"]) not in alive and s,
-        JOB_TIMEOUT_S, f"end of SLURM job {job_id}")
+        JOB_TIMEOUT_S, f"end of SLURM job {job_id}", interval=POLL_S)
     return state
 
 
@@ -105,15 +98,6 @@ def free_port_base(n: int) -> int:
             for s in socks:
                 s.close()
     raise RuntimeError(f"no {n} consecutive free ports")
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with open(f"/proc/{pid}/stat") as f:  # a zombie is gone too
-        return f.read().rsplit(")", 1)[1].split()[0] != "Z"
 
 
 # -- sbatch of a trainer.py job -----------------------------------------------------
@@ -266,8 +250,8 @@ def test_slurm_cluster_starts_trains_and_shutdown_cancels_the_job(slurm, tmp_pat
         assert after < before
     assert not queued(slurm, job_id)
     assert all(t.state == "stopped" for t in cluster.tasks)
-    wait_until(lambda: not any(pid_alive(t.pid) for t in tasks), 20,
-               "exit of the tasks' processes")
+    wait_for(lambda: not any(pid_alive(t.pid) for t in tasks), 20,
+             "exit of the tasks' processes", interval=POLL_S)
     cluster.shutdown()  # idempotent
 
 
@@ -280,7 +264,8 @@ def test_the_job_is_cancelled_when_the_python_that_started_it_exits(slurm, tmp_p
     assert r.returncode == 0, r.stderr
     job_id = r.stdout.split()[-1]
     assert job_fields(slurm, job_id)["JobState"] in ("CANCELLED", "COMPLETING")
-    wait_until(lambda: not queued(slurm, job_id), 30, f"job {job_id} out of squeue")
+    wait_for(lambda: not queued(slurm, job_id), 30, f"job {job_id} out of squeue",
+             interval=POLL_S)
 
 
 def test_a_job_failing_at_start_surfaces_its_state_and_log_tail(slurm, tmp_path):
@@ -310,9 +295,9 @@ def test_a_job_cancelled_while_starting_says_so(slurm, tmp_path):
 
     t = threading.Thread(target=start)
     t.start()
-    job_id = wait_until(lambda: slurm.run(
+    job_id = wait_for(lambda: slurm.run(
         ["squeue", "-h", "-n", "nbdist-cancelled", "-o", "%i"]).strip(), 20,
-        "the job in squeue")
+        "the job in squeue", interval=POLL_S)
     slurm.run(["scancel", job_id])
     t.join(30)
     assert not t.is_alive() and "error" in result, result

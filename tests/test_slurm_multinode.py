@@ -39,15 +39,11 @@ import sys
 import time
 from pathlib import Path
 
+import netns
 import numpy as np
 import pytest
-
-TESTS = Path(__file__).resolve().parent
-ROOT = TESTS.parent
-sys.path.insert(0, str(TESTS))
-
-import netns
 import slurm as slurm_fixture
+from helpers import ROOT, wait_for
 from test_magics_connect import ip  # noqa: F401 - IPython's test shell
 
 import nbdist as nd
@@ -104,15 +100,6 @@ def start(slurm, token, tmp_path, name: str) -> nd.SlurmCluster:
 def job_fields(slurm, job_id: str) -> dict[str, str]:
     return dict(re.findall(r"(\w+)=(\S*)",
                            slurm.run(["scontrol", "show", "job", "-o", job_id])))
-
-
-def wait_until(fn, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while not (value := fn()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"no {what} within {timeout} s")
-        time.sleep(0.1)  # SLURM and processes say nothing when they change: poll
-    return value
 
 
 def screenshot(view, name: str, where: Path | None = None):
@@ -243,8 +230,8 @@ def test_slurm_cluster_spans_three_nodes_trains_as_one_host_and_scancel_cleans(
     assert not slurm.run(["squeue", "-h", "-j", job, "-o", "%i"], check=False).strip()
     for node in NODES:
         slurmd = slurm.slurmd(node).pid
-        wait_until(lambda n=node, d=slurmd: slurm.pids(n) == [d], 30,
-                   f"only slurmd left on {node}")
+        wait_for(lambda n=node, d=slurmd: slurm.pids(n) == [d], 30,
+                 f"only slurmd left on {node}", interval=0.1)
 
 
 def _pki(addresses: list[str]) -> dict[str, bytes]:

@@ -19,7 +19,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 from test_browser import CHROMIUM, CHROMIUM_ARGS
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("0[1-7]-*.ipynb"))

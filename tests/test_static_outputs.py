@@ -159,31 +159,13 @@ def test_cell_face_holds_each_tasks_output_result_and_error_by_task():
 
 
 @pytest.mark.slow
-def test_saved_notebook_holds_task_outputs_and_history(tmp_path, monkeypatch):
+def test_saved_notebook_holds_task_outputs_and_history(tmp_path, kernel_name):
     import json
     import subprocess
 
     import nbformat
     from nbclient import NotebookClient
 
-    spec = tmp_path / "kernels" / "nbdist-test"
-    spec.mkdir(parents=True)
-    (spec / "kernel.json").write_text(
-        json.dumps(
-            {
-                "argv": [
-                    sys.executable,
-                    "-m",
-                    "ipykernel_launcher",
-                    "-f",
-                    "{connection_file}",
-                ],
-                "display_name": "nbdist tests",
-                "language": "python",
-            }
-        )
-    )
-    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path))
     nb = nbformat.v4.new_notebook()
     nb.cells = [
         nbformat.v4.new_code_cell(c)
@@ -200,7 +182,7 @@ def test_saved_notebook_holds_task_outputs_and_history(tmp_path, monkeypatch):
             "%cluster stop",
         )
     ]
-    client = NotebookClient(nb, kernel_name="nbdist-test", timeout=120)
+    client = NotebookClient(nb, kernel_name=kernel_name, timeout=120)
     client.execute()
     path = tmp_path / "run.ipynb"
     nbformat.write(nb, path)
@@ -269,22 +251,13 @@ def test_a_frozen_view_leaves_no_widget_and_tables_left_aligned():
 
 @pytest.mark.slow
 def test_every_output_of_a_run_notebook_is_static_once_its_cell_or_cluster_ends(
-    tmp_path, monkeypatch
+    kernel_name,
 ):
     """A view that follows nothing (a timeline) is static after its cell, a
     live one after its cluster stops: nothing left needs a widget's state."""
-    import json
-
     import nbformat
     from nbclient import NotebookClient
 
-    spec = tmp_path / "kernels" / "nbdist-test"
-    spec.mkdir(parents=True)
-    argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
-    (spec / "kernel.json").write_text(
-        json.dumps({"argv": argv, "display_name": "nbdist", "language": "python"})
-    )
-    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path))
     nb = nbformat.v4.new_notebook()
     nb.cells = [
         nbformat.v4.new_code_cell(c)
@@ -297,7 +270,7 @@ def test_every_output_of_a_run_notebook_is_static_once_its_cell_or_cluster_ends(
             "%cluster stop",
         )
     ]
-    NotebookClient(nb, kernel_name="nbdist-test", timeout=120).execute()
+    NotebookClient(nb, kernel_name=kernel_name, timeout=120).execute()
     start, timeline, _ = nb.cells
     for cell in nb.cells:
         for out in cell.outputs:

@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import local_cluster
+from helpers import local_cluster
 from PIL import Image
 from tensorboard.backend.event_processing import event_accumulator as ea
 from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import (

@@ -9,6 +9,7 @@ import time
 
 import numpy as np
 import pytest
+from helpers import averaged_gradient_descent
 
 import nbdist as nd
 from nbdist import errors
@@ -149,27 +150,6 @@ def build_replica(index, num_tokens=0):
     return train_op, hook, opt
 
 
-def reference_run():
-    """One process: 5 steps of gradient descent on the average of the two
-    batches' gradients."""
-    with nd.Graph().as_default():
-        w = nd.Variable(W0, name="w")
-        b = nd.Variable(B0, name="b")
-        opt = nd.train.GradientDescentOptimizer(LR)
-        grads = []
-        for x, y in BATCHES:
-            loss = nd.reduce_mean(nd.square(nd.matmul(nd.constant(x), w) + b -
-                                            nd.constant(y)))
-            grads.append([g for g, _ in opt.compute_gradients(loss, [w, b])])
-        avg = [(ga + gb) / 2.0 for ga, gb in zip(*grads)]
-        train = opt.apply_gradients(list(zip(avg, [w, b])))
-        with nd.Session() as s:
-            s.run(nd.global_variables_initializer())
-            for _ in range(STEPS):
-                s.run(train)
-            return s.run([w, b])
-
-
 def run_replicas(targets, build, configs=(None, None)):
     """Runs worker 0 (chief) and worker 1 in two threads in lockstep until the
     global step reaches STEPS; returns {index: number of runs}."""
@@ -218,7 +198,7 @@ def test_sync_replicas_equals_single_process_average(server):
         b = nd.Variable(B0, name="b")
         with nd.Session(server.target) as s:
             step, w_sync, b_sync = s.run([gs, w, b])
-    w_ref, b_ref = reference_run()
+    w_ref, b_ref = averaged_gradient_descent(BATCHES, W0, B0, LR, STEPS)
     assert int(step) == STEPS
     np.testing.assert_allclose(w_sync, w_ref, rtol=0, atol=1e-6)
     np.testing.assert_allclose(b_sync, b_ref, rtol=0, atol=1e-6)
@@ -268,7 +248,7 @@ def test_sync_replicas_argument_errors():
 def test_sync_replicas_between_graph_on_a_cluster(servers):
     """2 ps + 2 workers (in-process servers talking gRPC), graphs built with
     replica_device_setter: each worker's local step lives on its own task."""
-    from conftest import local_cluster
+    from helpers import local_cluster
 
     from nbdist.train.device_setter import replica_device_setter
 
@@ -311,7 +291,7 @@ def test_sync_replicas_between_graph_on_a_cluster(servers):
             b = nd.Variable(B0, name="b")
         with nd.Session(workers[0].target) as s:
             step, w_sync, b_sync = s.run([gs, w, b])
-    w_ref, b_ref = reference_run()
+    w_ref, b_ref = averaged_gradient_descent(BATCHES, W0, B0, LR, STEPS)
     assert int(step) == STEPS
     np.testing.assert_allclose(w_sync, w_ref, rtol=0, atol=1e-6)
     np.testing.assert_allclose(b_sync, b_ref, rtol=0, atol=1e-6)

@@ -21,7 +21,7 @@ import time
 import urllib.request
 
 import pytest
-from conftest import ROOT, pid_alive
+from helpers import ROOT, pid_alive, wait_gone
 from test_training_view import LOSSES, _write_runs
 
 pytestmark = pytest.mark.slow
@@ -89,15 +89,6 @@ class Shell:
         self.proc.stdout.close()
 
 
-def _wait_gone(pid: int, timeout: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while pid_alive(pid):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)  # a process's end has no event to wait on here
-    return True
-
-
 def _non_loopback_address() -> str | None:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         try:
@@ -157,7 +148,7 @@ def test_tensorboard_starts_without_the_venv_on_path_and_stops_with_its_kernel(
                 socket.create_connection((other, port), timeout=5).close()
         # The kernel goes (killed, no clean-up of its own): TensorBoard follows.
         shell.proc.kill()
-        assert _wait_gone(pid), "TensorBoard outlived its kernel"
+        assert not wait_gone([pid]), "TensorBoard outlived its kernel"
     finally:
         shell.close()
         for pid in pids:
@@ -184,7 +175,7 @@ def test_tensorboard_is_stopped_by_its_pid_and_by_percent_tensorboard_stop(
         assert board.host == "127.0.0.1"
         # Stopped from outside by its pid: the next %tensorboard starts anew.
         os.kill(board.pid, signal.SIGTERM)
-        assert _wait_gone(board.pid)
+        assert not wait_gone([board.pid])
         again = tensorboard_magic.start_tensorboard(
             ["--logdir", str(logdir), "--load_fast", "false"]
         )

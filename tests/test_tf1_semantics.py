@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import blocked_threads, local_cluster
+from helpers import blocked_threads, local_cluster
 
 import nbdist as nd
 from nbdist import errors

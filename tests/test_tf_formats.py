@@ -15,12 +15,13 @@ import struct
 
 import numpy as np
 import pytest
+from helpers import FIXTURES as TF_FIXTURES
 
 import nbdist as nd
 from nbdist.proto import saved_model_pb2, tensor_bundle_pb2, variable_pb2
 from nbdist.train import table_format
 
-FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "tf")
+FIXTURES = str(TF_FIXTURES)
 TF_CKPT = os.path.join(FIXTURES, "ckpt", "model")
 TF_SAVED_MODEL = os.path.join(FIXTURES, "saved_model")
 DATA = ".data-00000-of-00001"

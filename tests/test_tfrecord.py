@@ -7,14 +7,12 @@ from __future__ import annotations
 import gzip
 import struct
 import zlib
-from pathlib import Path
 
 import google_crc32c
 import pytest
+from helpers import FIXTURES
 
 import nbdist as nd
-
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "tf"
 
 
 def _masked(data: bytes) -> int:

@@ -45,8 +45,8 @@ import pytest
 import nbdist as nd
 from nbdist import errors
 
-TESTS = Path(__file__).resolve().parent
-ROOT = TESTS.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script: helpers
+from helpers import ROOT, averaged_gradient_descent
 
 pytestmark = pytest.mark.slow
 
@@ -236,27 +236,6 @@ def read_ps_variables(target, names_and_values):
 
 
 # -- synchronous -----------------------------------------------------------------------
-def reference_sync_run(steps):
-    """One process: ``steps`` steps of gradient descent on the average of the
-    two batches' gradients."""
-    with nd.Graph().as_default():
-        w = nd.Variable(W0, name="w")
-        b = nd.Variable(B0, name="b")
-        opt = nd.train.GradientDescentOptimizer(LR)
-        grads = []
-        for x, y in BATCHES:
-            loss = nd.reduce_mean(nd.square(nd.matmul(nd.constant(x), w) + b -
-                                            nd.constant(y)))
-            grads.append([g for g, _ in opt.compute_gradients(loss, [w, b])])
-        avg = [(ga + gb) / 2.0 for ga, gb in zip(*grads)]
-        train = opt.apply_gradients(list(zip(avg, [w, b])))
-        with nd.Session() as s:
-            s.run(nd.global_variables_initializer())
-            for _ in range(steps):
-                s.run(train)
-            return s.run([w, b])
-
-
 @pytest.mark.timeout(240)
 def test_sync_replicas_on_two_worker_processes_equals_averaged_single_process(
         cluster_factory):
@@ -296,7 +275,7 @@ def test_sync_replicas_on_two_worker_processes_equals_averaged_single_process(
     assert results == {0: SYNC_STEPS, 1: SYNC_STEPS}, results
     step, w_sync, b_sync = read_ps_variables(
         cluster.target("worker", 0), [("global_step", None), ("w", W0), ("b", B0)])
-    w_ref, b_ref = reference_sync_run(SYNC_STEPS)
+    w_ref, b_ref = averaged_gradient_descent(BATCHES, W0, B0, LR, SYNC_STEPS)
     assert int(step) == SYNC_STEPS
     np.testing.assert_allclose(w_sync, w_ref, rtol=0, atol=1e-6)
     np.testing.assert_allclose(b_sync, b_ref, rtol=0, atol=1e-6)
@@ -605,7 +584,7 @@ def test_sigkill_during_checkpoint_saves_never_breaks_latest_checkpoint(tmp_path
 # -- examples/trainer.py by hand ---------------------------------------------------------
 @pytest.mark.timeout(300)
 def test_trainer_py_as_one_ps_and_two_worker_processes(tmp_path, procs):
-    from conftest import free_port
+    from helpers import free_port
 
     hosts = {"ps": f"localhost:{free_port()}",
              "worker": f"localhost:{free_port()},localhost:{free_port()}"}

@@ -8,7 +8,6 @@ from __future__ import annotations
 import base64
 import io
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ import urllib.request
 
 import numpy as np
 import pytest
+from helpers import free_port
 from PIL import Image
 
 import nbdist as nd
@@ -113,16 +113,10 @@ def test_static_forms():
     assert "data:image/png;base64," in view._full_html()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.slow
 def test_tensorboard_serves_our_event_files_on_localhost(tmp_path):
     _write_runs(tmp_path)
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "tensorboard.main", "--logdir", str(tmp_path),
          "--host", "127.0.0.1", "--port", str(port), "--reload_interval", "1"],

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import nbdist as nd
-from conftest import local_cluster
+from helpers import local_cluster
 from nbdist.runtime import interfaces, transports
 from nbdist.runtime.coordination import CoordinationService
 from nbdist.runtime.coordination_local import LocalCoordinationClient

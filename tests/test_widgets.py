@@ -16,6 +16,7 @@ import time
 
 import numpy as np
 import pytest
+from helpers import wait_for
 
 from nbdist.notebook.events import EventFollower, ServiceEventSource, Throttle
 from nbdist.runtime.coordination import CoordinationService, Event
@@ -70,14 +71,6 @@ def comm(monkeypatch):
 
     monkeypatch.setattr(ipywidgets.comm, "create_comm", lambda **kw: DummyComm(**kw))
     return DummyComm
-
-
-def _wait(predicate, timeout=10.0):
-    end = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > end:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.01)
 
 
 # -- the follower ---------------------------------------------------------------------
@@ -136,7 +129,7 @@ def test_follower_resumes_after_broken_streams_without_loss_or_duplicates(servic
     follower.start()
     for i in range(100):
         service.publish("step", W0, {"step_id": i})
-    _wait(lambda: len(seqs) >= 100)
+    wait_for(lambda: len(seqs) >= 100, 10.0, "100 events delivered")
     follower.stop()
     assert seqs == list(range(1, 101))
     assert follower.errors >= 10 and len(source.opened) >= 10
@@ -304,11 +297,11 @@ def test_kill_and_restart_buttons_run_the_code_of_the_magics(comm, monkeypatch):
         assert [b.description for b in buttons] == ["kill", "restart"] * 3
         kill_w1 = next(b for b in buttons if b.tooltip == "kill worker:1")
         kill_w1.click()
-        _wait(lambda: cluster.calls == [("kill", "worker", 1)])
+        wait_for(lambda: cluster.calls == [("kill", "worker", 1)], 10.0, "the kill")
         next(b for b in buttons if b.tooltip == "restart ps:0").click()
-        _wait(lambda: len(cluster.calls) == 2)
+        wait_for(lambda: len(cluster.calls) == 2, 10.0, "the restart")
         assert calls == [("kill", "worker:1"), ("restart", "ps:0")]
-        _wait(lambda: "restarted ps:0" in view.message)
+        wait_for(lambda: "restarted ps:0" in view.message, 10.0, "its message")
         view.refresh()
         cells = view._cells["worker:1"]
         assert "killed" in cells[3].value
@@ -436,7 +429,7 @@ def test_placement_view_balances_with_greedy_strategy():
 
 def test_placement_view_agrees_with_the_master(servers):
     """Oracle: the partition graphs the master made for a real step."""
-    from conftest import local_cluster
+    from helpers import local_cluster
 
     import nbdist as nd
     from nbdist.notebook import PlacementView
@@ -536,7 +529,7 @@ def test_barrier_view_follows_coordination_barriers(service):
                 t.join()
         t = threading.Thread(target=service.barrier, args=("b", 5, tasks, W0))
         t.start()
-        _wait(lambda: service.barriers()["b"][1] == [W0])
+        wait_for(lambda: service.barriers()["b"][1] == [W0], 10.0, "the arrival")
         view.sync()
         rec = view["b"]
         assert (rec.round, rec.arrived, rec.participants) == (
@@ -624,7 +617,7 @@ def test_barrier_view_derives_sync_replicas_rounds(order):
 
 # -- TimelineView -------------------------------------------------------------------
 def test_timeline_view_draws_every_op_of_a_traced_step(servers):
-    from conftest import local_cluster
+    from helpers import local_cluster
 
     import nbdist as nd
     from nbdist.notebook import TimelineView
@@ -752,8 +745,9 @@ def test_views_survive_a_restart_of_the_task_hosting_the_service_and_stop_with_i
         assert view.follower.restarts == 1 and view.out_of_order == 0
         assert view.state.rows["worker:0"].restarts == 1
         cluster.shutdown()
-        _wait(lambda: not view.follower.running)
-        _wait(lambda: view.state.summary() == "3 tasks: 3 stopped")  # its own poll
+        wait_for(lambda: not view.follower.running, 10.0, "the follower to stop")
+        wait_for(lambda: view.state.summary() == "3 tasks: 3 stopped", 10.0,
+                 "every task stopped")  # its own poll
     finally:
         cluster.shutdown()
         view.close()
