@@ -21,7 +21,7 @@ loopback need one). Skipped where namespaces cannot be made (not root).
 * A Session to a cluster whose worker's host is cut off names that task and
   its address within ``operation_timeout_in_ms``.
 
-Client processes run this file as a script (``python tests/test_multihost.py
+Client processes run this file as a script (``python tests/cluster/test_multihost.py
 train ...``).
 """
 
@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script: helpers
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: helpers
 
 import helpers
 import netns

@@ -22,7 +22,7 @@ import nbdist as nd
 
 # Not the checkout: `python -c` puts the working directory first on sys.path, and
 # the scripts must import the nbdist on PYTHONPATH (or installed).
-CWD = Path(__file__).resolve().parent
+CWD = Path(__file__).resolve().parents[1]
 
 _SCRIPT = """
 import nbdist as nd

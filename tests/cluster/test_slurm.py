@@ -13,7 +13,7 @@
   that fails at start, or is cancelled, or waits past ``start_timeout``
   raises with its state and the tail of its logs.
 
-SLURM's tasks run this file as a script (``python tests/test_slurm.py train
+SLURM's tasks run this file as a script (``python tests/cluster/test_slurm.py train
 ...``).
 """
 
@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script: helpers
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: helpers
 
 import helpers
 from helpers import pid_alive, wait_for

@@ -22,7 +22,7 @@ on 127.0.0.1; every process is stopped by PID and every wait is bounded.
   to a falling loss (the ps, which never exits, is killed by PID).
 
 Client processes run this file as a script (``python
-tests/test_training_cluster.py <role> ...``); see ``ROLES`` at the end.
+tests/train/test_training_cluster.py <role> ...``); see ``ROLES`` at the end.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ import pytest
 import nbdist as nd
 from nbdist import errors
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script: helpers
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: helpers
 from helpers import ROOT, averaged_gradient_descent
 
 pytestmark = pytest.mark.slow

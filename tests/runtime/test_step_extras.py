@@ -6,7 +6,7 @@ is used meanwhile) and back for the step's next pull. The siblings the first
 path brought must be found by the next pull whatever its path; before, they
 were kept by the gRPC transport alone, and the next pull asked the ps over the
 same-host channel for a tensor it no longer had: the step (and its
-``MonitoredTrainingSession``) waited forever (tests/test_chaos.py, seed 11).
+``MonitoredTrainingSession``) waited forever (tests/cluster/test_chaos.py, seed 11).
 """
 
 from __future__ import annotations

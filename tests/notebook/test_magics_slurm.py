@@ -18,7 +18,7 @@ Playwright), its ClusterView rendered live.
 * In JupyterLab: a notebook attaches with ``%cluster connect --slurm JOBID``
   and its ClusterView renders with the three tasks running.
   ``NBDIST_UPDATE_SCREENSHOTS=1`` writes ``docs/screenshots/connect-slurm.png``
-  (as ``tests/test_browser.py``: never in a plain test run).
+  (as ``tests/browser/test_browser.py``: never in a plain test run).
 """
 
 from __future__ import annotations

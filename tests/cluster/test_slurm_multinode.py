@@ -10,7 +10,7 @@ root namespace, behind the hosts' bridge.
 * ``nd.SlurmCluster(ps=1, workers=4, bind="0.0.0.0", config=<token>)``: SLURM
   gives the job ``n[1-3]`` (compressed); its 5 tasks sit on all three nodes,
   each at its node's address; ``SlurmClusterResolver`` in a step of the same
-  job lays the tasks out on the same nodes. The trainer (tests/test_multihost.py's:
+  job lays the tasks out on the same nodes. The trainer (tests/cluster/test_multihost.py's:
   softmax regression, Adagrad, variables on the ps) with the 4 workers taking
   turns equals one process applying the same steps, to 1e-6.
 * ``%cluster connect --slurm JOBID`` from the root namespace: its ClusterView
@@ -103,7 +103,7 @@ def job_fields(slurm, job_id: str) -> dict[str, str]:
 
 
 def screenshot(view, name: str, where: Path | None = None):
-    """With ``NBDIST_UPDATE_SCREENSHOTS=1`` (as tests/test_browser.py), the
+    """With ``NBDIST_UPDATE_SCREENSHOTS=1`` (as tests/browser/test_browser.py), the
     view's static face as Chromium draws it, in docs/screenshots/ (or
     ``where``); nothing in a plain test run."""
     if os.environ.get("NBDIST_UPDATE_SCREENSHOTS") != "1":
