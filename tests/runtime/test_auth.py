@@ -8,8 +8,7 @@ import ipaddress
 import grpc
 import numpy as np
 import pytest
-from helpers import (ServerProcess, call_raw, cluster_string, local_cluster,
-                      rpc_methods)
+from helpers import ServerProcess, call_raw, cluster_string, local_cluster, rpc_methods
 
 import nbdist as nd
 from nbdist import errors
