@@ -190,6 +190,7 @@ class AppliedAfterJoin(AssertionError):
 
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.usefixtures("graph")  # its variable stays out of later tests' graphs
 def test_coordinator_run_loses_nothing_under_kills_stops_and_restarts(make_cluster,
                                                                        seed):
     from nbdist.distribute.cluster_coordinator import ClusterCoordinator
