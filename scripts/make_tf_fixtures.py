@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the TensorFlow-made fixtures of tests/test_tf_formats.py.
+"""Writes the TensorFlow-made fixtures of tests/train/test_tf_formats.py.
 
 Run with a Python that has TensorFlow (never needed by the tests themselves)::
 

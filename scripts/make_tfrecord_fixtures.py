@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write the TFRecord fixtures of tests/test_tfrecord.py with TensorFlow.
+"""Write the TFRecord fixtures of tests/data/test_tfrecord.py with TensorFlow.
 
 Run with a Python that has TensorFlow (not nbdist's venv; tests never import
 TF):

@@ -1,254 +1,21 @@
-"""Fixtures for tests with real servers: in-process ``Server``s on 127.0.0.1 and
-``nbdist-server`` processes (spawned, never forked; always killed by PID).
+"""Fixtures shared by the tests: in-process ``Server``s on 127.0.0.1,
+``nbdist-server`` processes (spawned, never forked; always killed by PID), a
+fresh default graph and a Jupyter kernel spec. Everything that is not a fixture
+is in ``helpers.py``.
 
-``register_test_ops()`` adds ``NbdistTestSleep`` (returns its input after
-``seconds``, honouring cancellation and timeouts): a step that is reliably
-still running when a test kills a task. Server processes started with
-``test_ops=True`` load it too.
+Tests live in one directory per layer (``tests/<layer>/test_*.py``); loading
+this file puts tests/ and every such directory on ``sys.path``, so that
+``import helpers`` and imports of another test module by basename work from
+any of them (see ``helpers.put_test_dirs_on_path``).
 """
 
 from __future__ import annotations
 
-import os
-import queue
-import signal
-import socket
-import subprocess
-import sys
-import threading
-import time
-from pathlib import Path
-
+import helpers
 import pytest
+from helpers import ServerProcess, cluster_string, write_kernel_spec
 
-TESTS_DIR = Path(__file__).resolve().parent
-ROOT = TESTS_DIR.parent
-START_TIMEOUT_S = 60.0
-
-_SERVER_WITH_TEST_OPS = (
-    "import sys; sys.path.insert(0, {tests!r}); import conftest; "
-    "conftest.register_test_ops(); from nbdist.server import main; "
-    "sys.exit(main(sys.argv[1:]))"
-)
-
-
-# -- a test op -----------------------------------------------------------------------
-def register_test_ops():
-    """Registers ``NbdistTestSleep`` in this process (idempotent)."""
-    from nbdist.executor.kernel import get_kernel_factory, register_kernel
-    from nbdist.graph.op_def import get_op_def, register_op
-
-    if get_op_def("NbdistTestSleep") is not None:
-        return
-    get_kernel_factory("NoOp")  # load the built-in kernels first
-    register_op(
-        "NbdistTestSleep",
-        lambda c: [(c.dtype(0), c.shape(0))],
-        attrs={"seconds": ("float", 1.0), "T": ("type", None),
-               "ignore_cancel": ("bool", False)},
-        num_inputs=1,
-        stateful=True,
-    )
-
-    @register_kernel("NbdistTestSleep")
-    def _sleep_kernel(node):
-        seconds = float(node.attrs["seconds"])
-
-        def compute(step, x):
-            if node.attrs.get("ignore_cancel"):  # a kernel deaf to its step
-                time.sleep(seconds)
-                return x
-            end = time.monotonic() + seconds
-            step.wait(lambda: time.monotonic() >= end, "NbdistTestSleep", time.sleep)
-            return x
-
-        return compute
-
-
-def sleep_op(x, seconds: float, name: str = "sleep", ignore_cancel: bool = False):
-    """``x`` after ``seconds`` (a graph op; see ``register_test_ops``); with
-    ``ignore_cancel``, a kernel that sleeps on when its step is cancelled."""
-    import nbdist as nd
-
-    register_test_ops()
-    t = nd.convert_to_tensor(x)
-    return t.graph.create_op(
-        "NbdistTestSleep",
-        [t],
-        {"seconds": float(seconds), "T": t.dtype.base_dtype,
-         "ignore_cancel": bool(ignore_cancel)},
-        name=name,
-    ).outputs[0]
-
-
-# -- /proc of a process ---------------------------------------------------------------
-def proc_status(pid: int) -> dict[str, int]:
-    """VmRSS and VmHWM (peak RSS) of process ``pid``, in bytes."""
-    out = {}
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            key, _, value = line.partition(":")
-            if key in ("VmRSS", "VmHWM"):
-                out[key] = int(value.split()[0]) * 1024
-    return out
-
-
-def cpu_seconds(pid: int) -> float:
-    """User plus system CPU time of process ``pid``."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def pid_alive(pid: int) -> bool:
-    """True while process ``pid`` runs (a zombie counts as gone)."""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("State:"):
-                    return "Z" not in line.split()[1]
-    except FileNotFoundError:
-        return False
-    return True
-
-
-def load_factor() -> float:
-    """Runnable processes per core, at least 1: on a busy machine (CI's 2 cores,
-    scripts/run_under_load.py) wall times stretch by about this much."""
-    return max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
-
-
-# -- ports -------------------------------------------------------------------------
-def free_port() -> int:
-    """A port of 127.0.0.1 that was free a moment ago."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def local_cluster(**jobs: int) -> dict[str, list[str]]:
-    """{"ps": 2, "worker": 1} -> a cluster dict on free ports of 127.0.0.1."""
-    return {
-        job: [f"localhost:{free_port()}" for _ in range(n)] for job, n in jobs.items()
-    }
-
-
-def cluster_string(cluster: dict) -> str:
-    return ",".join(f"{job}|{';'.join(addrs)}" for job, addrs in cluster.items())
-
-
-# -- server processes ----------------------------------------------------------------
-class ServerProcess:
-    """An ``nbdist-server`` in its own OS process."""
-
-    def __init__(
-        self,
-        args: list[str],
-        env: dict | None = None,
-        test_ops: bool = False,
-        wait: bool = True,
-    ):
-        if test_ops:
-            cmd = [
-                sys.executable,
-                "-c",
-                _SERVER_WITH_TEST_OPS.format(tests=str(TESTS_DIR)),
-            ] + args
-        else:
-            cmd = [sys.executable, "-m", "nbdist.server"] + args
-        full_env = dict(os.environ, PYTHONUNBUFFERED="1")
-        full_env.update(env or {})
-        self.args = args
-        self.proc = subprocess.Popen(
-            cmd,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=full_env,
-            cwd=ROOT,
-            text=True,
-        )
-        self.pid = self.proc.pid
-        self.lines: queue.Queue = queue.Queue()
-        self.stderr: list[str] = []
-        self._pumps = [
-            threading.Thread(
-                target=self._pump, args=(self.proc.stdout, self.lines), daemon=True
-            ),
-            threading.Thread(target=self._pump_err, daemon=True),
-        ]
-        for t in self._pumps:
-            t.start()
-        self.banner = None
-        if wait:
-            self.wait_ready()
-
-    @staticmethod
-    def _pump(stream, q):
-        for line in stream:
-            q.put(line.rstrip("\n"))
-        q.put(None)
-
-    def _pump_err(self):
-        for line in self.proc.stderr:
-            self.stderr.append(line.rstrip("\n"))
-
-    def wait_ready(self, timeout: float = START_TIMEOUT_S) -> str:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                line = self.lines.get(timeout=0.1)
-            except queue.Empty:
-                continue
-            if line is None:
-                self.proc.wait(5)
-                raise RuntimeError(
-                    f"server exited with {self.proc.returncode}: "
-                    + "\n".join(self.stderr[-20:])
-                )
-            if "listening on" in line:
-                self.banner = line
-                return line
-        raise RuntimeError(
-            f"server {self.args} did not start within {timeout} s: "
-            + "\n".join(self.stderr[-20:])
-        )
-
-    def wait_exit(self, timeout: float) -> int:
-        """Its exit code, once it exited and all its output was read."""
-        code = self.proc.wait(timeout)
-        for t in self._pumps:
-            t.join(timeout)
-        return code
-
-    def kill(self):
-        """SIGKILL, then reap (bounded)."""
-        if self.proc.poll() is None:
-            try:
-                os.kill(self.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            pass
-        self._close_pipes()
-
-    def _close_pipes(self):
-        for t in self._pumps:
-            t.join(5)
-        for stream in (self.proc.stdout, self.proc.stderr):
-            try:
-                stream.close()
-            except Exception:  # noqa: BLE001, S110 - a pump may still hold it
-                pass
-
-    def terminate(self, timeout: float = 15.0) -> int | None:
-        if self.proc.poll() is None:
-            os.kill(self.pid, signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            return None
+helpers.put_test_dirs_on_path()
 
 
 @pytest.fixture
@@ -302,52 +69,11 @@ def graph():
         yield g
 
 
-def blocked_threads(
-    names=("recv_tensor", "recv_blocking", "run_graph", "wait"),
-) -> list[str]:
-    """Threads of this process whose stack is inside a blocking runtime call."""
-    out = []
-    frames = sys._current_frames()
-    for t in threading.enumerate():
-        f = frames.get(t.ident)
-        while f is not None:
-            code = f.f_code
-            if code.co_name in names and "nbdist" in code.co_filename:
-                out.append(f"{t.name}: {code.co_name} ({code.co_filename})")
-                break
-            f = f.f_back
-    return out
 
 
-# -- raw RPCs ----------------------------------------------------------------------
-def rpc_methods(with_coordination: bool = True):
-    """(service, method, kind, input_type) of every RPC, from the proto
-    descriptors; kind is "uu", "us" (server stream) or "su" (client stream)."""
-    from nbdist.proto import (coordination_service_pb2, master_service_pb2,
-                              worker_service_pb2)
-
-    files = [(master_service_pb2, "MasterService"),
-             (worker_service_pb2, "WorkerService")]
-    if with_coordination:
-        files.append((coordination_service_pb2, "CoordinationService"))
-    out = []
-    for mod, service in files:
-        for m in mod.DESCRIPTOR.services_by_name[service].methods:
-            kind = "su" if m.client_streaming else "us" if m.server_streaming else "uu"
-            out.append((service, m.name, kind, m.input_type))
-    # Reset closes every session: last, so that the others meet live handles.
-    out.sort(key=lambda x: x[1] == "Reset")
-    return out
-
-
-def call_raw(channel, service: str, method: str, kind: str, payload: bytes,
-             timeout: float = 5.0, metadata=()):
-    """Sends raw bytes to a method; returns the response bytes (or list of them)."""
-    path = f"/nbdist.{service}/{method}"
-    if kind == "us":
-        return list(channel.unary_stream(path)(payload, timeout=timeout,
-                                               metadata=metadata))
-    if kind == "su":
-        return channel.stream_unary(path)(iter([payload]), timeout=timeout,
-                                          metadata=metadata)
-    return channel.unary_unary(path)(payload, timeout=timeout, metadata=metadata)
+@pytest.fixture
+def kernel_name(tmp_path, monkeypatch):
+    """A kernel spec for this interpreter, in a temporary JUPYTER_PATH."""
+    name = write_kernel_spec(tmp_path)
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path))
+    return name

@@ -1,6 +1,6 @@
 """A screenshot of a ClusterView's static HTML face (``_repr_html_``: what a
 notebook shows once the view is frozen, and what nbconvert saves), rendered
-by Debian's Chromium driven by Playwright (``tests/test_browser.py``'s
+by Debian's Chromium driven by Playwright (``tests/browser/test_browser.py``'s
 browser, without JupyterLab). The page is set from a string: no network.
 """
 

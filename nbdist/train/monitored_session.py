@@ -19,7 +19,7 @@ A ``MonitoredSession`` is a session wrapper that
   connect, a connection cut mid-call, a ``_Recv`` from a restarted
   producer), and each attempt waits a few seconds for a lost task to answer
   again, so a parameter server down for 60 s is recovered from
-  (tests/test_ps_outage.py);
+  (tests/train/test_ps_outage.py);
 * on ``close`` calls the hooks' ``end``, stops the coordinator's threads and
   closes the session, swallowing preemption errors. A thread still blocked
   in a step shortly after the stop (the SyncReplicas chief waiting for

@@ -4,7 +4,7 @@ state machine.
 ``CoordinatorState.handle(event)`` is the only method that changes the state;
 it returns the actions the I/O side (threads, RPCs, the heartbeat watcher in
 ``cluster_coordinator.py``) must carry out. No threads, clocks or RPCs here:
-the tests drive it directly (``tests/test_coordinator_state.py``).
+the tests drive it directly (``tests/distribute/test_coordinator_state.py``).
 
     >>> s = CoordinatorState(num_workers=1)
     >>> c = Closure(1)
