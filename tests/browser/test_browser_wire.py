@@ -18,7 +18,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 from test_browser import CHROMIUM, _chromium, lab, run_all, shots  # noqa: F401
 from test_static_faces_nojs import offline_page  # noqa: F401
 

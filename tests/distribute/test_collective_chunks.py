@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import local_cluster
+from helpers import local_cluster
 
 import nbdist as nd
 from nbdist import errors

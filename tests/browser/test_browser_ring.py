@@ -16,7 +16,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 from test_browser import CHROMIUM, CHROMIUM_ARGS, DOC_SHOTS
 
 NOTEBOOK = ROOT / "notebooks" / "06-collective-allreduce.ipynb"

@@ -16,7 +16,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 from test_browser import CHROMIUM, CHROMIUM_ARGS, shots  # noqa: F401 (a fixture)
 
 NOTEBOOK = ROOT / "notebooks" / "10-stragglers-backup-workers-staleness.ipynb"

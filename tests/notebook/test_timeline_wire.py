@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import local_cluster
+from helpers import local_cluster
 from test_widgets import comm  # noqa: F401
 
 import nbdist as nd
