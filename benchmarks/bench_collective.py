@@ -46,7 +46,7 @@ MIB = 1 << 20
 _NBDIST_WORKER = r"""
 import json, os, sys, time
 import nbdist as nd
-from nbdist.graph import collective_ops
+from nbdist.ops import collective_ops
 from nbdist.runtime import collective
 
 for name in ("SEGMENT_BYTES", "DIRECT_BYTES", "_PIPELINE"):

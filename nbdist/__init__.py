@@ -9,92 +9,99 @@ b'Hello, distributed!'
 from __future__ import annotations
 
 from nbdist import errors
-from nbdist.graph import dtypes as _dtypes
-from nbdist.graph.array_ops import (constant, identity, placeholder,
-                                    placeholder_with_default, stop_gradient)
-from nbdist.graph.control_flow_ops import group, no_op, tuple  # noqa: A004
-from nbdist.graph.control_flow_api import cond, while_loop
-from nbdist.graph.control_flow_ops import identity_n
-from nbdist.graph.control_flow_case import case, switch_case
-from nbdist.graph.custom_gradient import custom_gradient
-from nbdist.graph.tensor_array_ops import TensorArray
-from nbdist.graph.control_flow_assert import (  # noqa: F401  (TF1's top level)
+from nbdist.framework import dtypes as _dtypes
+from nbdist.framework.constant_op import (constant, identity, placeholder,
+                                          placeholder_with_default, stop_gradient)
+from nbdist.ops.control_flow_ops import group, no_op, tuple  # noqa: A004
+from nbdist.ops.control_flow_v2 import cond, while_loop
+from nbdist.ops.control_flow_ops import identity_n
+from nbdist.ops.control_flow_case import case, switch_case
+from nbdist.ops.custom_gradient import custom_gradient
+from nbdist.ops.tensor_array_ops import TensorArray
+from nbdist.ops.check_ops import (  # noqa: F401  (TF1's top level)
     Assert, assert_equal, assert_greater, assert_greater_equal, assert_integer,
     assert_less, assert_less_equal, assert_near, assert_negative,
     assert_non_negative, assert_non_positive, assert_none_equal, assert_positive,
     assert_rank, assert_rank_at_least, assert_rank_in, assert_scalar, assert_type)
-from nbdist.graph.control_flow_assert import verify_tensor_all_finite
-from nbdist.graph.device import DeviceSpec
-from nbdist.graph.dtypes import (DType, as_dtype, bool, double,  # noqa: A004
-                                 float16, float32, float64, half, int8, int16,
-                                 int32, int64, resource, string, uint8)
-from nbdist.graph.graph_def import import_graph_def
-from nbdist.graph.ops import (Graph, GraphKeys, Operation, Tensor,
-                              add_to_collection, add_to_collections,
-                              colocate_with, control_dependencies,
-                              convert_to_tensor, device, get_collection,
-                              get_collection_ref, get_default_graph, name_scope,
-                              reset_default_graph, set_random_seed)
-from nbdist.graph.partitioned_variables import (PartitionedVariable,
-                                                fixed_size_partitioner,
-                                                min_max_variable_partitioner,
-                                                variable_axis_size_partitioner)
-from nbdist.graph.shapes import TensorShape
-from nbdist.graph.state_ops import assign, assign_add, assign_sub
-from nbdist.graph.state_ops import scatter_add, scatter_sub, scatter_update
-from nbdist.graph.state_ops import count_up_to
-from nbdist.graph.variables import (AUTO_REUSE, Variable, VariableScope,
-                                    all_variables, constant_initializer,
-                                    get_variable, get_variable_scope,
-                                    global_variables, global_variables_initializer,
-                                    glorot_uniform_initializer,
-                                    initialize_all_variables, is_variable_initialized,
-                                    local_variables, local_variables_initializer,
-                                    model_variables, ones_initializer,
-                                    random_normal_initializer,
-                                    random_uniform_initializer,
-                                    report_uninitialized_variables,
-                                    trainable_variables, variable_creator_scope,
-                                    variable_scope,
-                                    variables_initializer, zeros_initializer)
+from nbdist.ops.check_ops import verify_tensor_all_finite
+from nbdist.framework.device import DeviceSpec
+from nbdist.framework.dtypes import (DType, as_dtype, bool, double,  # noqa: A004
+                                     float16, float32, float64, half, int8, int16,
+                                     int32, int64, resource, string, uint8)
+from nbdist.framework.importer import import_graph_def
+from nbdist.framework.ops import (Graph, GraphKeys, Operation, Tensor,
+                                  add_to_collection, add_to_collections,
+                                  colocate_with, control_dependencies,
+                                  convert_to_tensor, device, get_collection,
+                                  get_collection_ref, get_default_graph, name_scope,
+                                  reset_default_graph, set_random_seed)
+from nbdist.ops.partitioned_variables import (PartitionedVariable,
+                                              fixed_size_partitioner,
+                                              min_max_variable_partitioner,
+                                              variable_axis_size_partitioner)
+from nbdist.framework.tensor_shape import TensorShape
+from nbdist.ops.state_ops import assign, assign_add, assign_sub
+from nbdist.ops.state_ops import scatter_add, scatter_sub, scatter_update
+from nbdist.ops.state_ops import count_up_to
+from nbdist.ops.variables import (AUTO_REUSE, Variable, VariableScope,
+                                  all_variables, constant_initializer,
+                                  get_variable, get_variable_scope,
+                                  global_variables, global_variables_initializer,
+                                  glorot_uniform_initializer,
+                                  initialize_all_variables, is_variable_initialized,
+                                  local_variables, local_variables_initializer,
+                                  model_variables, ones_initializer,
+                                  random_normal_initializer,
+                                  random_uniform_initializer,
+                                  report_uninitialized_variables,
+                                  trainable_variables, variable_creator_scope,
+                                  variable_scope,
+                                  variables_initializer, zeros_initializer)
 from nbdist.proto.config_pb2 import ConfigProto, RunMetadata, RunOptions
 from nbdist.proto.config_pb2 import GPUOptions
 from nbdist.proto.config_pb2 import CallableOptions, GraphOptions, OptimizerOptions
-from nbdist.graph.ops import container
-from nbdist.graph.default_session import get_default_session
+from nbdist.framework.ops import container
+from nbdist.framework.default_session import get_default_session
 from nbdist.runtime.session import InteractiveSession, Session
 
 from nbdist._api_ops import *  # noqa: F401,F403,E402  (math, array, nn, random ops)
-from nbdist.graph.indexed_slices import (IndexedSlices,  # noqa: E402
-                                         IndexedSlicesValue,
-                                         convert_to_tensor_or_indexed_slices)
-from nbdist.graph.sparse_ops import (sparse_concat, sparse_reduce_sum,  # noqa: E402
-                                     sparse_tensor_dense_matmul,
-                                     sparse_tensor_to_dense, sparse_to_dense,
-                                     unique)
-from nbdist.graph.sparse_tensor import (SparseTensor,  # noqa: E402
-                                        SparseTensorValue, sparse_placeholder)
-from nbdist.graph import variables as _variables  # noqa: E402
-from nbdist.graph import autopacking as _autopacking  # noqa: E402,F401 (registers)
-from nbdist.graph.init_ops import (  # noqa: E402
+from nbdist.ops.indexed_slices import (IndexedSlices,  # noqa: E402
+                                       IndexedSlicesValue,
+                                       convert_to_tensor_or_indexed_slices)
+from nbdist.ops.sparse_ops import (sparse_concat, sparse_reduce_sum,  # noqa: E402
+                                   sparse_tensor_dense_matmul,
+                                   sparse_tensor_to_dense, sparse_to_dense,
+                                   unique)
+from nbdist.framework.sparse_tensor import (SparseTensor,  # noqa: E402
+                                            SparseTensorValue, sparse_placeholder)
+from nbdist.ops import variables as _variables  # noqa: E402
+from nbdist.ops import autopacking as _autopacking  # noqa: E402,F401 (registers)
+from nbdist.ops.init_ops import (  # noqa: E402
     glorot_normal_initializer, orthogonal_initializer,
     truncated_normal_initializer, uniform_unit_scaling_initializer,
     variance_scaling_initializer)
-from nbdist.graph.linalg_ops import qr  # noqa: E402
-from nbdist.graph.complex_ops import (  # noqa: E402
+from nbdist.ops.linalg_ops import qr  # noqa: E402
+from nbdist.ops.complex_ops import (  # noqa: E402
     abs, angle, complex, conj, imag, real)  # noqa: A004 - TF's names
-from nbdist.graph.dtypes import (complex64, complex128, uint16, uint32,  # noqa: E402
-                                 uint64)
+from nbdist.framework.dtypes import (  # noqa: E402
+    complex64,
+    complex128,
+    uint16,
+    uint32,
+    uint64,
+)
 
 _variables._install_variable_operators()  # now that Tensor has its operators
 
 __version__ = "0.1.0"
 VERSION = __version__
 __git_version__ = GIT_VERSION = "v" + __version__
-from nbdist.graph.versions import *  # noqa: F401,F403,E402 (GRAPH_DEF_VERSION ...)
-from nbdist.graph.versions import COMPILER_VERSION as __compiler_version__  # noqa: E402
-from nbdist.graph.versions import CXX11_ABI_FLAG as __cxx11_abi_flag__  # noqa: E402
-from nbdist.graph.versions import MONOLITHIC_BUILD as __monolithic_build__  # noqa
+from nbdist.framework.versions import *  # noqa: F401,F403,E402 (GRAPH_DEF_VERSION ...)
+from nbdist.framework.versions import (  # noqa: E402
+    COMPILER_VERSION as __compiler_version__,
+)
+from nbdist.framework.versions import CXX11_ABI_FLAG as __cxx11_abi_flag__  # noqa: E402
+from nbdist.framework.versions import MONOLITHIC_BUILD as __monolithic_build__  # noqa
 
 
 def load_ipython_extension(ipython):
@@ -150,49 +157,49 @@ def __getattr__(name):
         "ClusterSpec": ("nbdist.runtime.cluster_spec", "ClusterSpec"),
         "LocalCluster": ("nbdist.cluster.local_cluster", "LocalCluster"),
         "SlurmCluster": ("nbdist.cluster.slurm_cluster", "SlurmCluster"),
-        "gradients": ("nbdist.graph.gradients", "gradients"),
+        "gradients": ("nbdist.ops.gradients", "gradients"),
         "function": ("nbdist.distribute.tracing.function", "function"),
-        "FIFOQueue": ("nbdist.graph.data_flow_ops", "FIFOQueue"),
-        "RandomShuffleQueue": ("nbdist.graph.data_flow_ops", "RandomShuffleQueue"),
-        "PaddingFIFOQueue": ("nbdist.graph.data_flow_ops", "PaddingFIFOQueue"),
-        "QueueBase": ("nbdist.graph.data_flow_ops", "QueueBase"),
-        "matching_files": ("nbdist.graph.data_flow_ops", "matching_files"),
-        "ConditionalAccumulator": ("nbdist.graph.accumulator_ops",
+        "FIFOQueue": ("nbdist.ops.data_flow_ops", "FIFOQueue"),
+        "RandomShuffleQueue": ("nbdist.ops.data_flow_ops", "RandomShuffleQueue"),
+        "PaddingFIFOQueue": ("nbdist.ops.data_flow_ops", "PaddingFIFOQueue"),
+        "QueueBase": ("nbdist.ops.data_flow_ops", "QueueBase"),
+        "matching_files": ("nbdist.ops.data_flow_ops", "matching_files"),
+        "ConditionalAccumulator": ("nbdist.ops.accumulator_ops",
                                    "ConditionalAccumulator"),
-        "hessians": ("nbdist.graph.gradients", "hessians"),
-        "RegisterGradient": ("nbdist.graph.gradients", "RegisterGradient"),
-        "NotDifferentiable": ("nbdist.graph.gradients", "NotDifferentiable"),
-        "no_gradient": ("nbdist.graph.gradients", "no_gradient"),
-        "unsorted_segment_sum": ("nbdist.graph.nn_ops", "unsorted_segment_sum"),
-        "parse_example": ("nbdist.graph.parsing_ops", "parse_example"),
-        "parse_single_example": ("nbdist.graph.parsing_ops", "parse_single_example"),
-        "parse_single_sequence_example": ("nbdist.graph.parsing_ops",
+        "hessians": ("nbdist.ops.gradients", "hessians"),
+        "RegisterGradient": ("nbdist.ops.gradients", "RegisterGradient"),
+        "NotDifferentiable": ("nbdist.ops.gradients", "NotDifferentiable"),
+        "no_gradient": ("nbdist.ops.gradients", "no_gradient"),
+        "unsorted_segment_sum": ("nbdist.ops.nn_ops", "unsorted_segment_sum"),
+        "parse_example": ("nbdist.ops.parsing_ops", "parse_example"),
+        "parse_single_example": ("nbdist.ops.parsing_ops", "parse_single_example"),
+        "parse_single_sequence_example": ("nbdist.ops.parsing_ops",
                                           "parse_single_sequence_example"),
-        "FixedLenFeature": ("nbdist.graph.parsing_ops", "FixedLenFeature"),
-        "VarLenFeature": ("nbdist.graph.parsing_ops", "VarLenFeature"),
-        "FixedLenSequenceFeature": ("nbdist.graph.parsing_ops",
+        "FixedLenFeature": ("nbdist.ops.parsing_ops", "FixedLenFeature"),
+        "VarLenFeature": ("nbdist.ops.parsing_ops", "VarLenFeature"),
+        "FixedLenSequenceFeature": ("nbdist.ops.parsing_ops",
                                     "FixedLenSequenceFeature"),
-        "decode_raw": ("nbdist.graph.parsing_ops", "decode_raw"),
-        "decode_csv": ("nbdist.graph.parsing_ops", "decode_csv"),
-        "ReaderBase": ("nbdist.graph.reader_ops", "ReaderBase"),
-        "TFRecordReader": ("nbdist.graph.reader_ops", "TFRecordReader"),
-        "TextLineReader": ("nbdist.graph.reader_ops", "TextLineReader"),
-        "WholeFileReader": ("nbdist.graph.reader_ops", "WholeFileReader"),
-        "FixedLengthRecordReader": ("nbdist.graph.reader_ops",
+        "decode_raw": ("nbdist.ops.parsing_ops", "decode_raw"),
+        "decode_csv": ("nbdist.ops.parsing_ops", "decode_csv"),
+        "ReaderBase": ("nbdist.ops.io_ops", "ReaderBase"),
+        "TFRecordReader": ("nbdist.ops.io_ops", "TFRecordReader"),
+        "TextLineReader": ("nbdist.ops.io_ops", "TextLineReader"),
+        "WholeFileReader": ("nbdist.ops.io_ops", "WholeFileReader"),
+        "FixedLengthRecordReader": ("nbdist.ops.io_ops",
                                     "FixedLengthRecordReader"),
-        "IdentityReader": ("nbdist.graph.reader_ops", "IdentityReader"),
-        "read_file": ("nbdist.graph.reader_ops", "read_file"),
-        "write_file": ("nbdist.graph.reader_ops", "write_file"),
-        "string_split": ("nbdist.graph.string_ops", "string_split"),
-        "substr": ("nbdist.graph.string_ops", "substr"),
-        "as_string": ("nbdist.graph.string_ops", "as_string"),
-        "string_to_number": ("nbdist.graph.string_ops", "string_to_number"),
-        "string_join": ("nbdist.graph.string_ops", "string_join"),
-        "reduce_join": ("nbdist.graph.string_ops", "reduce_join"),
-        "regex_replace": ("nbdist.graph.string_ops", "regex_replace"),
-        "string_length": ("nbdist.graph.string_ops", "string_length"),
-        "encode_base64": ("nbdist.graph.string_ops", "encode_base64"),
-        "decode_base64": ("nbdist.graph.string_ops", "decode_base64"),
+        "IdentityReader": ("nbdist.ops.io_ops", "IdentityReader"),
+        "read_file": ("nbdist.ops.io_ops", "read_file"),
+        "write_file": ("nbdist.ops.io_ops", "write_file"),
+        "string_split": ("nbdist.ops.string_ops", "string_split"),
+        "substr": ("nbdist.ops.string_ops", "substr"),
+        "as_string": ("nbdist.ops.string_ops", "as_string"),
+        "string_to_number": ("nbdist.ops.string_ops", "string_to_number"),
+        "string_join": ("nbdist.ops.string_ops", "string_join"),
+        "reduce_join": ("nbdist.ops.string_ops", "reduce_join"),
+        "regex_replace": ("nbdist.ops.string_ops", "regex_replace"),
+        "string_length": ("nbdist.ops.string_ops", "string_length"),
+        "encode_base64": ("nbdist.ops.string_ops", "encode_base64"),
+        "decode_base64": ("nbdist.ops.string_ops", "decode_base64"),
         "tables_initializer": ("nbdist.lookup", "tables_initializer"),
         "initialize_all_tables": ("nbdist.lookup", "tables_initializer"),
         "string_to_hash_bucket_fast": ("nbdist.lookup", "string_to_hash_bucket_fast"),

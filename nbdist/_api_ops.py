@@ -8,11 +8,16 @@ from __future__ import annotations
 import importlib
 
 __all__: list[str] = []
-for _m in ("math_ops", "array_ops_more", "random_ops", "clip_ops"):
+for _m in (
+    "nbdist.ops.math_ops",
+    "nbdist.ops.array_ops",
+    "nbdist.ops.random_ops",
+    "nbdist.ops.clip_ops",
+):
     try:
-        _mod = importlib.import_module(f"nbdist.graph.{_m}")
+        _mod = importlib.import_module(_m)
     except ModuleNotFoundError as _e:
-        if _e.name != f"nbdist.graph.{_m}":
+        if _e.name != _m:
             raise
         continue
     for _n in getattr(_mod, "__all__", []):

@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from nbdist.graph.image_ops import (
+from nbdist.ops.image_ops import (
     ResizeMethod,
     adjust_brightness,
     adjust_contrast,

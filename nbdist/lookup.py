@@ -18,7 +18,7 @@ buckets) and ``index_to_string_table_from_tensor``/``_from_file``, and
 from __future__ import annotations
 
 import nbdist as nd
-from nbdist.graph import lookup_ops as _ops
+from nbdist.ops import lookup_ops as _ops
 
 TABLE_INITIALIZERS = "table_initializer"
 

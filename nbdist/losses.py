@@ -14,7 +14,7 @@ and adds the result to ``loss_collection`` (``GraphKeys.LOSSES``).
 from __future__ import annotations
 
 import nbdist as nd
-from nbdist.graph.ops import GraphKeys
+from nbdist.framework.ops import GraphKeys
 
 REGULARIZATION_LOSSES = "regularization_losses"
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 import nbdist as nd
-from nbdist.graph.ops import GraphKeys
+from nbdist.framework.ops import GraphKeys
 
 METRIC_VARIABLES = "metric_variables"
 

@@ -9,12 +9,12 @@
 
 from __future__ import annotations
 
-from nbdist.graph.embedding_ops import embedding_lookup
-from nbdist.graph.embedding_ops_sparse import (
+from nbdist.ops.embedding_ops import embedding_lookup
+from nbdist.ops.embedding_ops_sparse import (
     embedding_lookup_sparse,
     safe_embedding_lookup_sparse,
 )
-from nbdist.graph.nn_conv_ops import (
+from nbdist.ops.nn_conv_ops import (
     atrous_conv2d,
     conv1d,
     conv2d,
@@ -28,7 +28,7 @@ from nbdist.graph.nn_conv_ops import (
     depthwise_conv2d_native_backprop_input,
     separable_conv2d,
 )
-from nbdist.graph.nn_norm_ops import (
+from nbdist.ops.nn_norm_ops import (
     batch_normalization,
     fused_batch_norm,
     local_response_normalization,
@@ -37,7 +37,7 @@ from nbdist.graph.nn_norm_ops import (
     weighted_cross_entropy_with_logits,
     zero_fraction,
 )
-from nbdist.graph.nn_ops import (
+from nbdist.ops.nn_ops import (
     bias_add,
     dropout,
     elu,
@@ -57,7 +57,7 @@ from nbdist.graph.nn_ops import (
     sparse_softmax_cross_entropy_with_logits,
     xw_plus_b,
 )
-from nbdist.graph.nn_pool_ops import (
+from nbdist.ops.nn_pool_ops import (
     avg_pool,
     avg_pool2d,
     max_pool,
@@ -68,14 +68,14 @@ from nbdist.graph.nn_pool_ops import (
 
 def sigmoid(x, name=None):
     """1 / (1 + exp(-x))."""
-    from nbdist.graph import math_ops
+    from nbdist.ops import math_ops
 
     return math_ops.sigmoid(x, name=name)
 
 
 def tanh(x, name=None):
     """Hyperbolic tangent."""
-    from nbdist.graph import math_ops
+    from nbdist.ops import math_ops
 
     return math_ops.tanh(x, name=name)
 

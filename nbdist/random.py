@@ -9,8 +9,8 @@
 
 from __future__ import annotations
 
-from nbdist.graph.ops import set_random_seed
-from nbdist.graph.random_ops import (
+from nbdist.framework.ops import set_random_seed
+from nbdist.ops.random_ops import (
     random_normal,
     random_shuffle,
     random_uniform,

@@ -9,13 +9,13 @@
 
 from __future__ import annotations
 
-from nbdist.graph.sparse_ops import (
+from nbdist.ops.sparse_ops import (
     sparse_concat,
     sparse_reduce_sum,
     sparse_tensor_dense_matmul,
     sparse_tensor_to_dense,
 )
-from nbdist.graph.sparse_tensor import (
+from nbdist.framework.sparse_tensor import (
     SparseTensor,
     SparseTensorValue,
     sparse_placeholder,

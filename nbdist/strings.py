@@ -8,13 +8,13 @@ b'a-b'
 
 from __future__ import annotations
 
-from nbdist.graph.string_ops import (as_string, lower, reduce_join, regex_replace,
-                                     strip, upper)
-from nbdist.graph.string_ops import string_join as join
-from nbdist.graph.string_ops import string_length as length
-from nbdist.graph.string_ops import string_to_number as to_number
-from nbdist.graph.string_ops import strings_split as split
-from nbdist.graph.string_ops import substr
+from nbdist.ops.string_ops import (as_string, lower, reduce_join, regex_replace,
+                                   strip, upper)
+from nbdist.ops.string_ops import string_join as join
+from nbdist.ops.string_ops import string_length as length
+from nbdist.ops.string_ops import string_to_number as to_number
+from nbdist.ops.string_ops import strings_split as split
+from nbdist.ops.string_ops import substr
 
 __all__ = ["as_string", "join", "length", "lower", "reduce_join", "regex_replace",
            "split", "strip", "substr", "to_number", "upper"]

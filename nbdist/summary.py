@@ -17,7 +17,7 @@ a ``FileWriter`` writes them to an event file that TensorBoard reads.
 
 from __future__ import annotations
 
-from nbdist.graph.summary_ops import (
+from nbdist.ops.summary_ops import (
     histogram,
     image,
     merge,

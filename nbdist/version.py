@@ -9,9 +9,14 @@ True
 from __future__ import annotations
 
 from nbdist import GIT_VERSION, VERSION
-from nbdist.graph.versions import (COMPILER_VERSION, CXX11_ABI_FLAG,
-                                   GRAPH_DEF_VERSION, GRAPH_DEF_VERSION_MIN_CONSUMER,
-                                   GRAPH_DEF_VERSION_MIN_PRODUCER, MONOLITHIC_BUILD)
+from nbdist.framework.versions import (
+    COMPILER_VERSION,
+    CXX11_ABI_FLAG,
+    GRAPH_DEF_VERSION,
+    GRAPH_DEF_VERSION_MIN_CONSUMER,
+    GRAPH_DEF_VERSION_MIN_PRODUCER,
+    MONOLITHIC_BUILD,
+)
 
 __all__ = ["COMPILER_VERSION", "CXX11_ABI_FLAG", "GIT_VERSION", "GRAPH_DEF_VERSION",
            "GRAPH_DEF_VERSION_MIN_CONSUMER", "GRAPH_DEF_VERSION_MIN_PRODUCER",

@@ -162,7 +162,7 @@ def averaged_gradient_descent(batches, w0, b0, lr: float, steps: int):
 def register_test_ops():
     """Registers ``NbdistTestSleep`` in this process (idempotent)."""
     from nbdist.executor.kernel import get_kernel_factory, register_kernel
-    from nbdist.graph.op_def import get_op_def, register_op
+    from nbdist.framework.op_def_registry import get_op_def, register_op
 
     if get_op_def("NbdistTestSleep") is not None:
         return

@@ -48,7 +48,7 @@ def _warm_up(listening: threading.Event):
     listening.wait(_WARM_UP_WAIT_SECS)
     try:
         from nbdist.executor.kernel import get_kernel_factory
-        from nbdist.graph import op_library
+        from nbdist.framework import op_library
 
         op_library.load_all()
         get_kernel_factory("NoOp")

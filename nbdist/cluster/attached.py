@@ -21,7 +21,7 @@ import threading
 import time
 
 from nbdist import errors
-from nbdist.cluster import env
+from nbdist.runtime import env
 from nbdist.cluster.base import ClusterBase, TaskInfo
 from nbdist.cluster.resolvers import expand_hostlist, slurm_layout
 from nbdist.cluster.slurm_cluster import (
@@ -30,7 +30,7 @@ from nbdist.cluster.slurm_cluster import (
     scontrol_fields,
     show_job,
 )
-from nbdist.graph.device import DeviceSpec
+from nbdist.framework.device import DeviceSpec
 from nbdist.runtime import transports
 from nbdist.runtime.cluster_spec import ClusterSpec
 

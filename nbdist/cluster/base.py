@@ -36,7 +36,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from nbdist.graph.device import DeviceSpec
+from nbdist.framework.device import DeviceSpec
 from nbdist.runtime.cluster_spec import ClusterSpec
 from nbdist.runtime.coordination import leader_of, target_of
 from nbdist.runtime.server_lib import Server

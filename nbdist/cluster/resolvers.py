@@ -4,7 +4,7 @@ A resolver answers "which cluster am I in, and which task am I?" from some
 source: a literal ``ClusterSpec`` (``SimpleClusterResolver``), the ``TF_CONFIG``
 environment variable (``TFConfigClusterResolver``), or a Slurm job step
 (``SlurmClusterResolver``). Environment variables are read through
-``nbdist.cluster.env`` only, at call time.
+``nbdist.runtime.env`` only, at call time.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from nbdist.cluster import env
+from nbdist.runtime import env
 from nbdist.runtime.cluster_spec import ClusterSpec
 
 __all__ = [

@@ -6,7 +6,7 @@ Sub-packages: ``strategies`` (the strategies, the distribute coordinator and
 its context, input contexts, partitioners), ``coordinator`` (the
 ``ClusterCoordinator`` and its parts; also TF's ``tf.distribute.coordinator``),
 ``tracing`` (``nd.function``: traced functions, ``TensorSpec``, the
-``_FunctionCall`` op; its tracer core and ``nest`` are ``nbdist.graph``'s
+``_FunctionCall`` op; its tracer core and ``nest`` are ``nbdist.framework``'s
 ``func_graph`` and ``nest``, shared with control flow) and ``data``
 (``nd.data``'s datasets and iterators). ``cluster_resolver`` and
 ``experimental`` are TF's alias modules; ``coordination`` and

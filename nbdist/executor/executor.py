@@ -18,9 +18,9 @@ import numpy as np
 from nbdist import errors
 from nbdist.executor.kernel import KernelNode, get_kernel_factory
 from nbdist.executor.step import StepContext
-from nbdist.graph import op_def
-from nbdist.graph.graph_def import node_def_attrs, parse_input, topological_order
-from nbdist.graph.shapes import TensorShape
+from nbdist.framework import op_def_registry
+from nbdist.framework.importer import node_def_attrs, parse_input, topological_order
+from nbdist.framework.tensor_shape import TensorShape
 
 _thread_ids = threading.local()
 
@@ -44,7 +44,7 @@ class _Deref:
 
 
 def _infer_node(odef, name, input_specs, attrs, const_values):
-    ctx = op_def.InferContext(
+    ctx = op_def_registry.InferContext(
         odef.type, name, [d for d, _ in input_specs], [s for _, s in input_specs],
         attrs, lambda i: const_values[i])
     return odef.infer(ctx)
@@ -97,7 +97,7 @@ class Executor:
         quiet = False
         for nd in nodes:
             where = f"Node '{nd.name}' (op '{nd.op}')"
-            odef = op_def.get_op_def(nd.op)
+            odef = op_def_registry.get_op_def(nd.op)
             if odef is None:
                 raise errors.InvalidArgumentError(
                     None, nd.name, f"{where}: unknown op '{nd.op}' (not registered "

@@ -21,7 +21,7 @@ import math
 import numpy as np
 
 from nbdist import errors
-from nbdist.graph import tensor_util
+from nbdist.framework import tensor_util
 from nbdist.proto import types_pb2
 
 __all__ = [

@@ -20,7 +20,7 @@ from nbdist.executor.tf_record import (
     TFRecordWriter,
     tf_record_iterator,
 )
-from nbdist.graph.parsing_ops import (
+from nbdist.ops.parsing_ops import (
     FixedLenFeature,
     FixedLenSequenceFeature,
     VarLenFeature,
@@ -30,7 +30,7 @@ from nbdist.graph.parsing_ops import (
     parse_single_example,
     parse_single_sequence_example,
 )
-from nbdist.graph.reader_ops import read_file, write_file
+from nbdist.ops.io_ops import read_file, write_file
 from nbdist.io import gfile
 
 __all__ = ["FixedLenFeature", "FixedLenSequenceFeature", "TFRecordCompressionType",

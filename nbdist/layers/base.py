@@ -18,7 +18,7 @@ import re
 import numpy as np
 
 import nbdist as nd
-from nbdist.graph.ops import GraphKeys, Tensor
+from nbdist.framework.ops import GraphKeys, Tensor
 
 REGULARIZATION_LOSSES = "regularization_losses"
 

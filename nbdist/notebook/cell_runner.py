@@ -153,7 +153,7 @@ def run_cell_on_tasks(
     behind ``wait_for_other_workers`` (default: one of the coordination
     service, see ``worker_context``).
     """
-    from nbdist.graph.ops import Graph
+    from nbdist.framework.ops import Graph
     from nbdist.notebook.worker_context import make_barrier, make_context
 
     selected = select_tasks(cluster_spec, tasks)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 
 from nbdist import errors
-from nbdist.graph import op_site
+from nbdist.framework import op_site
 
 TB_HINT = "(%tb shows the full traceback)"
 

@@ -391,7 +391,7 @@ class ClusterMagics(Magics):
         return self._keep(PlacementView(graph, cluster, follower=self.follower))
 
     def _timeline(self, args):
-        from nbdist.graph.default_session import get_default_session
+        from nbdist.framework.default_session import get_default_session
         from nbdist.notebook.widget_timeline import TimelineView
         from nbdist.proto.config_pb2 import RunMetadata
         from nbdist.runtime.session import Session
@@ -425,7 +425,7 @@ class ClusterMagics(Magics):
 
     # -- %%cluster ------------------------------------------------------------------------
     def _run_cell(self, cell, args):
-        from nbdist.notebook._live import in_kernel
+        from nbdist.notebook.live_view import in_kernel
         from nbdist.notebook.cell_runner import TaskRun, run_cell_on_tasks, select_tasks
         from nbdist.notebook.widget_cell import CellRunView
 
@@ -529,7 +529,7 @@ class ClusterMagics(Magics):
             v.close()
         self._views = []
         if cluster is not None:
-            from nbdist.notebook._live import freeze_views
+            from nbdist.notebook.live_view import freeze_views
 
             freeze_views(cluster)
         if self.follower is not None:

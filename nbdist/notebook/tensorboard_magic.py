@@ -19,7 +19,7 @@ import sys
 import tempfile
 import time
 
-from nbdist.notebook._live import STYLE, esc, inline_styles
+from nbdist.notebook.live_view import STYLE, esc, inline_styles
 
 __all__ = ["TensorBoardProcess", "register", "start_tensorboard", "stop_all"]
 

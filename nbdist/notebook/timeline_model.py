@@ -18,7 +18,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from nbdist.notebook._live import short_task
+from nbdist.notebook.live_view import short_task
 
 __all__ = [
     "KINDS",

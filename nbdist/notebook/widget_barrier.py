@@ -23,7 +23,7 @@ from __future__ import annotations
 import collections
 from dataclasses import dataclass, field
 
-from nbdist.notebook._live import LiveView, esc, short_task
+from nbdist.notebook.live_view import LiveView, esc, short_task
 from nbdist.notebook.barrier_rounds import PendingPushes, RoundTracker
 
 __all__ = ["BarrierView"]

@@ -8,7 +8,7 @@ notebook opened without its kernel) shows."""
 
 from __future__ import annotations
 
-from nbdist.notebook._live import STATE_COLORS, STYLE, LiveView, esc
+from nbdist.notebook.live_view import STATE_COLORS, STYLE, LiveView, esc
 
 __all__ = ["CellRunView"]
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from nbdist.cluster.base import as_cluster
 from nbdist.notebook import control
-from nbdist.notebook._live import STATE_COLORS, LiveView, clock, esc, short_task
+from nbdist.notebook.live_view import STATE_COLORS, LiveView, clock, esc, short_task
 from nbdist.notebook.events import cluster_gone
 from nbdist.notebook.widget_story import FailureStory
 
@@ -473,7 +473,7 @@ class ClusterView(LiveView):
     def _build(self):
         import ipywidgets as w
 
-        from nbdist.notebook._live import STYLE
+        from nbdist.notebook.live_view import STYLE
 
         self._cells = {}
         header = w.HTML(
@@ -522,7 +522,7 @@ class ClusterView(LiveView):
         return view
 
     def _update(self, view):
-        from nbdist.notebook._live import STYLE
+        from nbdist.notebook.live_view import STYLE
 
         for r in self._state.sorted_rows():
             cells = self._cells.get(r.name)

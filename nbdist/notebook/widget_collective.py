@@ -30,7 +30,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from nbdist.notebook._live import LiveView, esc, short_task
+from nbdist.notebook.live_view import LiveView, esc, short_task
 
 __all__ = ["Chunk", "CollectiveView", "Round", "chunks_from_run_metadata"]
 

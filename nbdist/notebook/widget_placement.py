@@ -13,7 +13,7 @@ import math
 import time
 from dataclasses import dataclass, field
 
-from nbdist.notebook._live import LiveView, esc, short_task
+from nbdist.notebook.live_view import LiveView, esc, short_task
 
 __all__ = ["PlacementView", "human_bytes"]
 
@@ -46,7 +46,7 @@ class DeviceRow:
 
 def _device_name(device: str, default_task: str) -> str:
     """A full device name (``/job:ps/replica:0/task:0/device:CPU:0``)."""
-    from nbdist.graph.device import DeviceSpec
+    from nbdist.framework.device import DeviceSpec
 
     s = DeviceSpec.from_string(device or "")
     d = DeviceSpec.from_string(default_task)
@@ -212,7 +212,7 @@ class PlacementView(LiveView):
         live: bool = True,
         follow_all: bool = False,
     ):
-        from nbdist.graph.ops import get_default_graph
+        from nbdist.framework.ops import get_default_graph
 
         spec = getattr(cluster, "cluster_spec", cluster)
         self.cluster_spec = spec

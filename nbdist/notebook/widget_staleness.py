@@ -37,7 +37,7 @@ from __future__ import annotations
 import collections
 import threading
 
-from nbdist.notebook._live import STYLE, esc, inline_styles
+from nbdist.notebook.live_view import STYLE, esc, inline_styles
 
 __all__ = ["StalenessView"]
 

@@ -30,7 +30,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from nbdist.notebook._live import LiveView, clock, esc, short_task
+from nbdist.notebook.live_view import LiveView, clock, esc, short_task
 
 __all__ = ["Episode", "FailureStory", "FailureStoryView"]
 

@@ -9,7 +9,7 @@ with a slider in the live widget; the static face shows the current one."""
 
 from __future__ import annotations
 
-from nbdist.notebook._live import LiveView, esc, short_task
+from nbdist.notebook.live_view import LiveView, esc, short_task
 from nbdist.notebook.timeline_model import (
     KINDS,
     Span,

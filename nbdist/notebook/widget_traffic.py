@@ -24,7 +24,7 @@ import collections
 import os
 import time
 
-from nbdist.notebook._live import LiveView, esc, short_task
+from nbdist.notebook.live_view import LiveView, esc, short_task
 from nbdist.notebook.timeline_model import (
     format_bytes,
     nice_ticks,

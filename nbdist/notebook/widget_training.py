@@ -39,7 +39,7 @@ import struct
 import threading
 import time
 
-from nbdist.notebook._live import LiveView, esc, short_task
+from nbdist.notebook.live_view import LiveView, esc, short_task
 
 __all__ = ["X_AXES", "TrainingView", "read_scalars", "segments"]
 

@@ -16,8 +16,8 @@ import numpy as np
 
 from nbdist import errors
 from nbdist.executor.limits import array_nbytes, check_graph_def, check_tensor
-from nbdist.graph.device import DeviceSpec
-from nbdist.graph.graph_def import infer_specs, parse_input, topological_order
+from nbdist.framework.device import DeviceSpec
+from nbdist.framework.importer import infer_specs, parse_input, topological_order
 from nbdist.proto import config_pb2, server_def_pb2, step_stats_pb2
 from nbdist.runtime.interfaces import WorkerInterface
 from nbdist.runtime.partition import normalize_tensor_name, partition, prune, task_of

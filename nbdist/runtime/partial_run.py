@@ -20,8 +20,8 @@ from __future__ import annotations
 import threading
 
 from nbdist import errors
-from nbdist.graph import dtypes
-from nbdist.graph.ops import Graph, Operation, Tensor
+from nbdist.framework import dtypes
+from nbdist.framework.ops import Graph, Operation, Tensor
 from nbdist.runtime.session_fetch import FetchMapper, feed_tensor
 
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from nbdist import errors
-from nbdist.graph import dtypes
-from nbdist.graph.device import DeviceSpec
-from nbdist.graph.graph_def import parse_input, python_to_attr_value
+from nbdist.framework import dtypes
+from nbdist.framework.device import DeviceSpec
+from nbdist.framework.importer import parse_input, python_to_attr_value
 from nbdist.proto import graph_pb2
 
 

@@ -9,9 +9,9 @@ node with no job/task goes to the default task (the session target's);
 from __future__ import annotations
 
 from nbdist import errors
-from nbdist.graph import op_def
-from nbdist.graph.device import DeviceSpec
-from nbdist.graph.graph_def import parse_input
+from nbdist.framework import op_def_registry
+from nbdist.framework.device import DeviceSpec
+from nbdist.framework.importer import parse_input
 
 
 class _UnionFind:
@@ -86,7 +86,7 @@ def place(nodes, devices: list[str], default_task: str, allow_soft_placement=Fal
     by_name = {n.name: n for n in nodes}
     for n in nodes:
         uf.find(n.name)
-        odef = op_def.get_op_def(n.op)
+        odef = op_def_registry.get_op_def(n.op)
         ref_inputs = odef.ref_inputs if odef else ()
         pos = 0
         for inp in n.input:
@@ -134,7 +134,7 @@ def place(nodes, devices: list[str], default_task: str, allow_soft_placement=Fal
 def _owns_resource(node) -> bool:
     """Variables, queues, accumulators, iterators: ops that create the state
     their consumers are colocated with."""
-    odef = op_def.get_op_def(node.op)
+    odef = op_def_registry.get_op_def(node.op)
     return bool(odef is not None and odef.stateful and not odef.ref_inputs and
                 odef.num_inputs == 0)
 

@@ -19,9 +19,9 @@ import logging
 import threading
 
 from nbdist import errors
-from nbdist.graph import op_site
-from nbdist.graph.default_session import default_session
-from nbdist.graph.ops import (
+from nbdist.framework import op_site
+from nbdist.framework.default_session import default_session
+from nbdist.framework.ops import (
     Graph,
     Operation,
     Tensor,

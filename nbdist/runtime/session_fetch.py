@@ -11,8 +11,8 @@ import collections
 import numpy as np
 
 from nbdist import errors
-from nbdist.graph import dtypes
-from nbdist.graph.ops import Graph, Operation, Tensor
+from nbdist.framework import dtypes
+from nbdist.framework.ops import Graph, Operation, Tensor
 
 
 class FeedError(errors.InvalidArgumentError, ValueError):
@@ -169,7 +169,7 @@ def convert_feed(t: Tensor, value) -> np.ndarray:
         _check_python_int(t, value, dtype)
     try:
         if dtype is dtypes.string:
-            from nbdist.graph.array_ops import to_numpy
+            from nbdist.framework.constant_op import to_numpy
 
             arr = to_numpy(value, dtypes.string)
         else:

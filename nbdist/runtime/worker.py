@@ -19,7 +19,7 @@ from nbdist.executor.executor import Executor, StepContext
 from nbdist.executor.limits import Limits, check_graph_def
 from nbdist.executor.rendezvous import Rendezvous, make_key, parse_key
 from nbdist.executor.resources import ResourceMgr
-from nbdist.graph.device import DeviceSpec
+from nbdist.framework.device import DeviceSpec
 from nbdist.runtime.collective import CollectiveExecutor
 from nbdist.runtime.interfaces import TensorTransport
 from nbdist.runtime.partition import task_of

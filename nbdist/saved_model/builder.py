@@ -20,7 +20,7 @@ import os
 
 from google.protobuf import text_format
 
-from nbdist.graph.ops import Operation
+from nbdist.framework.ops import Operation
 from nbdist.proto import meta_graph_pb2, saved_model_pb2
 from nbdist.saved_model import constants
 from nbdist.train.file_io import atomic_write, local_path
@@ -129,7 +129,7 @@ class SavedModelBuilder:
             raise AssertionError("Graph state including variables and assets has "
                                  "not been saved yet. Please invoke "
                                  "`add_meta_graph_and_variables()` first.")
-        from nbdist.graph.ops import get_default_graph
+        from nbdist.framework.ops import get_default_graph
 
         main_op = main_op if main_op is not None else (legacy_init_op or init_op)
         self._saved_model.meta_graphs.append(self._meta_graph(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nbdist.graph.ops import get_default_graph
+from nbdist.framework.ops import get_default_graph
 from nbdist.proto import meta_graph_pb2, tensor_shape_pb2
 
 __all__ = ["build_tensor_info", "get_tensor_from_tensor_info"]

@@ -126,10 +126,10 @@ def init_from_checkpoint(ckpt_dir_or_file, assignment_map):
     ``scope2/`` (``"/"`` is the root). Run the initializers afterwards, as
     usual.
     """
-    from nbdist.graph.array_ops import constant
-    from nbdist.graph.ops import get_default_graph
-    from nbdist.graph.state_ops import assign
-    from nbdist.graph.variables import Variable, global_variables
+    from nbdist.framework.constant_op import constant
+    from nbdist.framework.ops import get_default_graph
+    from nbdist.ops.state_ops import assign
+    from nbdist.ops.variables import Variable, global_variables
 
     reader = load_checkpoint(ckpt_dir_or_file)
     by_name = {v.op.name: v for v in global_variables()}

@@ -23,8 +23,8 @@ import logging
 
 import numpy as np
 
-from nbdist.graph.device import DeviceSpec
-from nbdist.graph.shapes import TensorShape
+from nbdist.framework.device import DeviceSpec
+from nbdist.framework.tensor_shape import TensorShape
 
 _log = logging.getLogger("nbdist")
 

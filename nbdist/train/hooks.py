@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 from nbdist import errors
-from nbdist.graph.ops import GraphKeys, Tensor, get_default_graph
+from nbdist.framework.ops import GraphKeys, Tensor, get_default_graph
 from nbdist.proto import summary_pb2
 from nbdist.train import tf_logging as logging
 from nbdist.train.meta_graph import export_meta_graph

@@ -11,27 +11,27 @@ the queues are placed, like any other op.
 
 from __future__ import annotations
 
-from nbdist.graph import dtypes
-from nbdist.graph.array_ops import identity
-from nbdist.graph.array_ops_creation import range as _range
-from nbdist.graph.array_ops_shape import shape as _shape
-from nbdist.graph.array_ops_shape import size as _size
-from nbdist.graph.array_ops_slicing import gather
-from nbdist.graph.control_flow_assert import Assert
-from nbdist.graph.data_flow_ops import FIFOQueue, matching_files
-from nbdist.graph.math_ops_elementwise import cast, greater, multiply
-from nbdist.graph.ops import (
+from nbdist.framework import dtypes
+from nbdist.framework.constant_op import identity
+from nbdist.ops.array_ops_creation import range as _range
+from nbdist.ops.array_ops_shape import shape as _shape
+from nbdist.ops.array_ops_shape import size as _size
+from nbdist.ops.array_ops_slicing import gather
+from nbdist.ops.check_ops import Assert
+from nbdist.ops.data_flow_ops import FIFOQueue, matching_files
+from nbdist.ops.math_ops_elementwise import cast, greater, multiply
+from nbdist.framework.ops import (
     GraphKeys,
     Tensor,
     control_dependencies,
     convert_to_tensor,
     name_scope,
 )
-from nbdist.graph.random_ops import random_shuffle
-from nbdist.graph.shapes import TensorShape, as_shape
-from nbdist.graph.state_ops import count_up_to
-from nbdist.graph.summary_ops import scalar as scalar_summary
-from nbdist.graph.variables import Variable
+from nbdist.ops.random_ops import random_shuffle
+from nbdist.framework.tensor_shape import TensorShape, as_shape
+from nbdist.ops.state_ops import count_up_to
+from nbdist.ops.summary_ops import scalar as scalar_summary
+from nbdist.ops.variables import Variable
 from nbdist.train.input_batch import (  # noqa: F401 - TF's train.input names
     _as_original_type,
     _as_tensor_list,

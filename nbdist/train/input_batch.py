@@ -15,18 +15,18 @@ flag per example of an ``enqueue_many`` batch.
 
 from __future__ import annotations
 
-from nbdist.graph import dtypes
-from nbdist.graph.array_ops_join import stack
-from nbdist.graph.array_ops_more import boolean_mask
-from nbdist.graph.array_ops_shape import expand_dims, reshape
-from nbdist.graph.array_ops_shape import shape as _shape
-from nbdist.graph.array_ops_transform import tile
-from nbdist.graph.control_flow_ops import no_op
-from nbdist.graph.data_flow_ops import FIFOQueue, PaddingFIFOQueue, RandomShuffleQueue
-from nbdist.graph.math_ops_elementwise import cast, maximum, multiply, subtract
-from nbdist.graph.ops import Tensor, _static_value, convert_to_tensor, name_scope
-from nbdist.graph.shapes import TensorShape, as_shape
-from nbdist.graph.summary_ops import scalar as scalar_summary
+from nbdist.framework import dtypes
+from nbdist.ops.array_ops_join import stack
+from nbdist.ops.array_ops import boolean_mask
+from nbdist.ops.array_ops_shape import expand_dims, reshape
+from nbdist.ops.array_ops_shape import shape as _shape
+from nbdist.ops.array_ops_transform import tile
+from nbdist.ops.control_flow_ops import no_op
+from nbdist.ops.data_flow_ops import FIFOQueue, PaddingFIFOQueue, RandomShuffleQueue
+from nbdist.ops.math_ops_elementwise import cast, maximum, multiply, subtract
+from nbdist.framework.ops import Tensor, _static_value, convert_to_tensor, name_scope
+from nbdist.framework.tensor_shape import TensorShape, as_shape
+from nbdist.ops.summary_ops import scalar as scalar_summary
 from nbdist.train.queue_runner import QueueRunner, add_queue_runner
 
 __all__ = ["batch", "batch_join", "maybe_batch", "maybe_batch_join",

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import math
 
-from nbdist.graph import math_ops as M
-from nbdist.graph.array_ops import constant
-from nbdist.graph.array_ops_slicing import where
-from nbdist.graph.ops import convert_to_tensor, get_default_graph
+from nbdist.ops import math_ops as M
+from nbdist.framework.constant_op import constant
+from nbdist.ops.array_ops_slicing import where
+from nbdist.framework.ops import convert_to_tensor, get_default_graph
 
 
 def _prepare(name, learning_rate, global_step, *numbers):

@@ -29,10 +29,10 @@ import json
 import logging
 import re
 
-from nbdist.graph import op_def
-from nbdist.graph.graph_def import import_graph_def
-from nbdist.graph.ops import Operation, Tensor, get_default_graph
-from nbdist.graph.variables import Variable
+from nbdist.framework import op_def_registry
+from nbdist.framework.importer import import_graph_def
+from nbdist.framework.ops import Operation, Tensor, get_default_graph
+from nbdist.ops.variables import Variable
 from nbdist.proto import meta_graph_pb2, variable_pb2
 from nbdist.proto.queue_runner_pb2 import QueueRunnerDef
 from nbdist.train.file_io import atomic_write, local_path
@@ -194,7 +194,7 @@ def export_meta_graph(filename=None, meta_info_def=None, graph_def=None,
 
 def _drop_default_new_attrs(nodes):
     for n in nodes:
-        odef = op_def.get_op_def(n.op)
+        odef = op_def_registry.get_op_def(n.op)
         for key in [k for k in n.attr if not k.startswith("_")]:
             if key in odef.attrs:
                 continue
@@ -212,7 +212,7 @@ def without_unknown_ops(mg, only_under=None):
     default. A ``saver_def`` whose restore op goes is cleared (TF's saver ops:
     nbdist builds its own ``Saver`` of the variables collection)."""
     nodes = mg.graph_def.node
-    unknown = {n.name for n in nodes if op_def.get_op_def(n.op) is None and (
+    unknown = {n.name for n in nodes if op_def_registry.get_op_def(n.op) is None and (
         only_under is None or n.name.startswith(only_under + "/"))}
     consumers: dict[str, list[str]] = {}
     for n in nodes:

@@ -37,7 +37,7 @@ import os
 
 from nbdist import errors
 from nbdist.distribute.strategies import distribute_coordinator_context
-from nbdist.graph.ops import GraphKeys, get_default_graph
+from nbdist.framework.ops import GraphKeys, get_default_graph
 from nbdist.train import hooks as _hooks
 from nbdist.train import session_manager as sm
 from nbdist.train import tf_logging as logging

@@ -21,20 +21,20 @@ variable: ``shadow -= (1 - decay) * (shadow - v)``.
 
 from __future__ import annotations
 
-from nbdist.graph import dtypes
-from nbdist.graph import math_ops as M
-from nbdist.graph.array_ops import constant, identity
-from nbdist.graph.control_flow_api import cond
-from nbdist.graph.control_flow_ops import group
-from nbdist.graph.init_ops import zeros_initializer
-from nbdist.graph.ops import (
+from nbdist.framework import dtypes
+from nbdist.ops import math_ops as M
+from nbdist.framework.constant_op import constant, identity
+from nbdist.ops.control_flow_v2 import cond
+from nbdist.ops.control_flow_ops import group
+from nbdist.ops.init_ops import zeros_initializer
+from nbdist.framework.ops import (
     Tensor,
     control_dependencies,
     convert_to_tensor,
     get_default_graph,
 )
-from nbdist.graph.state_ops import assign, assign_add, assign_sub
-from nbdist.graph.variables import (
+from nbdist.ops.state_ops import assign, assign_add, assign_sub
+from nbdist.ops.variables import (
     Variable,
     global_variables,
     is_variable_initialized,

@@ -25,7 +25,7 @@ import zipfile
 import numpy as np
 
 from nbdist import errors
-from nbdist.graph import dtypes
+from nbdist.framework import dtypes
 from nbdist.train.file_io import atomic_write
 
 __all__ = ["DATA_SUFFIX", "NpzReader", "write_npz_checkpoint"]

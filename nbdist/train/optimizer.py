@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import inspect
 
-from nbdist.graph import dtypes
-from nbdist.graph.control_flow_ops import group, no_op
-from nbdist.graph.indexed_slices import IndexedSlices
-from nbdist.graph.ops import (
+from nbdist.framework import dtypes
+from nbdist.ops.control_flow_ops import group, no_op
+from nbdist.ops.indexed_slices import IndexedSlices
+from nbdist.framework.ops import (
     GraphKeys,
     Tensor,
     convert_to_tensor,
     get_default_graph,
 )
-from nbdist.graph.variables import Variable, trainable_variables
+from nbdist.ops.variables import Variable, trainable_variables
 from nbdist.train import cross_replica
 
 _VALID_DTYPES = (dtypes.float16, dtypes.float32, dtypes.float64)
@@ -35,8 +35,8 @@ def _is_variable(v) -> bool:
 
 
 def _call_gradients(ys, xs, grad_ys, **kwargs):
-    """``nbdist.graph.gradients.gradients``, passing only the options it takes."""
-    from nbdist.graph.gradients import gradients
+    """``nbdist.ops.gradients.gradients``, passing only the options it takes."""
+    from nbdist.ops.gradients import gradients
 
     try:
         params = inspect.signature(gradients).parameters
@@ -48,7 +48,7 @@ def _call_gradients(ys, xs, grad_ys, **kwargs):
 
 
 def _cast(t, dtype):
-    from nbdist.graph import math_ops
+    from nbdist.ops import math_ops
 
     return math_ops.cast(t, dtype)
 
@@ -63,7 +63,7 @@ def group_by_device(inputs, name=None):
     ``update`` op, and the global step increment that waits for it, on that
     task: a step needs no control message from the ps to the worker and back.
     """
-    from nbdist.graph.control_flow_ops import _as_op
+    from nbdist.ops.control_flow_ops import _as_op
 
     ops_ = [_as_op(x) for x in inputs if x is not None]
     if not ops_:
@@ -168,7 +168,7 @@ class Optimizer:
             colocate_gradients_with_ops=colocate_gradients_with_ops)
         grads = list(grads)
         if gate_gradients == Optimizer.GATE_GRAPH:
-            from nbdist.graph.indexed_slices import gate
+            from nbdist.ops.indexed_slices import gate
 
             grads = gate(grads)
         grads_and_vars = list(zip(grads, var_list))
@@ -241,7 +241,7 @@ class Optimizer:
                             [self._finish(update_ops, "update")]):
                         gs = global_step._ref() if _is_variable(global_step) else (
                             global_step)
-                        from nbdist.graph.state_ops import assign_add
+                        from nbdist.ops.state_ops import assign_add
 
                         with graph.colocate_with(gs.op):
                             apply_updates = assign_add(gs, 1, name=scope)
@@ -284,7 +284,7 @@ class Optimizer:
         for v in var_list:
             if v.dtype.base_dtype not in var_dtypes:
                 var_dtypes.append(v.dtype.base_dtype)
-        from nbdist.graph.array_ops import constant
+        from nbdist.framework.constant_op import constant
 
         with g.colocate_with(None):
             for hname, value in self._hyper.items():
@@ -314,7 +314,7 @@ class Optimizer:
     def _apply_sparse_duplicate_indices(self, grad, var):
         """Applies the ``IndexedSlices`` ``grad``: by default its rows named
         twice are summed first, then ``_apply_sparse`` (as TF)."""
-        from nbdist.graph.indexed_slices import deduplicate_indexed_slices
+        from nbdist.ops.indexed_slices import deduplicate_indexed_slices
 
         values, indices = deduplicate_indexed_slices(grad.values, grad.indices)
         return self._apply_sparse(IndexedSlices(values, indices, grad.dense_shape),
@@ -354,7 +354,7 @@ class Optimizer:
         return named[key]
 
     def _zeros_slot(self, var, slot_name, op_name):
-        from nbdist.graph.variables import zeros_initializer
+        from nbdist.ops.variables import zeros_initializer
 
         return self._get_or_make_slot_with_initializer(
             var, zeros_initializer(dtype=var.dtype.base_dtype), var.shape,
@@ -391,7 +391,7 @@ def create_slot_with_initializer(primary, initializer, shape, dtype, name):
 
 
 def create_zeros_slot(primary, name, dtype=None):
-    from nbdist.graph.variables import zeros_initializer
+    from nbdist.ops.variables import zeros_initializer
 
     dtype = dtype or primary.dtype.base_dtype
     return create_slot_with_initializer(primary, zeros_initializer(dtype=dtype),
@@ -413,7 +413,7 @@ def _densify(slices):
     """An IndexedSlices-like gradient (``values``, ``indices``, ``dense_shape``)
     as a dense tensor. (nbdist's gradients are dense; this is for callers
     that build such pairs themselves.)"""
-    from nbdist.graph.nn_ops import unsorted_segment_sum
+    from nbdist.ops.nn_ops import unsorted_segment_sum
 
     dense_shape = getattr(slices, "dense_shape", None)
     if dense_shape is None:

@@ -6,9 +6,9 @@ takes the variable and its slots by reference and so runs where they live.
 
 from __future__ import annotations
 
-from nbdist.graph import sparse_training_ops, state_ops, training_ops
-from nbdist.graph.ops import Tensor
-from nbdist.graph.variables import Variable, constant_initializer, ones_initializer
+from nbdist.ops import sparse_training_ops, state_ops, training_ops
+from nbdist.framework.ops import Tensor
+from nbdist.ops.variables import Variable, constant_initializer, ones_initializer
 from nbdist.train.optimizer import Optimizer, group_by_device
 
 
@@ -155,8 +155,8 @@ class AdamOptimizer(Optimizer):
     def _apply_sparse(self, grad, var):
         # TF1's sparse Adam: m and v decay densely, the slices' contributions
         # are scatter-added, then var moves by the whole m / sqrt(v).
-        from nbdist.graph.control_flow_ops import group
-        from nbdist.graph.math_ops_elementwise import sqrt
+        from nbdist.ops.control_flow_ops import group
+        from nbdist.ops.math_ops_elementwise import sqrt
 
         dt = var.dtype.base_dtype
         beta1_power, beta2_power = self._get_beta_accumulators(var.graph)
@@ -205,7 +205,7 @@ class AdamOptimizer(Optimizer):
         value = self._hyper[name]
         if isinstance(value, (Tensor, Variable)):
             return self._get_hyper(name, dt)
-        from nbdist.graph.array_ops import constant
+        from nbdist.framework.constant_op import constant
 
         return constant(value, dtype=dt, name=name)
 
@@ -273,7 +273,7 @@ def _as_dtype(x, dt):
 
 
 def _mul(x, y):
-    from nbdist.graph import math_ops
+    from nbdist.ops import math_ops
 
     return math_ops.multiply(x, y)
 

@@ -9,13 +9,13 @@ wait for every new value), so one update reads consistent old values.
 
 from __future__ import annotations
 
-from nbdist.graph import math_ops as M
-from nbdist.graph.array_ops import constant
-from nbdist.graph.array_ops_slicing import where
-from nbdist.graph.control_flow_ops import group
-from nbdist.graph.ops import control_dependencies
-from nbdist.graph.state_ops import assign
-from nbdist.graph.variables import constant_initializer
+from nbdist.ops import math_ops as M
+from nbdist.framework.constant_op import constant
+from nbdist.ops.array_ops_slicing import where
+from nbdist.ops.control_flow_ops import group
+from nbdist.framework.ops import control_dependencies
+from nbdist.ops.state_ops import assign
+from nbdist.ops.variables import constant_initializer
 from nbdist.train.optimizer import Optimizer
 
 

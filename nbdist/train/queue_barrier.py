@@ -26,10 +26,10 @@ and run it the same number of times.
 
 from __future__ import annotations
 
-from nbdist.graph import ops
-from nbdist.graph.control_flow_ops import group, no_op
-from nbdist.graph.data_flow_ops import FIFOQueue
-from nbdist.graph.dtypes import int32
+from nbdist.framework import ops
+from nbdist.ops.control_flow_ops import group, no_op
+from nbdist.ops.data_flow_ops import FIFOQueue
+from nbdist.framework.dtypes import int32
 
 
 def queue_barrier(num_workers, worker_index, name="queue_barrier", device=None,

@@ -14,8 +14,8 @@ import threading
 import weakref
 
 from nbdist import errors
-from nbdist.graph.default_session import get_default_session
-from nbdist.graph.ops import GraphKeys, get_default_graph
+from nbdist.framework.default_session import get_default_session
+from nbdist.framework.ops import GraphKeys, get_default_graph
 from nbdist.proto.queue_runner_pb2 import QueueRunnerDef
 
 _log = logging.getLogger("nbdist")

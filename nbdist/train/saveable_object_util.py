@@ -10,9 +10,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from nbdist.graph.ops import Tensor
-from nbdist.graph.partitioned_variables import PartitionedVariable, SaveSliceInfo
-from nbdist.graph.variables import Variable
+from nbdist.framework.ops import Tensor
+from nbdist.ops.partitioned_variables import PartitionedVariable, SaveSliceInfo
+from nbdist.ops.variables import Variable
 
 
 def as_ref(v):

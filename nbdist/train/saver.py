@@ -60,10 +60,10 @@ import time
 import numpy as np
 
 from nbdist import errors
-from nbdist.graph import dtypes
-from nbdist.graph.ops import GraphKeys, get_default_graph
-from nbdist.graph.shapes import TensorShape
-from nbdist.graph.variables import Variable, global_variables
+from nbdist.framework import dtypes
+from nbdist.framework.ops import GraphKeys, get_default_graph
+from nbdist.framework.tensor_shape import TensorShape
+from nbdist.ops.variables import Variable, global_variables
 from nbdist.proto import meta_graph_pb2, saver_pb2
 from nbdist.train import meta_graph
 from nbdist.train.checkpoint_management import (
@@ -174,13 +174,13 @@ class Saver:
         """Builds the restore ops (done by the constructor unless deferred)."""
         if self._is_built:
             return
-        from nbdist.graph import state_ops
-        from nbdist.graph.array_ops import constant, identity
-        from nbdist.graph.control_flow_ops import group
+        from nbdist.ops import state_ops
+        from nbdist.framework.constant_op import constant, identity
+        from nbdist.ops.control_flow_ops import group
 
         var_list = self._var_list
         if var_list is None:
-            from nbdist.graph.ops import GraphKeys
+            from nbdist.framework.ops import GraphKeys
 
             g = get_default_graph()
             var_list = g.get_collection(GraphKeys.GLOBAL_VARIABLES) + g.get_collection(

@@ -4,8 +4,8 @@ training session is built from, as TF's ``monitored_session.Scaffold``.
 
 from __future__ import annotations
 
-from nbdist.graph import summary_ops
-from nbdist.graph.ops import GraphKeys, get_default_graph
+from nbdist.ops import summary_ops
+from nbdist.framework.ops import GraphKeys, get_default_graph
 from nbdist.train import tf_logging as logging
 
 
@@ -62,7 +62,7 @@ class Scaffold:
 
     def finalize(self):
         """Builds the missing pieces, then finalizes the default graph."""
-        from nbdist.graph.variables import (
+        from nbdist.ops.variables import (
             global_variables,
             report_uninitialized_variables,
         )
@@ -125,14 +125,14 @@ class Scaffold:
     @staticmethod
     def default_local_init_op():
         """Initialises the local variables."""
-        from nbdist.graph.variables import local_variables
+        from nbdist.ops.variables import local_variables
 
         return _initializer(local_variables(), "init")
 
 
 def _initializer(var_list, name):
     """An op running the initializers of ``var_list`` (a no-op if empty)."""
-    from nbdist.graph.control_flow_ops import no_op
+    from nbdist.ops.control_flow_ops import no_op
 
     g = get_default_graph()
     with g.control_dependencies([v.initializer for v in var_list]):

@@ -49,7 +49,7 @@ class SessionManager:
                  graph=None, recovery_wait_secs=30, local_init_run_options=None,
                  local_init_feed_dict=None):
         if graph is None:
-            from nbdist.graph.ops import get_default_graph
+            from nbdist.framework.ops import get_default_graph
 
             graph = get_default_graph()
         self._local_init_op = local_init_op

@@ -10,7 +10,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from nbdist.graph.ops import Graph, get_default_graph
+from nbdist.framework.ops import Graph, get_default_graph
 from nbdist.proto import graph_pb2, summary_pb2
 from nbdist.train.event_file_writer import (
     EventFileWriter,

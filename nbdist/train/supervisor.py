@@ -35,9 +35,9 @@ import contextlib
 import logging
 import os
 
-from nbdist.graph.ops import GraphKeys, get_default_graph
-from nbdist.graph.summary_ops import merge_all
-from nbdist.graph.variables import (
+from nbdist.framework.ops import GraphKeys, get_default_graph
+from nbdist.ops.summary_ops import merge_all
+from nbdist.ops.variables import (
     global_variables,
     global_variables_initializer,
     report_uninitialized_variables,

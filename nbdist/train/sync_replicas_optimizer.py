@@ -38,18 +38,18 @@ from __future__ import annotations
 
 import logging
 
-from nbdist.graph import ops
-from nbdist.graph.accumulator_ops import (
+from nbdist.framework import ops
+from nbdist.ops.accumulator_ops import (
     ConditionalAccumulator,
     SparseConditionalAccumulator,
     take_grads,
 )
-from nbdist.graph.control_flow_ops import no_op
-from nbdist.graph.data_flow_ops import FIFOQueue
-from nbdist.graph.dtypes import int32
-from nbdist.graph.indexed_slices import IndexedSlices
-from nbdist.graph.ops import GraphKeys, Tensor
-from nbdist.graph.variables import (
+from nbdist.ops.control_flow_ops import no_op
+from nbdist.ops.data_flow_ops import FIFOQueue
+from nbdist.framework.dtypes import int32
+from nbdist.ops.indexed_slices import IndexedSlices
+from nbdist.framework.ops import GraphKeys, Tensor
+from nbdist.ops.variables import (
     Variable,
     global_variables,
     report_uninitialized_variables,
@@ -62,7 +62,7 @@ _log = logging.getLogger("nbdist")
 
 
 def _fill(n, value):
-    from nbdist.graph.array_ops_more import fill
+    from nbdist.ops.array_ops import fill
 
     return fill([n], value)
 
@@ -70,7 +70,7 @@ def _fill(n, value):
 def _fresh_read(global_step):
     """A read of the global step made where it is called (so that control
     dependencies in scope order it after an update)."""
-    from nbdist.graph.array_ops import identity
+    from nbdist.framework.constant_op import identity
 
     if isinstance(global_step, Variable):
         return global_step.read_value()

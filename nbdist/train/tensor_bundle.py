@@ -33,7 +33,7 @@ import struct
 import numpy as np
 
 from nbdist import errors
-from nbdist.graph import dtypes
+from nbdist.framework import dtypes
 from nbdist.proto import tensor_bundle_pb2, tensor_shape_pb2
 from nbdist.train.file_io import atomic_write
 from nbdist.train.table_format import (

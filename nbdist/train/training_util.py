@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import logging
 
-from nbdist.graph import dtypes
-from nbdist.graph.ops import GraphKeys, Tensor, get_default_graph
-from nbdist.graph.variables import Variable, get_variable, zeros_initializer
+from nbdist.framework import dtypes
+from nbdist.framework.ops import GraphKeys, Tensor, get_default_graph
+from nbdist.ops.variables import Variable, get_variable, zeros_initializer
 
 _log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ import os
 import pytest
 from google.protobuf import text_format
 
-from nbdist.cluster import env
+from nbdist.runtime import env
 from nbdist.cluster.resolvers import (
     ClusterResolver,
     SimpleClusterResolver,

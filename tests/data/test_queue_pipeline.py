@@ -10,7 +10,7 @@ from helpers import local_cluster
 
 import nbdist as nd
 from nbdist import errors
-from nbdist.graph.state_ops import count_up_to
+from nbdist.ops.state_ops import count_up_to
 
 _MAX_STEPS = 1000  # every drain loop is bounded
 

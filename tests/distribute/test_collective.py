@@ -18,7 +18,7 @@ from helpers import ROOT, local_cluster
 
 import nbdist as nd
 from nbdist import errors
-from nbdist.graph import collective_ops
+from nbdist.ops import collective_ops
 from nbdist.runtime import collective
 
 
@@ -245,7 +245,7 @@ _KILL_WORKER = r"""
 import json, os, sys, time
 import numpy as np
 import nbdist as nd
-from nbdist.graph import collective_ops
+from nbdist.ops import collective_ops
 
 cfg = json.loads(os.environ["TF_CONFIG"])
 i = cfg["task"]["index"]

@@ -21,7 +21,7 @@ from helpers import local_cluster
 
 import nbdist as nd
 from nbdist import errors
-from nbdist.graph import collective_ops
+from nbdist.ops import collective_ops
 from nbdist.notebook import CollectiveView
 from nbdist.runtime import collective
 

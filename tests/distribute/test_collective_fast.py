@@ -17,7 +17,7 @@ from helpers import local_cluster
 
 import nbdist as nd
 from nbdist import errors
-from nbdist.graph import collective_ops
+from nbdist.ops import collective_ops
 from nbdist.runtime import collective
 
 SEGMENT = 64  # bytes per member and piece while testing: many pieces, small ones

@@ -63,7 +63,7 @@ def check(result, a, b, c):
 
 # -- one nest --------------------------------------------------------------------------
 def test_nest_follows_tf_ordering_rules():
-    from nbdist.graph import nest
+    from nbdist.framework import nest
 
     s = structure(1, 2, 3)
     # Mappings by sorted key, all the way down: alpha(p[a, c], q), mid(m(c), n),
@@ -87,15 +87,15 @@ def test_nest_follows_tf_ordering_rules():
 
 def test_control_flow_function_and_tf_alias_share_one_nest():
     from nbdist.distribute.tracing import function
-    from nbdist.graph import (
-        control_flow_api,
+    from nbdist.ops import (
+        control_flow_v2,
         control_flow_case,
         custom_gradient,
-        nest,
     )
+    from nbdist.framework import nest
     from nbdist.python.util import nest as tf_nest
 
-    for module in (control_flow_api, control_flow_case, custom_gradient, function):
+    for module in (control_flow_v2, control_flow_case, custom_gradient, function):
         assert module.flatten is nest.flatten, module.__name__
         assert module.pack_sequence_as is nest.pack_sequence_as, module.__name__
     assert tf_nest.flatten is nest.flatten
@@ -171,7 +171,7 @@ def test_function_and_loop_bodies_are_one_function_def_form(graph):
 
 
 def test_cond_traced_inside_a_function_lands_in_its_graph(graph):
-    from nbdist.graph.func_graph import FuncGraph, tracing_graph
+    from nbdist.framework.func_graph import FuncGraph, tracing_graph
 
     seen = []
 

@@ -18,7 +18,7 @@ from nbdist.distribute.coordinator.cluster_coordinator import ClusterCoordinator
 from nbdist.distribute.strategies.parameter_server_strategy import (
     ParameterServerStrategy,
 )
-from nbdist.graph.partitioned_variables import PartitionedVariable, ShardedVariable
+from nbdist.ops.partitioned_variables import PartitionedVariable, ShardedVariable
 
 F32 = nd.float32
 

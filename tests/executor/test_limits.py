@@ -29,7 +29,7 @@ from helpers import (
 import nbdist as nd
 from nbdist import errors
 from nbdist.executor.limits import Limits, check_graph_def
-from nbdist.graph import tensor_util
+from nbdist.framework import tensor_util
 from nbdist.proto import config_pb2, graph_pb2, master_pb2, types_pb2
 from nbdist.runtime.coordination import CoordinationService
 from nbdist.runtime.grpc import coding

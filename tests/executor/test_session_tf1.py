@@ -115,7 +115,7 @@ def test_as_default_exits_out_of_order_are_detected():
     c2.__enter__()
     with pytest.raises(AssertionError, match="Nesting violated"):
         c1.__exit__(None, None, None)
-    from nbdist.graph.default_session import _default_session_stack
+    from nbdist.framework.default_session import _default_session_stack
 
     _default_session_stack.reset()
     g1, g2 = nd.Graph(), nd.Graph()
@@ -124,7 +124,7 @@ def test_as_default_exits_out_of_order_are_detected():
     d2.__enter__()
     with pytest.raises(AssertionError, match="Nesting violated"):
         d1.__exit__(None, None, None)
-    nd.graph.ops._default_graph_stack.reset()
+    nd.framework.ops._default_graph_stack.reset()
     s1.close()
     s2.close()
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import nbdist as nd
-from nbdist.graph import tensor_util
+from nbdist.framework import tensor_util
 
 
 @pytest.fixture(autouse=True)

@@ -7,7 +7,7 @@ import types
 
 import pytest
 
-from nbdist.graph.device import (
+from nbdist.framework.device import (
     DeviceSpec,
     MergeDevice,
     canonical_name,

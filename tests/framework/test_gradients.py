@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import nbdist as nd
-from nbdist.graph import gradients as gradients_lib
-from nbdist.graph.gradients import NotDifferentiable, get_gradient_function
+from nbdist.ops import gradients as gradients_lib
+from nbdist.ops.gradients import NotDifferentiable, get_gradient_function
 
 RNG = np.random.default_rng(1234)
 
@@ -126,7 +126,7 @@ def test_partially_known_shapes_broadcast_statically():
 
 
 def test_broadcast_gradient_args_kernel():
-    from nbdist.graph.nn_ops import broadcast_gradient_args
+    from nbdist.ops.nn_ops import broadcast_gradient_args
 
     g = nd.Graph()
     with g.as_default():
@@ -649,7 +649,7 @@ def test_xs_depending_on_other_xs():
 
 
 def test_no_registered_gradient_raises_type_error():
-    from nbdist.graph.op_def import register_op, unchanged
+    from nbdist.framework.op_def_registry import register_op, unchanged
 
     register_op("_TestNoGradOp", unchanged, num_inputs=1)
     g = nd.Graph()

@@ -87,7 +87,7 @@ def test_graph_def_round_trip_keeps_devices_attrs_and_control_inputs():
 
 
 def _node(gd, name, op, inputs=(), **attrs):
-    from nbdist.graph.graph_def import python_to_attr_value
+    from nbdist.framework.importer import python_to_attr_value
 
     n = gd.node.add(name=name, op=op)
     n.input.extend(inputs)

@@ -17,7 +17,7 @@ from nbdist.distribute.strategies.distribute_coordinator import (
 from nbdist.distribute.strategies.distribute_coordinator_context import (
     get_current_worker_context,
 )
-from nbdist.graph import ops
+from nbdist.framework import ops
 
 _WAIT_S = 60.0
 

@@ -238,7 +238,7 @@ def test_sparse_update_ops_are_the_sparse_kernels():
 
 
 def test_sparse_apply_kernel_applies_a_repeated_index_twice():
-    from nbdist.graph import sparse_training_ops
+    from nbdist.ops import sparse_training_ops
 
     var = nd.Variable(np.ones((3, 1), np.float32))
     acc = nd.Variable(np.ones((3, 1), np.float32))
@@ -257,7 +257,7 @@ def test_sparse_apply_kernel_applies_a_repeated_index_twice():
 
 
 def test_sparse_apply_rejects_an_index_out_of_range():
-    from nbdist.graph import sparse_training_ops
+    from nbdist.ops import sparse_training_ops
 
     var = nd.Variable(np.ones((3, 1), np.float32))
     acc = nd.Variable(np.ones((3, 1), np.float32))

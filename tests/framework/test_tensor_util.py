@@ -1,4 +1,4 @@
-"""Tests for nbdist.graph.tensor_util (NumPy <-> TensorProto)."""
+"""Tests for nbdist.framework.tensor_util (NumPy <-> TensorProto)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from nbdist.graph import tensor_util as tu
+from nbdist.framework import tensor_util as tu
 from nbdist.proto import tensor_pb2, tensor_shape_pb2, types_pb2
 
 NUMERIC = {

@@ -15,7 +15,7 @@ import pytest
 from test_magics import _notebook, _text
 
 import nbdist as nd
-from nbdist.graph import op_site
+from nbdist.framework import op_site
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 

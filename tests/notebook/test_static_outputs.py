@@ -217,7 +217,7 @@ def test_saved_notebook_holds_task_outputs_and_history(tmp_path, kernel_name):
 
 
 def test_static_tables_are_left_aligned_inline_and_keep_their_own_styles():
-    from nbdist.notebook._live import inline_styles
+    from nbdist.notebook.live_view import inline_styles
 
     out = inline_styles(
         "<table><tr><th>a</th><td class='pid' style=\"color:red\">1</td></tr></table>"

@@ -351,14 +351,14 @@ def test_widget_updates_live_from_a_background_thread(comm, service):
 
 
 def test_mimebundle_outside_and_inside_a_kernel(comm, monkeypatch):
-    from nbdist.notebook import ClusterView, _live
+    from nbdist.notebook import ClusterView, live_view
 
     view = ClusterView(FakeCluster(), live=False)
     try:
         bundle = view._repr_mimebundle_()
         assert set(bundle) == {"text/plain", "text/html"}
         assert bundle["text/plain"].startswith("ClusterView: 3 tasks")
-        monkeypatch.setattr(_live, "in_kernel", lambda: True)
+        monkeypatch.setattr(live_view, "in_kernel", lambda: True)
         bundle = view._repr_mimebundle_()
         assert set(bundle) == {
             "text/plain",

@@ -15,7 +15,7 @@ from test_gradients import check_gradient
 
 import nbdist as nd
 from nbdist import errors
-from nbdist.graph import control_flow_ops
+from nbdist.ops import control_flow_ops
 
 
 def run(fetches, feed=None):

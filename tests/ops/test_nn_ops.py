@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import nbdist as nd
-from nbdist.graph.nn_ops import broadcast_gradient_args, unsorted_segment_sum
+from nbdist.ops.nn_ops import broadcast_gradient_args, unsorted_segment_sum
 
 RNG = np.random.default_rng(7)
 
@@ -201,7 +201,7 @@ def test_bias_add_runtime_mismatch():
 
 
 def test_bias_add_grad_kernel():
-    from nbdist.graph.nn_ops import bias_add_grad
+    from nbdist.ops.nn_ops import bias_add_grad
 
     g = RNG.standard_normal((2, 3, 4))
     np.testing.assert_allclose(run(bias_add_grad(g)), g.sum(axis=(0, 1)))

@@ -1,7 +1,8 @@
 """The house rules of ``nbdist/``: imports follow the layer order of the spec, no
 module is part of an import circle, only ``runtime/grpc`` touches grpc, no
 transport package imports another and only a transport package imports its
-libraries, and no file (generated code aside) passes 800 lines.
+libraries, the framework imports no op family, and no file (generated code
+aside) passes 800 lines.
 
 Imports are read with ``ast`` (every ``import`` in a module, also those inside
 functions), so a lazy import that dodges a circle counts as the circle it is.
@@ -19,14 +20,16 @@ from helpers import ROOT
 PACKAGE = ROOT / "nbdist"
 MAX_LINES = 800
 
-# The spec's layers, lowest first: graph <- executor <- runtime <- runtime/grpc <-
-# cluster <- train/distribute <- notebook. A module may import its own layer and
-# those below it. ``nbdist`` itself (the public facade: ``nbdist/__init__.py``,
-# ``nn.py``, ``random.py``, ``data.py``, ``_api_ops.py``) sits above everything.
+# The spec's layers, lowest first: framework, ops <- executor <- runtime <-
+# runtime/grpc <- cluster <- train/distribute <- notebook. A module may import its
+# own layer and those below it. ``nbdist`` itself (the public facade:
+# ``nbdist/__init__.py``, ``nn.py``, ``random.py``, ``data.py``, ``_api_ops.py``)
+# sits above everything.
 LAYERS = [
     ("nbdist.proto", 0),
     ("nbdist.errors", 0),
-    ("nbdist.graph", 1),
+    ("nbdist.framework", 1),
+    ("nbdist.ops", 1),
     ("nbdist.executor", 2),
     ("nbdist.runtime.grpc", 4),
     ("nbdist.runtime", 3),
@@ -210,6 +213,18 @@ def oversized(files: dict[str, Path]) -> list[str]:
     return out
 
 
+def framework_importing_ops(graph) -> list[str]:
+    """``nbdist.framework`` (graphs, tensors, registries) importing an op family of
+    ``nbdist.ops``: the op families build on the framework, never the reverse."""
+    return [
+        f"{src} imports {dst} at line {line}"
+        for src, edges in sorted(graph.items())
+        if src.startswith("nbdist.framework.")
+        for dst, line in sorted(edges.items())
+        if dst == "nbdist.ops" or dst.startswith("nbdist.ops.")
+    ]
+
+
 # -- the rules on nbdist ---------------------------------------------------------------
 def test_imports_follow_the_layer_order():
     assert layer_violations(import_graph(module_files())) == []
@@ -235,6 +250,10 @@ def test_no_file_over_800_lines():
     assert oversized(module_files()) == []
 
 
+def test_framework_imports_no_ops_module():
+    assert framework_importing_ops(import_graph(module_files())) == []
+
+
 # -- the rules catch a planted violation ---------------------------------------------------
 @pytest.fixture
 def planted(tmp_path):
@@ -250,20 +269,20 @@ def planted(tmp_path):
 
 
 def test_a_planted_upward_import_is_caught(planted):
-    shapes = planted / "graph" / "shapes.py"
+    shapes = planted / "framework" / "tensor_shape.py"
     shapes.write_text(shapes.read_text() + "\nfrom nbdist.runtime import session\n")
     found = layer_violations(import_graph(module_files(planted)))
-    assert any(v.startswith("nbdist.graph.shapes (layer 1) imports "
+    assert any(v.startswith("nbdist.framework.tensor_shape (layer 1) imports "
                             "nbdist.runtime.session") for v in found), found
 
 
 def test_a_planted_circle_is_caught(planted):
-    (planted / "graph" / "planted_a.py").write_text(
-        "def f():\n    from nbdist.graph import planted_b\n")
-    (planted / "graph" / "planted_b.py").write_text(
-        "from nbdist.graph.planted_a import f\n")
+    (planted / "framework" / "planted_a.py").write_text(
+        "def f():\n    from nbdist.framework import planted_b\n")
+    (planted / "framework" / "planted_b.py").write_text(
+        "from nbdist.framework.planted_a import f\n")
     found = circles(import_graph(module_files(planted)))
-    assert ["nbdist.graph.planted_a", "nbdist.graph.planted_b"] in found, found
+    assert ["nbdist.framework.planted_a", "nbdist.framework.planted_b"] in found, found
 
 
 def test_a_planted_grpc_import_is_caught(planted):
@@ -291,6 +310,14 @@ def test_a_planted_transport_library_import_is_caught(planted):
 
 
 def test_a_planted_long_file_is_caught(planted):
-    (planted / "graph" / "planted_long.py").write_text("x = 1\n" * (MAX_LINES + 1))
+    (planted / "framework" / "planted_long.py").write_text("x = 1\n" * (MAX_LINES + 1))
     found = oversized(module_files(planted))
-    assert "nbdist.graph.planted_long (planted_long.py): 801 lines" in found, found
+    assert "nbdist.framework.planted_long (planted_long.py): 801 lines" in found, found
+
+
+def test_a_planted_framework_to_ops_import_is_caught(planted):
+    dtypes = planted / "framework" / "dtypes.py"
+    dtypes.write_text(dtypes.read_text() + "\nfrom nbdist.ops import math_ops\n")
+    found = framework_importing_ops(import_graph(module_files(planted)))
+    assert any(v.startswith("nbdist.framework.dtypes imports nbdist.ops.math_ops")
+               for v in found), found

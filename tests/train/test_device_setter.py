@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import nbdist as nd
-from nbdist.graph.device import canonical_name
+from nbdist.framework.device import canonical_name
 from nbdist.runtime.cluster_spec import ClusterSpec
 from nbdist.train.device_setter import (
     STANDARD_PS_OPS,

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import nbdist as nd
-from nbdist.graph import training_ops
+from nbdist.ops import training_ops
 
 
 @pytest.fixture(autouse=True)

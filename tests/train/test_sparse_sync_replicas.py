@@ -12,7 +12,7 @@ import pytest
 
 import nbdist as nd
 from nbdist import errors
-from nbdist.graph.accumulator_ops import SparseConditionalAccumulator, take_grads
+from nbdist.ops.accumulator_ops import SparseConditionalAccumulator, take_grads
 from nbdist.train.hooks import StopAtStepHook
 from nbdist.train.monitored_session import MonitoredTrainingSession
 from nbdist.train.sync_replicas_optimizer import SyncReplicasOptimizer

@@ -13,7 +13,7 @@ from helpers import averaged_gradient_descent
 
 import nbdist as nd
 from nbdist import errors
-from nbdist.graph.accumulator_ops import ConditionalAccumulator, take_grads
+from nbdist.ops.accumulator_ops import ConditionalAccumulator, take_grads
 from nbdist.train.hooks import StopAtStepHook
 from nbdist.train.monitored_session import MonitoredTrainingSession
 from nbdist.train.sync_replicas_optimizer import SyncReplicasOptimizer

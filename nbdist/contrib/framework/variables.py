@@ -8,7 +8,7 @@ import re
 
 import nbdist as nd
 from nbdist.contrib.framework.arg_scope import add_arg_scope
-from nbdist.graph.ops import GraphKeys
+from nbdist.framework.ops import GraphKeys
 
 
 @add_arg_scope

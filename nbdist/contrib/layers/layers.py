@@ -12,7 +12,7 @@ import nbdist as nd
 from nbdist.contrib.framework.arg_scope import add_arg_scope
 from nbdist.contrib.framework.variables import model_variable
 from nbdist.contrib.layers.initializers import xavier_initializer
-from nbdist.graph.ops import GraphKeys
+from nbdist.framework.ops import GraphKeys
 from nbdist.layers.convolutional import _deconv_length
 
 _ZEROS = nd.zeros_initializer()  # the biases' default initializer (stateless)

@@ -4,7 +4,7 @@ that first runs the ``UPDATE_OPS``) and a small ``train`` loop."""
 from __future__ import annotations
 
 import nbdist as nd
-from nbdist.graph.ops import GraphKeys
+from nbdist.framework.ops import GraphKeys
 
 _USE_GLOBAL_STEP = 0
 

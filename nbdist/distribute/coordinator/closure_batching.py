@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from nbdist import errors
 from nbdist.distribute.tracing.session_cache import SessionCache
-from nbdist.graph import dtypes, op_def
-from nbdist.graph.graph_def import import_graph_def
-from nbdist.graph.ops import Graph, Tensor
+from nbdist.framework import dtypes, op_def_registry
+from nbdist.framework.importer import import_graph_def
+from nbdist.framework.ops import Graph, Tensor
 
 __all__ = ["BatchedFunction", "batchable", "copy_index"]
 
@@ -28,7 +28,7 @@ def batchable(concrete) -> bool:
     for op in concrete.graph.get_operations():
         if op.type == "_FunctionCall":
             return False
-        od = op_def.get_op_def(op.type)
+        od = op_def_registry.get_op_def(op.type)
         if od is None or (od.stateful and op.type not in _BATCH_SAFE_STATEFUL):
             return False
         if any(t.dtype.base_dtype is dtypes.resource for t in op.outputs) or any(

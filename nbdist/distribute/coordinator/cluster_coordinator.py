@@ -103,9 +103,9 @@ from nbdist.distribute.coordinator.values import (
 from nbdist.distribute.data.data_ops import Dataset
 from nbdist.distribute.tracing.function import ConcreteFunction, Function
 from nbdist.distribute.tracing.function import function as _function
-from nbdist.graph.nest import flatten, map_structure
-from nbdist.graph.ops import Graph
-from nbdist.graph.variables import is_variable_initialized
+from nbdist.framework.nest import flatten, map_structure
+from nbdist.framework.ops import Graph
+from nbdist.ops.variables import is_variable_initialized
 from nbdist.proto.config_pb2 import ConfigProto
 from nbdist.runtime.coordination import leader_of
 from nbdist.runtime.session import Session

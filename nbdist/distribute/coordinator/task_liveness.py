@@ -23,7 +23,7 @@ import time
 
 from nbdist import errors
 from nbdist.distribute.coordinator import coordinator_state as cs
-from nbdist.graph.device import DeviceSpec
+from nbdist.framework.device import DeviceSpec
 from nbdist.runtime import transports
 
 __all__ = ["TaskLiveness", "first_line", "task_name"]

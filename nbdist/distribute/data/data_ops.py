@@ -35,17 +35,17 @@ import numpy as np
 
 from nbdist.distribute.tracing import function as _function
 from nbdist.distribute.tracing.tensor_spec import TensorSpec
-from nbdist.graph import dtypes
-from nbdist.graph import ops as _ops
-from nbdist.graph.func_graph import (
+from nbdist.framework import dtypes
+from nbdist.framework import ops as _ops
+from nbdist.framework.func_graph import (
     register_copyable_op,
     register_rebinder,
     tracing_graph,
 )
-from nbdist.graph.nest import flatten, map_structure, pack_sequence_as
-from nbdist.graph.op_def import REQUIRED, register_op
-from nbdist.graph.ops import Tensor, convert_to_tensor
-from nbdist.graph.shapes import TensorShape
+from nbdist.framework.nest import flatten, map_structure, pack_sequence_as
+from nbdist.framework.op_def_registry import REQUIRED, register_op
+from nbdist.framework.ops import Tensor, convert_to_tensor
+from nbdist.framework.tensor_shape import TensorShape
 
 __all__ = [
     "AUTOTUNE",

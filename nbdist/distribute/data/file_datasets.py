@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from nbdist.distribute.data.data_ops import Dataset, _graph, _scalar
 from nbdist.distribute.tracing.tensor_spec import TensorSpec
-from nbdist.graph import dtypes
-from nbdist.graph.func_graph import register_copyable_op
-from nbdist.graph.ops import convert_to_tensor
-from nbdist.graph.reader_ops import FILE_DATASET_OPS, _compression_name
+from nbdist.framework import dtypes
+from nbdist.framework.func_graph import register_copyable_op
+from nbdist.framework.ops import convert_to_tensor
+from nbdist.ops.io_ops import FILE_DATASET_OPS, _compression_name
 
 for _t in FILE_DATASET_OPS:
     register_copyable_op(_t)

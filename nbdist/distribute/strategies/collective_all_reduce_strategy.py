@@ -37,13 +37,13 @@ import copy
 import numpy as np
 
 from nbdist.cluster.resolvers import SimpleClusterResolver, TFConfigClusterResolver
-from nbdist.graph import collective_ops, state_ops
-from nbdist.graph import ops as _ops
-from nbdist.graph.array_ops_creation import ones_like
-from nbdist.graph.array_ops_join import concat, split
-from nbdist.graph.array_ops_shape import reshape
-from nbdist.graph.math_ops_reduction import reduce_sum
-from nbdist.graph.ops import GraphKeys
+from nbdist.ops import collective_ops, state_ops
+from nbdist.framework import ops as _ops
+from nbdist.ops.array_ops_creation import ones_like
+from nbdist.ops.array_ops_join import concat, split
+from nbdist.ops.array_ops_shape import reshape
+from nbdist.ops.math_ops_reduction import reduce_sum
+from nbdist.framework.ops import GraphKeys
 from nbdist.runtime.cluster_spec import ClusterSpec, task_device
 from nbdist.train import cross_replica
 

@@ -61,7 +61,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from nbdist.cluster import env
+from nbdist.runtime import env
 from nbdist.distribute.worker_context import BetweenGraphStrategy
 from nbdist.distribute.worker_context import TaskType as _TaskType
 from nbdist.distribute.worker_context import WorkerContext as _WorkerContext

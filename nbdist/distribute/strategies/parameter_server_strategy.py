@@ -40,14 +40,14 @@ from nbdist.cluster.resolvers import (
 )
 from nbdist.distribute.data.data_ops import Dataset
 from nbdist.distribute.strategies.input_context import InputContext
-from nbdist.graph import ops as _ops
-from nbdist.graph.ops import GraphKeys
-from nbdist.graph.partitioned_variables import (
+from nbdist.framework import ops as _ops
+from nbdist.framework.ops import GraphKeys
+from nbdist.ops.partitioned_variables import (
     SaveSliceInfo,
     ShardedVariable,
     iter_slices,
 )
-from nbdist.graph.variables import variable_creator_scope
+from nbdist.ops.variables import variable_creator_scope
 from nbdist.runtime.cluster_spec import ClusterSpec
 from nbdist.train.device_setter import STANDARD_PS_OPS, replica_device_setter
 

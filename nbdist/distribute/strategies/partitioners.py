@@ -13,9 +13,9 @@ They also serve as TF1's ``get_variable(partitioner=...)``:
 
 from __future__ import annotations
 
-from nbdist.graph.partitioned_variables import (min_max_variable_partitioner,
-                                                variable_axis_size_partitioner)
-from nbdist.graph.shapes import as_shape
+from nbdist.ops.partitioned_variables import (min_max_variable_partitioner,
+                                              variable_axis_size_partitioner)
+from nbdist.framework.tensor_shape import as_shape
 
 __all__ = ["FixedShardsPartitioner", "MaxSizePartitioner", "MinSizePartitioner",
            "Partitioner"]

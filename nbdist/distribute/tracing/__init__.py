@@ -2,5 +2,5 @@
 ``TensorSpec`` (``tensor_spec``), the op that calls one (``function_ops``) and
 the sessions a function keeps per target (``session_cache``). The tracer core
 (``FuncGraph``, the per-thread trace stack) and ``nest`` are
-``nbdist.graph.func_graph`` / ``function_def`` / ``nest``, shared with control
+``nbdist.framework.func_graph`` / ``function_def`` / ``nest``, shared with control
 flow."""

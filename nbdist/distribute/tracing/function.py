@@ -58,26 +58,26 @@ from nbdist import errors
 from nbdist.distribute.tracing import function_ops  # noqa: F401  (the call op)
 from nbdist.distribute.tracing.session_cache import SessionCache
 from nbdist.distribute.tracing.tensor_spec import TensorSpec, as_array
-from nbdist.graph import dtypes, op_def
-from nbdist.graph import ops as _ops
-from nbdist.graph.array_ops import constant, identity, placeholder
-from nbdist.graph.func_graph import (
+from nbdist.framework import dtypes, op_def_registry
+from nbdist.framework import ops as _ops
+from nbdist.framework.constant_op import constant, identity, placeholder
+from nbdist.framework.func_graph import (
     CapturedVariable,
     FuncGraph,
     trace_stack,
     tracing_graph,
 )
-from nbdist.graph.function_def import function_graph, needed_trace, to_function_def
-from nbdist.graph.nest import (
+from nbdist.framework.function_def import function_graph, needed_trace, to_function_def
+from nbdist.framework.nest import (
     flatten,
     flatten_up_to,
     is_namedtuple,
     map_structure,
     pack_sequence_as,
 )
-from nbdist.graph.ops import Graph, Operation, Tensor
-from nbdist.graph.shapes import TensorShape
-from nbdist.graph.variables import Variable
+from nbdist.framework.ops import Graph, Operation, Tensor
+from nbdist.framework.tensor_shape import TensorShape
+from nbdist.ops.variables import Variable
 from nbdist.proto import function_pb2
 
 __all__ = [
@@ -231,7 +231,7 @@ def _colocate_variable_reads(fg: FuncGraph):
     for op in fg._ops_list:
         if op.device or "_class" in op._attrs:
             continue
-        od = op_def.get_op_def(op.type)
+        od = op_def_registry.get_op_def(op.type)
         refs = od.ref_inputs if od is not None else ()
         for pos, t in enumerate(op._inputs):
             if (pos not in refs and t.dtype.is_ref_dtype
@@ -272,7 +272,7 @@ def _normalize_outputs(fg: FuncGraph, result, tensor_only: bool):
 
 # -- ConcreteFunction -----------------------------------------------------------------
 def _stateful(op: Operation) -> bool:
-    od = op_def.get_op_def(op.type)
+    od = op_def_registry.get_op_def(op.type)
     return bool(od is not None and od.stateful and op._inputs)
 
 

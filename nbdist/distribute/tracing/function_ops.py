@@ -11,8 +11,8 @@ compiles the body once per registered graph and runs it on the call's task.
 
 from __future__ import annotations
 
-from nbdist.graph.op_def import REQUIRED, register_op
-from nbdist.graph.shapes import TensorShape
+from nbdist.framework.op_def_registry import REQUIRED, register_op
+from nbdist.framework.tensor_shape import TensorShape
 
 
 def _call_infer(c):

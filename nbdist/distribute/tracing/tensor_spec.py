@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from nbdist.graph import dtypes
-from nbdist.graph.array_ops import to_numpy
-from nbdist.graph.ops import Tensor
-from nbdist.graph.shapes import TensorShape, as_shape
+from nbdist.framework import dtypes
+from nbdist.framework.constant_op import to_numpy
+from nbdist.framework.ops import Tensor
+from nbdist.framework.tensor_shape import TensorShape, as_shape
 
 __all__ = ["TensorSpec", "as_array"]
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from nbdist import errors
 from nbdist.executor.kernel import register_kernel
-from nbdist.graph import accumulator_ops  # noqa: F401  (registers the op definitions)
+from nbdist.ops import accumulator_ops  # noqa: F401  (registers the op definitions)
 
 _log = logging.getLogger("nbdist")
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from nbdist import errors
 from nbdist.executor.kernel import register_kernel
 from nbdist.executor.rendezvous import make_key
-from nbdist.graph import dtypes
-from nbdist.graph.op_def import REQUIRED, register_op
-from nbdist.graph.shapes import TensorShape
+from nbdist.framework import dtypes
+from nbdist.framework.op_def_registry import REQUIRED, register_op
+from nbdist.framework.tensor_shape import TensorShape
 
 # The executor's own ops: client-terminated feeds/fetches and cross-task edges.
 register_op("_Feed", lambda c: [(c.attr("dtype"), c.attr("shape"))],

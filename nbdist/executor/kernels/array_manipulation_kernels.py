@@ -1,4 +1,4 @@
-"""NumPy kernels of the array ops of ``nbdist.graph.array_ops_more``: reshaping,
+"""NumPy kernels of the array ops of ``nbdist.ops.array_ops``: reshaping,
 joining and splitting, slicing and gathering, filling, tiling, padding and
 selecting. Bad input raises ``InvalidArgumentError`` naming the node; every result
 is a fresh array (or a NumPy scalar), never a view of an input.
@@ -20,10 +20,10 @@ from nbdist.executor.kernels.kernel_util import (
     scalar_int,
 )
 from nbdist.executor.limits import check_output
-from nbdist.graph import array_ops_more  # noqa: F401  (registers the ops)
-from nbdist.graph.array_ops_creation import range_size
-from nbdist.graph.array_ops_join import split_sizes
-from nbdist.graph.array_ops_slicing import SLICE_MASKS, dense_slice_spec
+from nbdist.ops import array_ops  # noqa: F401  (registers the ops)
+from nbdist.ops.array_ops_creation import range_size
+from nbdist.ops.array_ops_join import split_sizes
+from nbdist.ops.array_ops_slicing import SLICE_MASKS, dense_slice_spec
 
 
 # -- shapes: Reshape, Transpose, ExpandDims, Squeeze ...--------------------------------

@@ -1,4 +1,4 @@
-"""NumPy kernels of the complex-number ops (``nbdist.graph.complex_ops``)."""
+"""NumPy kernels of the complex-number ops (``nbdist.ops.complex_ops``)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 
 from nbdist.executor.kernel import register_kernel
 from nbdist.executor.kernels.kernel_util import ignore_fp_errors, numpy_type
-from nbdist.graph import complex_ops  # noqa: F401  (registers the ops)
+from nbdist.ops import complex_ops  # noqa: F401  (registers the ops)
 
 _TO_REAL = {
     "Real": np.real,

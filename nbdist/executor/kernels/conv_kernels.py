@@ -16,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-import nbdist.graph.nn_conv_ops  # noqa: F401  (registers the op definitions)
-import nbdist.graph.nn_pool_ops  # noqa: F401
+import nbdist.ops.nn_conv_ops  # noqa: F401  (registers the op definitions)
+import nbdist.ops.nn_pool_ops  # noqa: F401
 from nbdist import errors
 from nbdist.executor.kernel import register_kernel
 

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from nbdist import errors
 from nbdist.executor.kernel import register_kernel
-from nbdist.graph import dtypes
-from nbdist.graph.device import DeviceSpec
-from nbdist.graph.graph_def import python_to_attr_value
-from nbdist.graph.shapes import TensorShape
+from nbdist.framework import dtypes
+from nbdist.framework.device import DeviceSpec
+from nbdist.framework.importer import python_to_attr_value
+from nbdist.framework.tensor_shape import TensorShape
 from nbdist.proto import function_pb2, graph_pb2
 
 

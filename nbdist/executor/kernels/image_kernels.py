@@ -13,7 +13,7 @@ import io
 
 import numpy as np
 
-import nbdist.graph.image_ops  # noqa: F401  (registers the op definitions)
+import nbdist.ops.image_ops  # noqa: F401  (registers the op definitions)
 from nbdist import errors
 from nbdist.executor.kernel import register_kernel
 

@@ -12,7 +12,7 @@ import functools
 import numpy as np
 
 from nbdist import errors
-from nbdist.graph import dtypes
+from nbdist.framework import dtypes
 
 
 def ignore_fp_errors(fn):

@@ -1,4 +1,4 @@
-"""NumPy kernels of the linear-algebra ops (``nbdist.graph.linalg_ops``)."""
+"""NumPy kernels of the linear-algebra ops (``nbdist.ops.linalg_ops``)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 
 from nbdist.executor.kernel import register_kernel
 from nbdist.executor.kernels.kernel_util import numpy_type, op_error
-from nbdist.graph import linalg_ops  # noqa: F401  (registers the ops)
+from nbdist.ops import linalg_ops  # noqa: F401  (registers the ops)
 
 
 @register_kernel("Qr")

@@ -14,8 +14,8 @@ import numpy as np
 
 from nbdist import errors
 from nbdist.executor.kernel import register_kernel
-from nbdist.graph import dtypes as _dtypes
-from nbdist.graph import lookup_ops  # registers the op definitions
+from nbdist.framework import dtypes as _dtypes
+from nbdist.ops import lookup_ops  # registers the op definitions
 
 _MAX_UINT64 = np.uint64(2 ** 64 - 1)
 

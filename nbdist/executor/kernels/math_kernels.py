@@ -1,4 +1,4 @@
-"""NumPy kernels of the math and clip ops (``nbdist.graph.math_ops``,
+"""NumPy kernels of the math and clip ops (``nbdist.ops.math_ops``,
 ``clip_ops``): element-wise ops, ``AddN``, ``Cast``, ``MatMul``, the reductions and
 ``ClipByValue``.
 
@@ -22,7 +22,8 @@ from nbdist.executor.kernels.kernel_util import (
     op_error,
     scalar_int,
 )
-from nbdist.graph import clip_ops, dtypes, math_ops  # noqa: F401  (registers the ops)
+from nbdist.ops import clip_ops, math_ops  # noqa: F401  (registers the ops)
+from nbdist.framework import dtypes
 
 
 # -- element-wise ---------------------------------------------------------------------

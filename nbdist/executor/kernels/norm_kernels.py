@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-import nbdist.graph.nn_norm_ops  # noqa: F401  (registers the op definitions)
+import nbdist.ops.nn_norm_ops  # noqa: F401  (registers the op definitions)
 from nbdist import errors
 from nbdist.executor.kernel import register_kernel
 

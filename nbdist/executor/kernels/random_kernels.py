@@ -12,7 +12,7 @@ import threading
 
 import numpy as np
 
-import nbdist.graph.random_ops  # noqa: F401  (registers the op definitions)
+import nbdist.ops.random_ops  # noqa: F401  (registers the op definitions)
 from nbdist import errors
 from nbdist.executor.kernel import register_kernel
 from nbdist.executor.limits import check_output

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-import nbdist.graph.sparse_ops  # noqa: F401  (registers the op definitions)
+import nbdist.ops.sparse_ops  # noqa: F401  (registers the op definitions)
 from nbdist import errors
 from nbdist.executor.kernel import register_kernel
 

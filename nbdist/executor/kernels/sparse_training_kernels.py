@@ -16,7 +16,7 @@ import numpy as np
 from nbdist import errors
 from nbdist.executor.kernel import register_kernel
 from nbdist.executor.kernels.kernel_util import ignore_fp_errors
-from nbdist.graph.sparse_training_ops import SPARSE_TRAINING_OPS
+from nbdist.ops.sparse_training_ops import SPARSE_TRAINING_OPS
 
 
 def _rounds(indices: np.ndarray):

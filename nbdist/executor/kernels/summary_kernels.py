@@ -16,8 +16,8 @@ from PIL import Image
 
 from nbdist.executor.kernel import register_kernel
 from nbdist.executor.kernels.kernel_util import fmt, op_error
-from nbdist.graph import summary_ops  # noqa: F401  (registers the op definitions)
-from nbdist.graph.tensor_util import make_tensor_proto
+from nbdist.ops import summary_ops  # noqa: F401  (registers the op definitions)
+from nbdist.framework.tensor_util import make_tensor_proto
 from nbdist.proto import summary_pb2
 
 _DBL_MAX = sys.float_info.max

@@ -17,7 +17,7 @@ import numpy as np
 from nbdist import errors
 from nbdist.executor.kernel import register_kernel
 from nbdist.executor.kernels.kernel_util import ignore_fp_errors
-from nbdist.graph.training_ops import TRAINING_OPS  # registers the op definitions
+from nbdist.ops.training_ops import TRAINING_OPS  # registers the op definitions
 
 
 def _shape_str(a) -> str:

@@ -5,6 +5,6 @@ from __future__ import annotations
 from nbdist.python._forward import forward
 
 __getattr__, __dir__ = forward(__name__, "tensorflow.python.framework.ops", [
-    "nbdist.graph.ops",
+    "nbdist.framework.ops",
     "nbdist",
 ])

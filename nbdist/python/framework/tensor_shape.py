@@ -5,5 +5,5 @@ from __future__ import annotations
 from nbdist.python._forward import forward
 
 __getattr__, __dir__ = forward(__name__, "tensorflow.python.framework.tensor_shape", [
-    "nbdist.graph.shapes",
+    "nbdist.framework.tensor_shape",
 ])

@@ -5,7 +5,7 @@ from __future__ import annotations
 from nbdist.python._forward import forward
 
 __getattr__, __dir__ = forward(__name__, "tensorflow.python.ops.control_flow_ops", [
-    "nbdist.graph.control_flow_ops",
-    "nbdist.graph.control_flow_api",
+    "nbdist.ops.control_flow_ops",
+    "nbdist.ops.control_flow_v2",
     "nbdist",
 ])

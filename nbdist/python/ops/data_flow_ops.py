@@ -5,7 +5,7 @@ from __future__ import annotations
 from nbdist.python._forward import forward
 
 __getattr__, __dir__ = forward(__name__, "tensorflow.python.ops.data_flow_ops", [
-    "nbdist.graph.data_flow_ops",
-    "nbdist.graph.accumulator_ops",
+    "nbdist.ops.data_flow_ops",
+    "nbdist.ops.accumulator_ops",
     "nbdist",
 ])

@@ -5,8 +5,8 @@ from __future__ import annotations
 from nbdist.python._forward import forward
 
 __getattr__, __dir__ = forward(__name__, "tensorflow.python.ops.math_ops", [
-    "nbdist.graph.math_ops",
-    "nbdist.graph.math_ops_elementwise",
-    "nbdist.graph.math_ops_reduction",
+    "nbdist.ops.math_ops",
+    "nbdist.ops.math_ops_elementwise",
+    "nbdist.ops.math_ops_reduction",
     "nbdist",
 ])

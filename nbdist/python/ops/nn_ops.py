@@ -5,6 +5,6 @@ from __future__ import annotations
 from nbdist.python._forward import forward
 
 __getattr__, __dir__ = forward(__name__, "tensorflow.python.ops.nn_ops", [
-    "nbdist.graph.nn_ops",
+    "nbdist.ops.nn_ops",
     "nbdist.nn",
 ])

@@ -5,6 +5,6 @@ from __future__ import annotations
 from nbdist.python._forward import forward
 
 __getattr__, __dir__ = forward(__name__, "tensorflow.python.ops.state_ops", [
-    "nbdist.graph.state_ops",
+    "nbdist.ops.state_ops",
     "nbdist",
 ])

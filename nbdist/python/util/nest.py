@@ -5,5 +5,5 @@ from __future__ import annotations
 from nbdist.python._forward import forward
 
 __getattr__, __dir__ = forward(__name__, "tensorflow.python.util.nest", [
-    "nbdist.graph.nest",
+    "nbdist.framework.nest",
 ])

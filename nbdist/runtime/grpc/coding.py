@@ -45,7 +45,7 @@ import numpy as np
 from google.protobuf import message
 
 from nbdist import errors
-from nbdist.graph import tensor_util
+from nbdist.framework import tensor_util
 from nbdist.proto import master_pb2, step_stats_pb2, tensor_pb2, worker_pb2
 
 __all__ = [

@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 
 from nbdist import errors
-from nbdist.graph.device import DeviceSpec
+from nbdist.framework.device import DeviceSpec
 from nbdist.runtime.cluster_spec import ClusterSpec
 from nbdist.runtime.grpc.client import GrpcWorkerClient
 from nbdist.runtime.interfaces import TensorParking

@@ -31,7 +31,7 @@ import threading
 import numpy as np
 
 from nbdist import errors
-from nbdist.graph import tensor_util
+from nbdist.framework import tensor_util
 from nbdist.proto import tensor_pb2
 
 SEGMENT_MIN_BYTES = 1 << 18  # smaller tensors are cheaper through the socket

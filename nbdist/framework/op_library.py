@@ -1,0 +1,54 @@
+"""Imports every op-definition module, so a graph received over the wire finds
+its ops even when the process never built one of that kind."""
+
+from __future__ import annotations
+
+import importlib
+
+OP_MODULES = (
+    "nbdist.framework.constant_op",
+    "nbdist.ops.state_ops",
+    "nbdist.ops.control_flow_ops",
+    "nbdist.ops.variables",
+    "nbdist.ops.math_ops",
+    "nbdist.ops.array_ops",
+    "nbdist.ops.clip_ops",
+    "nbdist.ops.nn_ops",
+    "nbdist.ops.random_ops",
+    "nbdist.ops.data_flow_ops",
+    "nbdist.ops.accumulator_ops",
+    "nbdist.ops.training_ops",
+    "nbdist.ops.gradients",
+    "nbdist.ops.control_flow_v2",
+    "nbdist.ops.summary_ops",
+    "nbdist.ops.collective_ops",
+    "nbdist.ops.linalg_ops",
+    "nbdist.ops.complex_ops",
+    "nbdist.ops.sparse_ops",
+    "nbdist.ops.sparse_training_ops",
+    "nbdist.ops.parsing_ops",
+    "nbdist.ops.io_ops",
+    "nbdist.ops.string_ops",
+    "nbdist.ops.nn_conv_ops",
+    "nbdist.ops.nn_pool_ops",
+    "nbdist.ops.nn_norm_ops",
+    "nbdist.ops.image_ops",
+    "nbdist.ops.lookup_ops",
+)
+
+
+def load_all():
+    for m in OP_MODULES:
+        try:
+            importlib.import_module(m)
+        except ModuleNotFoundError as e:
+            if e.name != m:
+                raise
+    # Ops defined outside nbdist.ops (datasets, functions) register here.
+    for m in ("nbdist.distribute.data.data_ops",
+              "nbdist.distribute.tracing.function_ops"):
+        try:
+            importlib.import_module(m)
+        except ModuleNotFoundError as e:
+            if e.name != m:
+                raise

@@ -1,0 +1,371 @@
+"""Parsing input records: ``parse_example`` / ``parse_single_example`` (serialized
+``nd.train.Example`` protos to tensors), ``decode_raw`` and ``decode_csv``, as
+TF1's ``parsing_ops``.
+
+>>> import nbdist as nd
+>>> ex = nd.train.Example(features=nd.train.Features(feature={
+...     "x": nd.train.Feature(float_list=nd.train.FloatList(value=[1.0, 2.0])),
+...     "ids": nd.train.Feature(int64_list=nd.train.Int64List(value=[7]))}))
+>>> out = nd.parse_single_example(ex.SerializeToString(), {
+...     "x": nd.FixedLenFeature([2], nd.float32),
+...     "ids": nd.VarLenFeature(nd.int64)})
+>>> with nd.Session() as s:
+...     x, ids = s.run([out["x"], out["ids"]])
+>>> x.tolist(), ids.values.tolist(), ids.dense_shape.tolist()
+([1.0, 2.0], [7], [1])
+
+A feature with no default that an Example lacks is an ``InvalidArgumentError``
+naming it; a ``VarLenFeature`` parses to an ``nd.SparseTensor``.
+"""
+
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+
+from nbdist.framework import dtypes
+from nbdist.framework.op_def_registry import REQUIRED, register_op
+from nbdist.framework.ops import _graph_of, convert_to_tensor
+from nbdist.framework.tensor_shape import TensorShape, as_shape
+from nbdist.framework.sparse_tensor import SparseTensor
+
+_FEATURE_DTYPES = (dtypes.float32, dtypes.int64, dtypes.string)
+
+
+class FixedLenFeature(collections.namedtuple(
+        "FixedLenFeature", ["shape", "dtype", "default_value"])):
+    """A feature with a fixed number of values, parsed to a dense tensor of
+    ``shape``; ``default_value`` stands in when an Example lacks it (without
+    one the feature is required)."""
+
+    def __new__(cls, shape, dtype, default_value=None):
+        return super().__new__(cls, shape, dtype, default_value)
+
+
+class FixedLenSequenceFeature(collections.namedtuple(
+        "FixedLenSequenceFeature",
+        ["shape", "dtype", "allow_missing", "default_value"])):
+    """A feature of any number of elements of ``shape``, parsed to a dense
+    tensor ``[batch, max_length] + shape`` padded with ``default_value``
+    (0 or ``b""`` when None). ``parse_example`` needs ``allow_missing=True``."""
+
+    def __new__(cls, shape, dtype, allow_missing=False, default_value=None):
+        return super().__new__(cls, shape, dtype, allow_missing, default_value)
+
+
+class VarLenFeature(collections.namedtuple("VarLenFeature", ["dtype"])):
+    """A feature of any number of values, parsed to an ``nd.SparseTensor``."""
+
+
+# -- op definitions -----------------------------------------------------------
+_PARSE_ATTRS = {"sparse_keys": ("list(string)", []), "dense_keys": ("list(string)", []),
+                "sparse_types": ("list(type)", []), "Tdense": ("list(type)", []),
+                "dense_shapes": ("list(shape)", []),
+                "dense_variable": ("list(int)", [])}
+
+
+def _parse_infer(single):
+    def infer(c):
+        if c.dtype(0) is not dtypes.string:
+            raise TypeError(f"{c.op_type} needs serialized strings, got "
+                            f"{c.dtype(0).name}")
+        want = 0 if single else 1
+        if c.shape(0).rank not in (None, want):
+            raise ValueError(f"{c.op_type}: serialized must be "
+                             f"{'a scalar' if single else 'a vector'}, got shape "
+                             f"{c.shape(0)}")
+        batch = [] if single else [c.shape(0)[0] if c.shape(0).rank else None]
+        rank = len(batch) + 1
+        ns = len(c.attr("sparse_keys"))
+        out = [(dtypes.int64, TensorShape([None, rank]))] * ns
+        out += [(t, TensorShape([None])) for t in c.attr("sparse_types")]
+        out += [(dtypes.int64, TensorShape([rank]))] * ns
+        for t, s, var in zip(c.attr("Tdense"), c.attr("dense_shapes"),
+                             c.attr("dense_variable")):
+            out.append((t, TensorShape(batch + ([None] if var else []) + s.as_list())))
+        return out
+
+    return infer
+
+
+register_op("ParseExample", _parse_infer(False), attrs=_PARSE_ATTRS, min_inputs=1)
+register_op("ParseSingleExample", _parse_infer(True), attrs=_PARSE_ATTRS, min_inputs=1)
+
+
+def _check_dtype(key, dtype):
+    dtype = dtypes.as_dtype(dtype)
+    if dtype not in _FEATURE_DTYPES:
+        raise ValueError(f"Feature {key!r}: an Example holds float32, int64 or "
+                         f"string values, got {dtype.name}")
+    return dtype
+
+
+def _dense_default(key, feature, dtype, shape, variable):
+    """The default-value input of a dense feature (empty: none, required)."""
+    if feature.default_value is None:
+        if variable:
+            return np.array(b"" if dtype is dtypes.string else 0,
+                            dtype=dtype.as_numpy_dtype).reshape(1)
+        return np.zeros([0], dtype=dtype.as_numpy_dtype)
+    value = np.asarray(feature.default_value, dtype=dtype.as_numpy_dtype
+                       if dtype is not dtypes.string else object)
+    if variable:
+        return value.reshape(-1)[:1]
+    if value.size != int(np.prod(shape.as_list(), dtype=np.int64)):
+        raise ValueError(f"Feature {key!r}: default_value {feature.default_value!r} "
+                         f"does not have shape {shape}")
+    return value.reshape(-1)
+
+
+def _split_features(features, sequence=False):
+    """``features`` as (sparse: [(key, dtype)], dense: [(key, dtype, shape,
+    variable, feature)]), sorted by key as TF orders them."""
+    sparse, dense = [], []
+    for key in sorted(features or {}):
+        f = features[key]
+        if isinstance(f, VarLenFeature):
+            sparse.append((key, _check_dtype(key, f.dtype)))
+        elif isinstance(f, (FixedLenFeature, FixedLenSequenceFeature)):
+            variable = isinstance(f, FixedLenSequenceFeature)
+            if sequence and not variable:
+                raise ValueError(f"Feature {key!r}: a sequence feature is a "
+                                 "FixedLenSequenceFeature or a VarLenFeature")
+            if variable and not f.allow_missing and not sequence:
+                raise ValueError(f"Feature {key!r}: FixedLenSequenceFeature "
+                                 "requires allow_missing to be True.")
+            shape = as_shape(f.shape)
+            if not shape.is_fully_defined():
+                raise ValueError(f"Feature {key!r}: shape must be fully defined, "
+                                 f"got {shape}")
+            dense.append((key, _check_dtype(key, f.dtype), shape, variable, f))
+        else:
+            raise ValueError(f"Unsupported feature {key!r}: {f!r} (FixedLenFeature, "
+                             "FixedLenSequenceFeature or VarLenFeature)")
+    return sparse, dense
+
+
+def _parse(serialized, features, name, single):
+    if not features:
+        raise ValueError("Missing: features was empty.")
+    sparse, dense = _split_features(features)
+    g = _graph_of([serialized])
+    op_type = "ParseSingleExample" if single else "ParseExample"
+    with g.as_default(), g.name_scope(name or op_type):
+        serialized = convert_to_tensor(serialized, dtype=dtypes.string,
+                                       name="serialized")
+        defaults = [convert_to_tensor(_dense_default(k, f, t, s, v),
+                                      name=f"key_{k}" if k.isidentifier() else None)
+                    for k, t, s, v, f in dense]
+        attrs = {"sparse_keys": [k for k, _ in sparse],
+                 "dense_keys": [d[0] for d in dense],
+                 "sparse_types": [t for _, t in sparse],
+                 "Tdense": [d[1] for d in dense],
+                 "dense_shapes": [d[2] for d in dense],
+                 "dense_variable": [int(d[3]) for d in dense]}
+        op = g.create_op(op_type, [serialized] + defaults, attrs, name=op_type)
+    outs = op.outputs
+    ns = len(sparse)
+    result = {}
+    for i, (key, _) in enumerate(sparse):
+        result[key] = SparseTensor(outs[i], outs[ns + i], outs[2 * ns + i])
+    for j, d in enumerate(dense):
+        result[d[0]] = outs[3 * ns + j]
+    return result
+
+
+def parse_example(serialized, features, name=None, example_names=None):
+    """Parses a vector of serialized ``Example`` protos into a dict: a dense
+    tensor ``[batch] + shape`` per ``FixedLenFeature``, ``[batch, max_len] +
+    shape`` per ``FixedLenSequenceFeature`` and an ``nd.SparseTensor`` (dense
+    shape ``[batch, max_len]``) per ``VarLenFeature``."""
+    return _parse(serialized, features, name, single=False)
+
+
+def parse_single_example(serialized, features, name=None, example_names=None):
+    """``parse_example`` for one serialized ``Example`` (a scalar): no batch
+    dimension in the results."""
+    return _parse(serialized, features, name, single=True)
+
+
+# -- SequenceExample ------------------------------------------------------------
+_SEQ_ATTRS = dict(_PARSE_ATTRS, fl_sparse_keys=("list(string)", []),
+                  fl_sparse_types=("list(type)", []),
+                  fl_dense_keys=("list(string)", []),
+                  fl_dense_types=("list(type)", []),
+                  fl_dense_shapes=("list(shape)", []),
+                  fl_dense_allow_missing=("list(int)", []))
+
+
+def _parse_sequence_infer(c):
+    out = _parse_infer(True)(c)
+    ns = len(c.attr("fl_sparse_keys"))
+    out += [(dtypes.int64, TensorShape([None, 2]))] * ns
+    out += [(t, TensorShape([None])) for t in c.attr("fl_sparse_types")]
+    out += [(dtypes.int64, TensorShape([2]))] * ns
+    out += [(t, TensorShape([None] + s.as_list()))
+            for t, s in zip(c.attr("fl_dense_types"), c.attr("fl_dense_shapes"))]
+    return out
+
+
+register_op("ParseSingleSequenceExample", _parse_sequence_infer, attrs=_SEQ_ATTRS,
+            min_inputs=1)
+
+
+def parse_single_sequence_example(serialized, context_features=None,
+                                  sequence_features=None, example_name=None,
+                                  name=None):
+    """Parses one serialized ``SequenceExample``: ``(context, sequences)``
+    dicts. ``context_features`` parse as in ``parse_single_example``; a
+    ``FixedLenSequenceFeature`` of ``sequence_features`` is a dense ``[steps] +
+    shape`` tensor (a missing feature list is an error unless
+    ``allow_missing``), a ``VarLenFeature`` a ``[steps, max_len]``
+    ``nd.SparseTensor``."""
+    if not context_features and not sequence_features:
+        raise ValueError("Missing features: give context_features or "
+                         "sequence_features")
+    sparse, dense = _split_features(context_features)
+    fl_sparse, fl_dense = _split_features(sequence_features, sequence=True)
+    g = _graph_of([serialized])
+    op_type = "ParseSingleSequenceExample"
+    with g.as_default(), g.name_scope(name or op_type):
+        serialized = convert_to_tensor(serialized, dtype=dtypes.string,
+                                       name="serialized")
+        defaults = [convert_to_tensor(_dense_default(k, f, t, s, v))
+                    for k, t, s, v, f in dense]
+        attrs = {"sparse_keys": [k for k, _ in sparse],
+                 "dense_keys": [d[0] for d in dense],
+                 "sparse_types": [t for _, t in sparse],
+                 "Tdense": [d[1] for d in dense],
+                 "dense_shapes": [d[2] for d in dense],
+                 "dense_variable": [int(d[3]) for d in dense],
+                 "fl_sparse_keys": [k for k, _ in fl_sparse],
+                 "fl_sparse_types": [t for _, t in fl_sparse],
+                 "fl_dense_keys": [d[0] for d in fl_dense],
+                 "fl_dense_types": [d[1] for d in fl_dense],
+                 "fl_dense_shapes": [d[2] for d in fl_dense],
+                 "fl_dense_allow_missing": [int(bool(d[4].allow_missing))
+                                            for d in fl_dense]}
+        op = g.create_op(op_type, [serialized] + defaults, attrs, name=op_type)
+    outs = list(op.outputs)
+    context, sequences = {}, {}
+    for result, sp, de in ((context, sparse, dense), (sequences, fl_sparse, fl_dense)):
+        ns = len(sp)
+        for i, (key, _) in enumerate(sp):
+            result[key] = SparseTensor(outs[i], outs[ns + i], outs[2 * ns + i])
+        for j, d in enumerate(de):
+            result[d[0]] = outs[3 * ns + j]
+        outs = outs[3 * ns + len(de):]
+    return context, sequences
+
+
+# -- decode_raw, decode_csv ------------------------------------------------------
+_RAW_TYPES = (dtypes.float16, dtypes.float32, dtypes.float64, dtypes.int32,
+              dtypes.uint8, dtypes.int16, dtypes.int8, dtypes.int64, dtypes.bool)
+
+
+def _decode_raw_infer(c):
+    if c.dtype(0) is not dtypes.string:
+        raise TypeError(f"DecodeRaw needs strings, got {c.dtype(0).name}")
+    s = c.shape(0)
+    return [(c.attr("out_type"), TensorShape(None) if s.rank is None
+             else TensorShape(s.as_list() + [None]))]
+
+
+register_op("DecodeRaw", _decode_raw_infer,
+            attrs={"out_type": ("type", REQUIRED), "little_endian": ("bool", True)},
+            num_inputs=1)
+
+
+def decode_raw(input_bytes=None, out_type=None, little_endian=True, name=None,
+               bytes=None):  # noqa: A002 - TF1's argument name
+    """The bytes of each string reinterpreted as numbers of ``out_type``: shape
+    ``input.shape + [len(string) / itemsize]`` (all strings the same length).
+
+    >>> import nbdist as nd, numpy as np
+    >>> raw = np.arange(3, dtype="<i4").tobytes()
+    >>> with nd.Session() as s:
+    ...     s.run(nd.decode_raw(raw, nd.int32)).tolist()
+    [0, 1, 2]
+    """
+    value = input_bytes if input_bytes is not None else bytes
+    if value is None or out_type is None:
+        raise TypeError("decode_raw needs input_bytes and out_type")
+    out_type = dtypes.as_dtype(out_type)
+    if out_type not in _RAW_TYPES:
+        raise TypeError(f"decode_raw: out_type must be one of "
+                        f"{[t.name for t in _RAW_TYPES]}, got {out_type.name}")
+    value = convert_to_tensor(value, dtype=dtypes.string)
+    return value.graph.create_op(
+        "DecodeRaw", [value], {"out_type": out_type,
+                               "little_endian": bool(little_endian)},
+        name=name or "DecodeRaw").outputs[0]
+
+
+_CSV_TYPES = (dtypes.float32, dtypes.float64, dtypes.int32, dtypes.int64,
+              dtypes.string)
+
+
+def _decode_csv_infer(c):
+    if c.dtype(0) is not dtypes.string:
+        raise TypeError(f"DecodeCSV needs string records, got {c.dtype(0).name}")
+    out = []
+    for i, t in enumerate(c.attr("OUT_TYPE")):
+        if c.shape(i + 1).rank not in (None, 0, 1) or (
+                c.shape(i + 1).rank == 1 and c.shape(i + 1)[0] not in (None, 0, 1)):
+            raise ValueError(f"DecodeCSV: record_defaults[{i}] must be a scalar or "
+                             f"a vector of at most one value, got "
+                             f"{c.shape(i + 1)}")
+        out.append((t, c.shape(0)))
+    return out
+
+
+register_op("DecodeCSV", _decode_csv_infer,
+            attrs={"OUT_TYPE": ("list(type)", REQUIRED), "field_delim": ("string", ","),
+                   "use_quote_delim": ("bool", True), "na_value": ("string", ""),
+                   "select_cols": ("list(int)", [])},
+            min_inputs=2)
+
+
+def decode_csv(records, record_defaults, field_delim=",", use_quote_delim=True,
+               name=None, na_value="", select_cols=None):
+    """Splits each CSV line of ``records`` into columns, one tensor per column
+    of ``records``' shape, typed by ``record_defaults`` (a default value per
+    column, or an empty list for a required column).
+
+    >>> import nbdist as nd
+    >>> a, b = nd.decode_csv(["1,x", "2,"], [[0], ["none"]])
+    >>> with nd.Session() as s:
+    ...     s.run([a, b])[1].tolist()
+    [b'x', b'none']
+    """
+    if len(field_delim) != 1:
+        raise ValueError(f"field_delim must be one character, got {field_delim!r}")
+    records = convert_to_tensor(records, dtype=dtypes.string)
+    defaults = []
+    with records.graph.as_default():
+        for i, d in enumerate(record_defaults):
+            # An empty list is TF's required float32 column.
+            empty = isinstance(d, (list, tuple)) and len(d) == 0
+            t = convert_to_tensor(d, name=f"record_default_{i}",
+                                  dtype=dtypes.float32 if empty else None)
+            if t.dtype.base_dtype not in _CSV_TYPES:
+                raise TypeError(f"record_defaults[{i}] must be one of "
+                                f"{[x.name for x in _CSV_TYPES]}, got {t.dtype.name}")
+            defaults.append(t)
+    select = list(select_cols or [])
+    if select and (sorted(set(select)) != select or len(select) != len(defaults)):
+        raise ValueError("select_cols must be strictly increasing, one per "
+                         "record_default")
+    op = records.graph.create_op(
+        "DecodeCSV", [records] + defaults,
+        {"OUT_TYPE": [t.dtype.base_dtype for t in defaults],
+         "field_delim": field_delim, "use_quote_delim": bool(use_quote_delim),
+         "na_value": na_value, "select_cols": select},
+        name=name or "DecodeCSV")
+    return list(op.outputs)
+
+
+__all__ = ["FixedLenFeature", "FixedLenSequenceFeature", "VarLenFeature",
+           "decode_csv", "decode_raw", "parse_example", "parse_single_example",
+           "parse_single_sequence_example"]
