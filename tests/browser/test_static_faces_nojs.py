@@ -22,8 +22,7 @@ import pytest
 from helpers import ROOT
 from test_browser import CHROMIUM, CHROMIUM_ARGS
 
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("0[1-7]-*.ipynb"))
-NOTEBOOKS += sorted((ROOT / "notebooks").glob("10-*.ipynb"))
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
@@ -91,6 +90,22 @@ FACES = {
         ("FileWriter", r"worker:0 wrote 100 loss summaries"),
         ("curves.sync()", "img"),
         ("%tensorboard", r"TensorBoard at http://127\.0\.0\.1:\d+/"),
+    ],
+    "08-conv-net-across-workers": [
+        ("%load_ext nbdist", r"Cluster · 4 tasks: 4 stopped"),
+        ("nd.notebook.PlacementView", r"27 variables on 4 devices"),
+        ("nd.notebook.PlacementView", "svg"),
+        ("%%cluster", r"step +20 +loss"),
+    ],
+    "09-one-step-on-the-wire": [
+        ("import json", r"Cluster · 3 tasks: 3 stopped"),
+        ("ps_traffic = nd.notebook.TrafficView", r"ops on 3 tasks"),
+        ("ps_traffic = nd.notebook.TrafficView", "svg"),
+        ("ps_traffic.wait_for_steps(2)", r"Traffic · parameter servers · \d+ calls"),
+        ("ps_traffic.wait_for_steps(2)", "svg"),
+        ("ring_traffic.wait_for_steps(2)", r"RecvTensor|collective"),
+        ("nd.notebook.TimelineView([allreduce_steps", r"collective"),
+        ("nd.notebook.TimelineView([allreduce_steps", "svg"),
     ],
     "10-stragglers-backup-workers-staleness": [
         ("%cluster start", r"slowed worker:2 by 50 ms"),
