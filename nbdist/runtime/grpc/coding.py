@@ -82,12 +82,6 @@ _MAX_FILL_BYTES = 1 << 30
 
 # -- wire primitives -------------------------------------------------------------
 def _varint(n: int) -> bytes:
-    if n < _SMALL_VARINTS_N:  # lengths and keys of most fields: no loop
-        return _SMALL_VARINTS[n]
-    return _varint_slow(n)
-
-
-def _varint_slow(n: int) -> bytes:
     out = bytearray()
     while True:
         b = n & 0x7F
@@ -99,15 +93,7 @@ def _varint_slow(n: int) -> bytes:
             return bytes(out)
 
 
-_SMALL_VARINTS_N = 1 << 14
-_SMALL_VARINTS = [_varint_slow(i) for i in range(_SMALL_VARINTS_N)]
-
-
 def _read_varint(buf, pos: int, end: int) -> tuple[int, int]:
-    if pos < end:
-        b = buf[pos]
-        if not b & 0x80:  # one byte: field keys and short lengths
-            return b, pos + 1
     result = shift = 0
     while True:
         if pos >= end or shift > 63:
