@@ -146,6 +146,7 @@ def grpc_only(monkeypatch):
     cluster = _bound_cluster()
     ps = nd.Server(cluster, job_name="ps", task_index=0)
     worker = nd.Server(cluster, job_name="worker", task_index=0)
+    worker.ps = ps  # the tests below watch the ps task's steps
     try:
         yield worker
     finally:
@@ -234,10 +235,10 @@ def test_closing_the_session_cancels_a_blocked_remote_step(grpc_only):
 
     t = threading.Thread(target=run)
     t.start()
-    master = sess._master
+    ps_worker = grpc_only.ps._worker
     deadline = time.monotonic() + 20
-    # The step has started on the master (its RunGraph is on its way to the ps).
-    while not any(ms.running for ms in list(master._sessions.values())):
+    # The step runs on the ps (its dequeue waits): RunGraph arrived there.
+    while not ps_worker._steps:
         assert time.monotonic() < deadline and t.is_alive()
         time.sleep(0.01)
     t0 = time.monotonic()
