@@ -10,6 +10,7 @@ waiting on something later.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -21,6 +22,7 @@ from nbdist.framework.importer import parse_input, python_to_attr_value
 from nbdist.proto import graph_pb2
 
 
+@functools.lru_cache(maxsize=4096)  # every remote _Recv asks, every step
 def task_of(device: str) -> str:
     """The task of a full device name (InvalidArgumentError if it names none)."""
     try:

@@ -82,26 +82,41 @@ class AdmissionInterceptor(grpc.ServerInterceptor):
         self._admission = admission or Admission(task_name, classes)
         prefix = f"nbdist-rpc{task_name}"
         self._pools = {id(n): _ClassPool(n, prefix) for n in self._admission.counts}
+        # Per method: (handler, kind, class count, pool). A server's methods are
+        # fixed once it starts, so each is looked up and classified once, not
+        # on every call (grpc asks this interceptor for every call).
+        self._routes: dict[str, tuple] = {}
 
     def shutdown(self):
         for p in self._pools.values():
             p.shutdown(wait=False, cancel_futures=True)
 
     def intercept_service(self, continuation, handler_call_details):
-        handler = continuation(handler_call_details)
-        if handler is None:
-            return None
-        method = handler_call_details.method.rsplit("/", 1)[-1]
-        count = self._admission.class_of(method)
-        kind = _kind(handler)
+        full_name = handler_call_details.method
+        route = self._routes.get(full_name)
+        if route is None:
+            handler = continuation(handler_call_details)
+            if handler is None:
+                return None
+            count = self._admission.class_of(full_name.rsplit("/", 1)[-1])
+            kind = _kind(handler)
+            route = (handler, kind, count, self._pools[id(count)])
+            if len(self._routes) < _MAX_ROUTES:  # bounded: names come from peers
+                self._routes[full_name] = route
+        handler, kind, count, pool = route
         if count.full:  # on grpc's poller thread: read a count, nothing more
-            return _refusal(self._admission.refusal(method, count))
+            return _refusal(self._admission.refusal(
+                full_name.rsplit("/", 1)[-1], count))
         return _MAKERS[kind](
-            _admitted(getattr(handler, kind), time.monotonic(),
-                      self._pools[id(count)]),
+            _admitted(getattr(handler, kind), time.monotonic(), pool),
             request_deserializer=handler.request_deserializer,
             response_serializer=handler.response_serializer,
         )
+
+
+# Unknown method names are not cached (continuation answers None for them);
+# this bounds the table anyway.
+_MAX_ROUTES = 1024
 
 
 def _admitted(behaviour, arrived: float, pool: _ClassPool):
