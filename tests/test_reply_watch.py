@@ -15,7 +15,12 @@ from conftest import local_cluster
 
 import nbdist as nd
 from nbdist.runtime import master as master_mod
-from nbdist.runtime.reply_watch import ReplyWatch
+
+
+def ReplyWatch(**kw):  # the class, imported when a test runs
+    from nbdist.runtime.reply_watch import ReplyWatch as watch_class
+
+    return watch_class(**kw)
 
 
 def _done_future(value) -> Future:
@@ -63,7 +68,7 @@ def test_the_watch_sleeps_when_idle_and_wakes_for_the_next_step():
             time.sleep(0.01)
         assert watch._idle
         got = threading.Event()
-        watch.watch([("ps", "f")], lambda p, f: got.set() or _done_future(p))
+        watch.watch([("ps", "f")], lambda p, f, got=got: got.set() or _done_future(p))
         assert got.wait(10.0)
 
 
@@ -100,7 +105,7 @@ def test_a_failing_peer_cancels_the_blocked_local_partition_with_its_error(
 def test_cross_task_steps_give_the_single_process_results(ps_and_worker):
     """Steps whose replies are read on the step's thread: a ps variable updated
     by the worker's gradients, step after step, as NumPy says."""
-    cluster, worker = ps_and_worker
+    _, worker = ps_and_worker
     g = nd.Graph()
     with g.as_default():
         with nd.device("/job:ps/task:0"):
@@ -118,3 +123,34 @@ def test_cross_task_steps_give_the_single_process_results(ps_and_worker):
             np.testing.assert_allclose(loss_value, float(expected @ xs), rtol=1e-6)
             expected = expected - 0.5 * xs
         np.testing.assert_allclose(sess.run(w), expected, rtol=1e-6)
+
+
+def test_a_step_reads_its_same_host_replies_without_the_pool(ps_and_worker,
+                                                            monkeypatch):
+    """Every pool hand-off of a same-host step is a slow step's (none of a
+    fast one): the step's own thread reads the ps's RunGraph reply."""
+    _, worker = ps_and_worker
+    submitted = []
+    pool_submit = master_mod._pool.submit
+
+    def counting_submit(fn, *args):
+        submitted.append(fn)
+        return pool_submit(fn, *args)
+
+    monkeypatch.setattr(master_mod._pool, "submit", counting_submit)
+    g = nd.Graph()
+    with g.as_default():
+        with nd.device("/job:ps/task:0"):
+            v = nd.Variable(np.float32(0.0))
+        with nd.device("/job:worker/task:0"):
+            bump = nd.assign_add(v, nd.constant(1.0) * 1.0)
+    watch = getattr(master_mod, "_reply_watch", None)
+    with nd.Session(worker.target, graph=g) as sess:
+        sess.run(v.initializer)
+        before = watch.handed_over if watch is not None else 0
+        for _ in range(20):
+            sess.run(bump)
+        assert float(sess.run(v)) == 20.0
+        handed = (watch.handed_over if watch is not None else 0) - before
+    assert len(submitted) <= handed + 2  # the two runs outside the loop, if slow
+    assert len(submitted) < 20
