@@ -33,11 +33,15 @@ def parse_key(key: str):
 
 
 class _Item:
-    __slots__ = ("event", "value")
+    """A tensor's slot. Its ``threading.Event`` is made only when a receiver
+    has to wait (a Send that comes first, the common case, makes none)."""
+
+    __slots__ = ("event", "ready", "value")
 
     def __init__(self):
-        self.event = threading.Event()
+        self.ready = False
         self.value = None
+        self.event: threading.Event | None = None
 
 
 class Rendezvous:
@@ -54,34 +58,63 @@ class Rendezvous:
                 item = self._items[(step_id, key)] = _Item()
                 self._created.setdefault(step_id, time.monotonic())
                 if step_id in self._aborted:
-                    item.event.set()  # a late Recv of an aborted step fails at once
+                    item.ready = True  # a late Recv of an aborted step fails at once
             return item
 
+    def _waitable(self, step_id: int, key: str) -> tuple[_Item, threading.Event]:
+        """The item of ``key`` with its event (made now if nobody waited yet)."""
+        with self._lock:
+            item = self._items.get((step_id, key))
+            if item is None:
+                item = self._items[(step_id, key)] = _Item()
+                self._created.setdefault(step_id, time.monotonic())
+                if step_id in self._aborted:
+                    item.ready = True
+            event = item.event
+            if event is None:
+                event = item.event = threading.Event()
+                if item.ready:
+                    event.set()
+            return item, event
+
     def send(self, step_id: int, key: str, value):
-        item = self._item(step_id, key)
-        if item.event.is_set():
-            raise errors.InternalError(None, None, f"Duplicated send: {key}")
-        item.value = value
-        item.event.set()
+        with self._lock:
+            item = self._items.get((step_id, key))
+            if item is None:
+                item = self._items[(step_id, key)] = _Item()
+                self._created.setdefault(step_id, time.monotonic())
+                if step_id in self._aborted:
+                    item.ready = True
+            if item.ready:
+                raise errors.InternalError(None, None, f"Duplicated send: {key}")
+            item.value = value
+            item.ready = True
+            event = item.event
+        if event is not None:
+            event.set()
 
     def recv(self, step, key: str):
         """Waits (cancellably) for the value of ``key`` in ``step``."""
         item = self._item(step.step_id, key)
-        step.wait(item.event.is_set, f"tensor {key.split(';')[3]}", item.event.wait)
+        if not item.ready:
+            item, event = self._waitable(step.step_id, key)
+            step.wait(event.is_set, f"tensor {key.split(';')[3]}", event.wait)
         self._raise_if_aborted(step.step_id)
         return self._take(step.step_id, key, item)
 
     def recv_blocking(self, step_id: int, key: str, timeout_s: float, is_cancelled):
         """For remote pulls: waits up to ``timeout_s`` while not ``is_cancelled()``."""
         item = self._item(step_id, key)
-        end = time.monotonic() + timeout_s
-        while not item.event.wait(0.02):
-            self._raise_if_aborted(step_id)
-            if is_cancelled():
-                raise errors.CancelledError(None, None, "RecvTensor was cancelled")
-            if time.monotonic() > end:
-                raise errors.DeadlineExceededError(
-                    None, None, f"Timed out waiting for tensor {key:.200}")
+        if not item.ready:
+            item, event = self._waitable(step_id, key)
+            end = time.monotonic() + timeout_s
+            while not event.wait(0.02):
+                self._raise_if_aborted(step_id)
+                if is_cancelled():
+                    raise errors.CancelledError(None, None, "RecvTensor was cancelled")
+                if time.monotonic() > end:
+                    raise errors.DeadlineExceededError(
+                        None, None, f"Timed out waiting for tensor {key:.200}")
         self._raise_if_aborted(step_id)
         return self._take(step_id, key, item)
 
@@ -89,11 +122,12 @@ class Rendezvous:
         """Whether a value sent as ``key`` in ``step_id`` is still waiting."""
         with self._lock:
             item = self._items.get((step_id, key))
-        return item is not None and item.event.is_set()
+        return item is not None and item.ready
 
     def wait_sent(self, step_id: int, key: str, timeout_s: float) -> bool:
         """Waits up to ``timeout_s`` for ``key`` to be sent in ``step_id``."""
-        return self._item(step_id, key).event.wait(max(timeout_s, 0.0))
+        item, event = self._waitable(step_id, key)
+        return item.ready or event.wait(max(timeout_s, 0.0))
 
     def take_ready(self, step_id: int, keys) -> dict:
         """Takes those of ``keys`` already sent in ``step_id`` (a batched remote
@@ -104,7 +138,7 @@ class Rendezvous:
                 return out
             for key in keys:
                 item = self._items.get((step_id, key))
-                if item is not None and item.event.is_set():
+                if item is not None and item.ready:
                     del self._items[(step_id, key)]
                     out[key] = item.value
         return out
@@ -122,9 +156,14 @@ class Rendezvous:
     def abort_step(self, step_id: int, error: errors.OpError):
         with self._lock:
             self._aborted[step_id] = error
-            items = [i for (s, _), i in self._items.items() if s == step_id]
-        for i in items:
-            i.event.set()
+            events = []
+            for (s, _), item in self._items.items():
+                if s == step_id:
+                    item.ready = True
+                    if item.event is not None:
+                        events.append(item.event)
+        for event in events:
+            event.set()
 
     def cleanup(self, step_id: int):
         with self._lock:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 import time
 
 from nbdist import errors
@@ -15,7 +14,7 @@ class StepContext:
 
     __slots__ = (
         "_cancel_error",
-        "_cancel_event",
+        "_cancelled",
         "_on_cancel",
         "deadline",
         "feeds",
@@ -38,7 +37,7 @@ class StepContext:
         self.trace = trace
         self.stats: list | None = [] if trace else None
         self._cancel_error: errors.OpError | None = None
-        self._cancel_event = threading.Event()
+        self._cancelled = False  # a flag, not an Event: nothing waits on it
         self._on_cancel: list | None = None
         self.node_name = ""
         # Tensors a remote pull brought along for later _Recvs of this step
@@ -49,7 +48,7 @@ class StepContext:
         if self._cancel_error is None:
             self._cancel_error = error or errors.CancelledError(
                 None, None, "Step was cancelled")
-        self._cancel_event.set()
+        self._cancelled = True
         callbacks, self._on_cancel = self._on_cancel or [], None
         for fn in callbacks:
             fn()
@@ -60,16 +59,16 @@ class StepContext:
         if self._on_cancel is None:
             self._on_cancel = []
         self._on_cancel.append(fn)
-        if self._cancel_event.is_set():  # cancelled meanwhile: cancel() may have run
+        if self._cancelled:  # cancelled meanwhile: cancel() may have run
             return False
         return True
 
     @property
     def cancelled(self) -> bool:
-        return self._cancel_event.is_set()
+        return self._cancelled
 
     def check(self):
-        if self._cancel_event.is_set():
+        if self._cancelled:
             raise self._cancel_error
         if self.deadline is not None and time.monotonic() > self.deadline:
             raise errors.DeadlineExceededError(
@@ -83,7 +82,7 @@ class StepContext:
         start = time.monotonic()
         op_deadline = start + self.op_timeout_s if self.op_timeout_s else None
         while not ready():
-            if self._cancel_event.is_set():
+            if self._cancelled:
                 raise self._cancel_error
             now = time.monotonic()
             for d in (self.deadline, op_deadline):

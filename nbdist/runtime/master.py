@@ -22,6 +22,7 @@ from nbdist.proto import config_pb2, server_def_pb2, step_stats_pb2
 from nbdist.runtime.interfaces import WorkerInterface
 from nbdist.runtime.partition import normalize_tensor_name, partition, prune, task_of
 from nbdist.runtime.placement import place
+from nbdist.runtime.reply_watch import ReplyWatch
 from nbdist.runtime.timeouts import seconds_from_ms
 from nbdist.runtime.worker import propagated_addresses
 
@@ -30,6 +31,7 @@ _pool = futures.ThreadPoolExecutor(max_workers=64, thread_name_prefix="nbdist-st
 # forever); a task still silent after this is named in the error.
 _DISCOVERY_TIMEOUT_S = 60.0
 _FAILED = object()  # a partition that could not even be started
+_reply_watch = ReplyWatch()
 
 
 def _matches_filter(task: str, filters) -> bool:
@@ -288,14 +290,30 @@ class MasterSession:
         for part in plan.parts:
             if part.worker is self.master.local_worker:
                 inline = part
-        futs = []
+        futs, unread = [], []
         for part in plan.parts:
             if part is not inline:
                 finish = start(part)
-                if finish is not _FAILED:  # answers are awaited in the pool: an
-                    # error there cancels the inline partition at once
-                    futs.append(_pool.submit(run_part, part, finish))
-        run_part(inline)
+                if finish is None:  # no channel: the pool calls and waits
+                    futs.append(_pool.submit(run_part, part, None))
+                elif finish is not _FAILED:
+                    unread.append((part, finish))
+        # Replies sent without waiting are read here after the inline
+        # partition; a slow step's go to the pool (reply_watch), so that a
+        # failing peer still cancels the inline partition promptly.
+        pending = None
+        if unread:
+            pending = _reply_watch.watch(
+                unread, lambda p, f: _pool.submit(run_part, p, f))
+        try:
+            run_part(inline)
+        finally:
+            if pending is not None:
+                _reply_watch.done(pending)
+        if pending is not None:
+            for part, finish in pending.claim():
+                run_part(part, finish)
+            futs.extend(pending.futures)
         for f in futs:
             f.result()  # run_part reports its errors through fail()
         if first_error:

@@ -3,9 +3,11 @@
 It registers its task (incarnation, address, pid) with the coordination service,
 heartbeats every ``heartbeat_interval_ms``, registers again when the leader
 restarted, and forwards what its worker publishes (graph registrations, steps,
-variables created, errors) in batches every 50 ms; when the leader cannot be
-reached it keeps the newest ``max_pending`` events and reports how many it
-dropped (an ``events_dropped`` event). It reaches the service through an
+variables created, errors) in batches every 50 ms — the leader's own task
+too: a step only appends to a bounded queue, and the service (and whoever
+watches it) is woken once per batch, not once per step; when the leader
+cannot be reached it keeps the newest ``max_pending`` events and reports how
+many it dropped (an ``events_dropped`` event). It reaches the service through an
 ``interfaces.CoordinationClient``: in process on the leader, over a transport
 elsewhere.
 """
@@ -39,8 +41,8 @@ class CoordinationAgent:
     and forwards the events the task publishes.
 
     ``client`` reaches the service; when it is in process (``client.in_process``:
-    this task is the leader) the task registers before it serves and publishes
-    without batching.
+    this task is the leader) the task registers before it serves. Events go
+    out in batches, in the order published, from the agent's thread.
     """
 
     def __init__(self, task: str, incarnation: int, address: str,
@@ -75,9 +77,6 @@ class CoordinationAgent:
         payload = dict(payload or {})
         task = payload.pop("task", None) or self.task
         wall = int(time.time() * 1e6)
-        if self._in_process and self.registered:
-            self._client.publish_events([(kind, task, payload, wall)])
-            return
         with self._lock:
             was_empty = not self._pending
             self._pending.append((kind, task, payload, wall))

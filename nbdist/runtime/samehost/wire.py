@@ -44,6 +44,10 @@ MAX_FDS = 64  # segments in one frame
 _PREFIX = struct.Struct("<IQ")
 _ALIGN = 64
 _NUMERIC_KINDS = "biufc"
+# One encoder and decoder for every frame (json.dumps with separators builds
+# an encoder per call).
+_encode_header = json.JSONEncoder(separators=(",", ":")).encode
+_decode_header = json.JSONDecoder().decode
 
 
 class ChannelClosed(ConnectionError):
@@ -221,7 +225,7 @@ def send_frame(sock: socket.socket, header: dict, out: Outgoing | None = None,
         if one_off:
             once = (m, fd)
         header["seg"] = seg
-    head = json.dumps(header, separators=(",", ":")).encode()
+    head = _encode_header(header).encode()
     size = out.size if out is not None else 0
     parts = [_PREFIX.pack(len(head), size), head]
     if out is not None:
@@ -284,7 +288,7 @@ def recv_frame(sock: socket.socket, max_payload: int,
         payload = np.empty(size, np.uint8)
         if size:
             _recv_exact(sock, memoryview(payload))
-        header = json.loads(head)
+        header = _decode_header(head.decode())
         if not isinstance(header, dict):
             raise ValueError("a frame header must be an object")  # noqa: TRY004 - malformed input
     except BaseException:
