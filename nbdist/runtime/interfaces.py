@@ -154,7 +154,7 @@ class CoordinationClient(Protocol):
     key-value, events), wherever the service runs."""
 
     # The service is in this process (the leader's own client): its task
-    # registers before it serves, and publishes without batching.
+    # registers before it serves (its events are batched like every task's).
     in_process: bool
 
     def register_task(self, task: str, incarnation: int, address: str = "",

@@ -11,7 +11,7 @@ from concurrent.futures import Future
 
 import numpy as np
 import pytest
-from conftest import local_cluster
+from helpers import local_cluster
 
 import nbdist as nd
 from nbdist.runtime import master as master_mod
