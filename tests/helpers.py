@@ -22,6 +22,7 @@ Nothing here is a fixture: fixtures live in ``conftest.py``.
 from __future__ import annotations
 
 import json
+import gc
 import os
 import queue
 import signal
@@ -366,12 +367,26 @@ class ServerProcess:
 
 
 
+def current_frames() -> dict:
+    """``sys._current_frames()`` with the garbage collector held off: CPython
+    3.11 may collect inside it while holding the interpreter's thread-list
+    lock, and a finalizer that then waits for a lock another thread holds
+    deadlocks the process (seen once in a full run: every thread in futex)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return sys._current_frames()
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def blocked_threads(
     names=("recv_tensor", "recv_blocking", "run_graph", "wait"),
 ) -> list[str]:
     """Threads of this process whose stack is inside a blocking runtime call."""
     out = []
-    frames = sys._current_frames()
+    frames = current_frames()
     for t in threading.enumerate():
         f = frames.get(t.ident)
         while f is not None:

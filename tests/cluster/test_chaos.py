@@ -26,14 +26,13 @@ import logging
 import os
 import random
 import signal
-import sys
 import threading
 import time
 import traceback
 
 import numpy as np
 import pytest
-from helpers import counting_step, pid_alive, wait_for
+from helpers import counting_step, current_frames, pid_alive, wait_for
 
 import nbdist as nd
 
@@ -142,7 +141,7 @@ def in_closure_call() -> list[str]:
     from nbdist.distribute.coordinator.cluster_coordinator import ClusterCoordinator
 
     assert hasattr(ClusterCoordinator, "_run_closures")  # the frame looked for
-    frames = sys._current_frames()
+    frames = current_frames()
     out = []
     for t in threading.enumerate():
         if not t.name.startswith("WorkerClosureProcessingLoop"):
@@ -356,7 +355,7 @@ def _training_schedule(rng: random.Random):
 
 def where_stuck(threads) -> str:
     """The stacks of the live ``threads``: where a loop that did not finish is."""
-    frames = sys._current_frames()
+    frames = current_frames()
     return "\n".join(f"{t.name}:\n" + "".join(traceback.format_stack(frames[t.ident]))
                      for t in threads if t.is_alive() and t.ident in frames)
 

@@ -16,7 +16,7 @@ import types
 
 import numpy as np
 import pytest
-from helpers import local_cluster
+from helpers import load_factor, local_cluster, wait_for
 
 import nbdist as nd
 from nbdist import errors
@@ -306,11 +306,15 @@ def test_a_slowed_worker_arrives_last_in_barrier_view(servers):
     c = types.SimpleNamespace(cluster_spec=nd.train.ClusterSpec(cluster))
     view = BarrierView(workers[0])
     try:
-        fault_control.slow(c, "worker:1", "20ms")
+        # 20 ms on an idle machine; beside busy loops the scheduler's own delays
+        # grow by about the load per core, so the slowdown does too.
+        fault_control.slow(c, "worker:1", f"{round(20 * load_factor())}ms")
         steps = 30
         results = _train_sync(cluster, [w.target for w in workers], 2, steps,
                               num_tokens=0)
-        assert results == {0: steps, 1: steps}, results
+        # A fast worker may take both tokens of a round (TF's semantics), so
+        # only the total is fixed.
+        assert sum(results.values()) == 2 * steps, results
         assert view.follower.sync(timeout=20)
         rec = view["sync_replicas@ps:0"]
         rounds = rec.rounds
@@ -344,7 +348,7 @@ def test_backup_workers_finish_without_the_straggler_and_drop_its_gradients(serv
     c = types.SimpleNamespace(cluster_spec=nd.train.ClusterSpec(cluster))
     view = BarrierView(workers[0])
     try:
-        fault_control.slow(c, "worker:2", "100ms")
+        fault_control.slow(c, "worker:2", f"{round(100 * load_factor())}ms")
         steps = 60
         results = _train_sync(cluster, [w.target for w in workers], 2, steps)
         assert all(isinstance(n, int) for n in results.values()), results
@@ -407,10 +411,15 @@ def test_three_workers_one_backup_as_tf(server_and_events):
         assert read.run(graphs[1][3]) == 1
         local_step = graphs[1][5]._local_step
         assert read.run(local_step) == 1
-        view.follower.sync(timeout=10)
-        rounds = next(iter(view.barriers.values())).rounds
-        # 1 + 3 gradients dropped: worker 1's late one, then the wasted round.
-        assert sum(rounds.dropped.values()) == 4
+        # 1 + 3 gradients dropped: worker 1's late one, then the wasted round
+        # (the events reach the view in batches: wait for them).
+        def dropped():
+            view.follower.sync(timeout=1)
+            return sum(next(iter(view.barriers.values())).rounds.dropped.values()) \
+                if view.barriers else 0
+
+        wait_for(lambda: dropped() >= 4, 30, "4 dropped gradients in BarrierView")
+        assert dropped() == 4
     finally:
         for _, sess, *_ in graphs:
             sess.close()
