@@ -99,7 +99,9 @@ def test_notebook_09_in_jupyterlab_draws_the_timeline_and_the_wire(
 
             ring = page.locator(
                 ".jp-OutputArea-output:has(.nbdist-timeline-view)").nth(1)
-            assert ring.locator("rect.nbdist-op[data-kind='collective']").count() == 2
+            # Per worker: the all-reduce op and the one chunk it received (two
+            # workers exchange directly), both coloured as collective.
+            assert ring.locator("rect.nbdist-op[data-kind='collective']").count() == 4
             assert ring.locator("g.nbdist-wire").count() >= 1
             assert page.get_by_text("Error displaying widget").count() == 0
         finally:
