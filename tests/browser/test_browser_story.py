@@ -40,13 +40,13 @@ def test_notebook_04_draws_the_failure_story(lab, tmp_path, shots):  # noqa: F81
             phases = strip.locator("g.nbdist-story-phase")
             names = [phases.nth(i).get_attribute("data-phase")
                      for i in range(phases.count())]
-            # worker:1's episode, then ps:0's. How much of a worker's episode
-            # shows depends on timing (a restarted worker may be back before the
-            # coordinator notices it was gone); the ps's always ends restored
-            # from the checkpoint and redone.
-            assert names[0] == "killed" and names.count("killed") == 2, names
+            # worker:1's episode, then ps:0's. How much of an episode shows, and
+            # whether a restart shows as a second episode, depends on timing (a
+            # restarted task may be back before it is detected); the ps is
+            # always restored from the checkpoint and its steps redone.
+            assert names[0] == "killed" and names.count("killed") >= 2, names
             ps = names[names.index("killed", 1):]
-            assert ps[-2:] == ["restored", "redone"], names
+            assert "restored" in ps and "redone" in ps[ps.index("restored"):], names
             words = " ".join(
                 phases.nth(i).text_content() for i in range(phases.count()))
             for want in ("killed", "restored step", "redone"):
