@@ -147,8 +147,11 @@ class RoundTracker:
 
     @property
     def last_counts(self) -> collections.Counter:
-        """Completed rounds each worker arrived last at."""
-        return collections.Counter(r.last for r in self.done if r.arrivals)
+        """Completed rounds each worker arrived last at, of the rounds others
+        waited in: one a single worker filled alone (a fast worker may take
+        every token of a round, as in TF) waited for nobody else."""
+        return collections.Counter(r.last for r in self.done
+                                   if len(set(r.workers)) > 1)
 
     def mean_waits(self) -> dict[str, float]:
         """Each worker's mean wait over the completed rounds it arrived at."""
@@ -161,7 +164,8 @@ class RoundTracker:
         return {w: total[w] / count[w] for w in count}
 
     def straggler(self) -> str | None:
-        """The worker last in most completed rounds (at least three quarters)."""
+        """The worker last in most completed rounds others waited in (at
+        least three quarters of them)."""
         counts = self.last_counts
         n = sum(counts.values())
         if not n:

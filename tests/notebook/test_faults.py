@@ -319,15 +319,19 @@ def test_a_slowed_worker_arrives_last_in_barrier_view(servers):
         rec = view["sync_replicas@ps:0"]
         rounds = rec.rounds
         assert rec.round == steps and len(rounds.done) == steps
+        # Of the rounds both workers reached, the slowed one closed nearly all.
         last = rounds.last_counts
-        assert last["worker:1"] >= 0.9 * steps, last
+        shared = sum(last.values())
+        assert shared == sum(1 for r in rounds.done if len(set(r.workers)) == 2)
+        assert shared >= 5 and last["worker:1"] >= 0.9 * shared, last
         assert rounds.straggler() == "worker:1"
         # The one waiting is the fast worker, by about the injected delay(s).
         mean = rounds.mean_waits()
         assert mean["worker:0"] > 0.015 > mean["worker:1"], mean
         assert sum(rounds.dropped.values()) == 0
         text = repr(view)
-        assert f"straggler: worker:1, last in {last['worker:1']} of {steps}" in text
+        assert (f"straggler: worker:1, last in {last['worker:1']} of {shared} rounds"
+                in text)
         # The run is over: nobody is shown at a round that never comes.
         assert f"round {steps + 1}: none of 2 arrived yet" in text
         html = view._repr_html_()
@@ -440,9 +444,13 @@ def test_async_staleness_histogram_matches_what_each_worker_saw(servers):
     servers(cluster, "ps", 0)
     workers = [servers(cluster, "worker", i) for i in range(2)]
     c = types.SimpleNamespace(cluster_spec=nd.train.ClusterSpec(cluster))
-    fault_control.slow(c, "worker:1", "10ms")
+    fault_control.slow(c, "worker:1", f"{round(10 * load_factor())}ms")
     seen: dict = {}
     start = threading.Barrier(2, timeout=30)
+    # The fast worker steps for as long as the slowed one does (bounded), so the
+    # two overlap however a loaded machine schedules them: 15 steps each could
+    # run one after the other, every gradient fresh.
+    slowed_done = threading.Event()
 
     def worker(i):
         with nd.Graph().as_default():
@@ -460,8 +468,15 @@ def test_async_staleness_histogram_matches_what_each_worker_saw(servers):
                 if i == 0:
                     sess.run(nd.global_variables_initializer())
                 start.wait()
-                seen[i] = [tuple(int(x) for x in sess.run([computed_at, applied_at]))
-                           for _ in range(15)]
+                pairs = []
+                for n in range(2000):
+                    if n >= 15 and (i == 1 or slowed_done.is_set()):
+                        break
+                    pairs.append(tuple(int(x) for x in sess.run([computed_at,
+                                                                 applied_at])))
+                seen[i] = pairs
+                if i == 1:
+                    slowed_done.set()
 
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(2)]
     for t in threads:
@@ -472,7 +487,9 @@ def test_async_staleness_histogram_matches_what_each_worker_saw(servers):
     view = StalenessView({f"worker:{i}": pairs for i, pairs in seen.items()})
     # Oracle: each worker's own pairs; every applied step is distinct.
     applied = sorted(a for pairs in seen.values() for _, a in pairs)
-    assert applied == list(range(30))
+    total = len(applied)
+    assert len(seen[1]) == 15 and total >= 30
+    assert applied == list(range(total))
     hist = view.histogram()
     for i, pairs in seen.items():
         got = {s: n[f"worker:{i}"] for s, n in hist.items() if f"worker:{i}" in n}
@@ -486,4 +503,4 @@ def test_async_staleness_histogram_matches_what_each_worker_saw(servers):
     assert mean["worker:1"] > mean["worker:0"], mean
     html = view._repr_html_()
     assert "<svg class='nbdist-staleness'" in html and "worker:1" in html
-    assert repr(view).startswith("StalenessView: 30 gradients, mean staleness ")
+    assert repr(view).startswith(f"StalenessView: {total} gradients, mean staleness ")

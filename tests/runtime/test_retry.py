@@ -26,6 +26,8 @@ import pytest
 import nbdist as nd
 from nbdist import errors
 from nbdist.runtime.grpc.client import GrpcMasterClient, GrpcWorkerClient
+from nbdist.runtime.grpc.rpc import make_channel, wait_connected
+from helpers import free_port
 
 SLOW_HANDSHAKE_S = 1.5  # more than grpc's reconnect backoff (at most 1 s)
 _HEADERS = 0x1  # HTTP/2 frame type of a response's first frame
@@ -245,3 +247,41 @@ def test_connection_closed_before_any_byte_is_retried(server, proxies, graph):
         assert proxy.connections >= 2
     finally:
         client.close()
+
+
+def test_waiting_to_reconnect_says_ready_timeout_or_cancelled(server):
+    """The wait a retry makes for its channel: "ready" once a server answers,
+    "timeout" when nothing listens, and "cancelled" at once when the channel's
+    owner closes it mid-wait — with no thread left failing on the closed
+    channel (grpc's own ready future leaves one: pytest turns its exception
+    into an error of this test)."""
+    live = make_channel(_address(server), None)
+    try:
+        assert wait_connected(live, 30.0) == "ready"
+    finally:
+        live.close()
+    nothing = f"127.0.0.1:{free_port()}"
+    dead = make_channel(nothing, None)
+    try:
+        assert wait_connected(dead, 0.3) == "timeout"
+    finally:
+        dead.close()
+    for _ in range(10):  # closing races the wait at different points
+        channel = make_channel(nothing, None)
+        stop = []
+        waiter = threading.Thread(
+            target=lambda c=channel: stop.append(wait_connected(c, 30.0)))
+        waiter.start()
+        channel.close()
+        waiter.join(timeout=30)
+        assert not waiter.is_alive()
+        assert stop[-1] == "cancelled"
+    # A closed channel is not waited on; a wait its owner cancels ends at once.
+    assert wait_connected(channel, 30.0) == "cancelled"
+    channel = make_channel(nothing, None)
+    try:
+        assert wait_connected(channel, 30.0, lambda cancel: cancel() or True) == (
+            "cancelled")
+        assert wait_connected(channel, 30.0, lambda cancel: False) == "cancelled"
+    finally:
+        channel.close()

@@ -302,7 +302,7 @@ class GrpcWorkerClient:
 
     def start_run_graph(self, *args):
         """None: a gRPC RunGraph waits on a pool thread of the master."""
-        return None
+        return
 
     def abort_step(self, step_id: int, error: errors.OpError | None = None):
         """Cancels ``step_id`` on the task (CleanupGraph), without waiting."""

@@ -30,12 +30,12 @@ from nbdist.runtime.grpc.coordination_service import (
     event_from_proto,
     event_to_proto,
 )
+from nbdist.runtime.grpc.rpc import RECONNECT_S, wait_connected
 from nbdist.runtime.grpc.wire import connect_failed
 from nbdist.runtime.timeouts import CONTROL_TIMEOUT_S
 
 __all__ = ["EventWatch", "GrpcCoordinationClient"]
 
-RECONNECT_S = 3.0
 _BARRIER_GRACE_S = 5.0  # lets the service's own DEADLINE_EXCEEDED arrive first
 
 
@@ -384,11 +384,7 @@ class EventWatch:
             self._queue.put(_END)
 
     def _wait_for_channel(self) -> bool:
-        try:
-            grpc.channel_ready_future(self._client._channel).result(timeout=RECONNECT_S)
-            return True
-        except grpc.FutureTimeoutError:
-            return False
+        return wait_connected(self._client._channel, RECONNECT_S) == "ready"
 
     def _take(self, item):
         if item is _END:

@@ -108,6 +108,40 @@ def backoff_s(failures: int) -> float:
     return base * random.uniform(0.5, 1.0)
 
 
+# A method no server has: once connected, any server answers it UNIMPLEMENTED.
+_PROBE = "/nbdist.Probe/Connected"
+
+
+def wait_connected(channel: grpc.Channel, timeout_s: float, on_cancel=None) -> str:
+    """Waits (at most ``timeout_s``) for ``channel`` to connect: "ready",
+    "timeout" or "cancelled" (``on_cancel(fn)`` registers ``fn`` to stop the
+    wait; False: cancelled already).
+
+    A call that waits for ready, not ``grpc.channel_ready_future``: that one's
+    polling thread can outlive its future and fail on a channel closed meanwhile
+    (grpc's ``_poll_connectivity`` raises "Channel closed!" in its own thread).
+    """
+    try:
+        call = channel.unary_unary(_PROBE).future(
+            b"", timeout=max(timeout_s, 0.001), wait_for_ready=True)
+    except ValueError:  # the channel was closed: its owner is going away
+        return "cancelled"
+    if on_cancel is not None and not on_cancel(call.cancel):
+        call.cancel()
+    try:
+        call.result()
+        return "ready"  # no server answers the probe, but say so if one did
+    except grpc.FutureCancelledError:
+        return "cancelled"
+    except grpc.RpcError as e:
+        code = e.code()
+        if code == grpc.StatusCode.CANCELLED:
+            return "cancelled"
+        if code in (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE):
+            return "timeout"
+        return "ready"  # UNIMPLEMENTED (or refused): a server answered
+
+
 class Rpc:
     """A channel to one peer, its call metadata, and the calls' shared logic."""
 
@@ -172,28 +206,22 @@ class Rpc:
         time.sleep(max(0.0, min(deadline - time.monotonic(), backoff_s(failures))))
         left = deadline - time.monotonic()
         wait = max(min(left, RECONNECT_S), 0.001)
-        ready = grpc.channel_ready_future(self.channel)
-        if on_cancel is not None and not on_cancel(ready.cancel):
-            ready.cancel()
-        try:
-            ready.result(timeout=wait)
-        except grpc.FutureCancelledError:
+        state = wait_connected(self.channel, wait, on_cancel)
+        if state != "timeout":
             return
-        except grpc.FutureTimeoutError:
-            ready.cancel()
-            if left < RECONNECT_S:
-                raise errors.DeadlineExceededError(
-                    None,
-                    None,
-                    f"{self.who} did not answer {method} within {timeout_s:.1f} s "
-                    "(could not connect)",
-                ) from None
-            raise errors.UnavailableError(
+        if left < RECONNECT_S:
+            raise errors.DeadlineExceededError(
                 None,
                 None,
-                f"{self.who} is unavailable: could not connect within "
-                f"{wait:.1f} s (calling {method})",
+                f"{self.who} did not answer {method} within {timeout_s:.1f} s "
+                "(could not connect)",
             ) from None
+        raise errors.UnavailableError(
+            None,
+            None,
+            f"{self.who} is unavailable: could not connect within "
+            f"{wait:.1f} s (calling {method})",
+        ) from None
 
     def call(
         self,

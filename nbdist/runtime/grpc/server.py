@@ -39,13 +39,13 @@ from nbdist.runtime.grpc.transport import AddressPeers, GrpcPeers, GrpcTensorTra
 from nbdist.runtime.grpc.worker_service import WorkerServicer
 from nbdist.runtime.master import Master
 from nbdist.runtime.router import PeerRouter
+from nbdist.runtime.server_lib import Server
 from nbdist.runtime.service import (
     Admission,
     MasterHandler,
     RecentRequests,
     WorkerHandler,
 )
-from nbdist.runtime.server_lib import Server
 from nbdist.runtime.tensor_store import ParkedTensors
 from nbdist.runtime.worker import Worker, cpu_device, new_incarnation
 
