@@ -362,14 +362,20 @@ def round_lines(r: BarrierRecord) -> list[str]:
         return []
     last = t.done[-1]
     waits = ", ".join(f"{w} {_ms(s)}" for w, s in sorted(last.waits.items()))
-    lines = [f"round {last.number}: {last.last} arrived last (waits: {waits})"]
+    if len(set(last.workers)) > 1:
+        lines = [f"round {last.number}: {last.last} arrived last (waits: {waits})"]
+    else:  # one fast worker took every token of the round (TF's semantics)
+        lines = [f"round {last.number}: {last.last} alone (waits: {waits})"]
     counts, n = t.last_counts, sum(t.last_counts.values())
+    alone = len(t.done) - n
+    of = f"of {n} rounds" + (f" others waited in; {alone} by one worker alone"
+                              if alone else "")
     who = t.straggler()
     if who is not None:
-        lines.append(f"straggler: {who}, last in {counts[who]} of {n} rounds")
-    else:
+        lines.append(f"straggler: {who}, last in {counts[who]} {of}")
+    elif n:
         lines.append("arrived last: " + ", ".join(
-            f"{w} {k}×" for w, k in counts.most_common()) + f" (of {n} rounds)")
+            f"{w} {k}×" for w, k in counts.most_common()) + f" ({of})")
     mean = t.mean_waits()
     lines.append("mean wait: " + ", ".join(
         f"{w} {_ms(mean[w])}" for w in sorted(mean)))
@@ -402,8 +408,10 @@ def _round_grid(r: BarrierRecord) -> str:
         for j, x in enumerate(rounds):
             cx = left + j * (size + 1)
             waits = x.waits
-            if w == x.last:
+            if w == x.last and len(set(x.workers)) > 1:
                 colour, tip = "#cf222e", f"round {x.number}: {w} arrived last"
+            elif w == x.last:  # nobody else came: its last gradient kept nobody
+                colour, tip = "#1a7f37", f"round {x.number}: {w} alone"
             elif w in waits:
                 shade = 0.25 + 0.75 * waits[w] / longest
                 colour = f"rgba(26,127,55,{shade:.2f})"

@@ -115,7 +115,7 @@ FACES = {
         ("no_backup = nd.notebook.BarrierView", r"straggler: worker:2"),
         ("no_backup = nd.notebook.BarrierView", r"per round \(red: arrived last"),
         ("nd.Session.reset(target)", r"stale gradients dropped"),
-        ("made = sum(", r"stale gradients were dropped: True"),
+        ("made = sum(", r"worker:2's late gradients were dropped as stale: True"),
     ],
 }
 
