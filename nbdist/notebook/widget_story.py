@@ -196,6 +196,11 @@ class FailureStory:
                 return False
             ep.killed_at = when
             return True
+        if weak and self._latest(task, lambda e: abs(when - e.start) < _MATCH_S):
+            # Only a sign, timed by whoever noticed it: heartbeats of the task
+            # that went down moments ago, told after it came back (a restart
+            # can beat the heartbeat timeout). A new failure is told by its kill.
+            return False
         self.episodes.append(Episode(task, killed_at=when))
         return True
 

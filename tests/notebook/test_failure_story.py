@@ -309,9 +309,16 @@ def test_a_heartbeat_failure_told_after_the_restart_is_the_same_failure():
     # Heartbeats stopped at 12.0: the service says so after the restart was seen.
     assert story.note("worker:1", "failed by heartbeat", 12.0, weak=True) is False
     assert len(story.episodes) == 1
+    # ... or timed after the restart (a restart can beat the heartbeat timeout):
+    # still the failure that was already told, not a second one.
+    assert story.note("worker:1", "failed by heartbeat", 13.0, weak=True) is False
+    assert len(story.episodes) == 1
     # Killed again after it came back: another failure.
     assert story.note("worker:1", "killed", 20.0) is True
     assert len(story.episodes) == 2
+    # With no kill seen (a remote task), heartbeats alone still tell a failure.
+    assert story.note("ps:0", "failed by heartbeat", 30.0, weak=True) is True
+    assert len(story.episodes) == 3 and story.episodes[2].task == "ps:0"
 
 
 def test_an_in_process_session_tells_its_recovery_from_a_messageless_error(recorded):
