@@ -67,7 +67,7 @@ class ClusterMagics(Magics):
         default=None,
         metavar="COMMAND",
         help="local | start | status | stop | kill TASK | restart TASK | "
-        "placement [GRAPH] | timeline FETCHES_OR_RUN_METADATA | connect SPEC | "
+        "placement [GRAPH] | timeline [FETCHES_OR_RUN_METADATA] | connect SPEC | "
         "disconnect",
     )
     @argument(
@@ -130,8 +130,9 @@ class ClusterMagics(Magics):
             %cluster restart worker:1           start it again at its address
             %cluster placement [GRAPH]          PlacementView of GRAPH (default:
                                                 the default graph) on the cluster
-            %cluster timeline FETCHES           trace one step of FETCHES (or show
-                                                a RunMetadata) as a TimelineView
+            %cluster timeline [FETCHES]         trace one step of FETCHES (or show
+                                                a RunMetadata) as a TimelineView;
+                                                bare: the last step traced here
             %cluster traffic                    TrafficView: calls and bytes
                                                 between tasks, live (LocalCluster
                                                 tasks publish their taps when
@@ -394,13 +395,17 @@ class ClusterMagics(Magics):
         from nbdist.framework.default_session import get_default_session
         from nbdist.notebook.widget_timeline import TimelineView
         from nbdist.proto.config_pb2 import RunMetadata
-        from nbdist.runtime.session import Session
+        from nbdist.runtime.session import Session, last_traced_step
 
         if not args.args:
-            raise UsageError(
-                "%cluster timeline needs FETCHES (an expression) or a "
-                "RunMetadata, e.g. %cluster timeline train_op"
-            )
+            last = last_traced_step()
+            if last is None:
+                raise UsageError(
+                    "%cluster timeline: no step was traced yet in this kernel; "
+                    "give FETCHES (an expression) or a RunMetadata, e.g. "
+                    "%cluster timeline train_op"
+                )
+            return TimelineView(last, title="the last traced step")
         value = self._eval(args)
         if isinstance(value, RunMetadata):
             return TimelineView(value)

@@ -43,6 +43,15 @@ from nbdist.runtime.worker import Worker
 _log = logging.getLogger("nbdist")
 
 LOCAL_TASK = "/job:localhost/replica:0/task:0"
+# The RunMetadata of the last step this process traced (any session): what a
+# bare ``%cluster timeline`` shows.
+_last_traced: list = [None]
+
+
+def last_traced_step() -> config_pb2.RunMetadata | None:
+    """A copy of the ``RunMetadata`` of the last step any session of this
+    process ran with tracing (``RunOptions.trace_level``), or None."""
+    return _last_traced[0]
 _CLOSE_WAIT_S = 5.0  # how long close() lets cancelled steps report
 
 
@@ -238,6 +247,10 @@ class BaseSession:
         try:
             values = self._master.run_step(self._handle, feeds, fetches, targets,
                                            options, run_metadata)
+            if run_metadata is not None and run_metadata.step_stats.dev_stats:
+                kept = config_pb2.RunMetadata()
+                kept.CopyFrom(run_metadata)
+                _last_traced[0] = kept
         except errors.OpError as e:
             _explain(e, self._graph, graph_rejected=False)
             raise

@@ -213,9 +213,13 @@ def test_placement_and_timeline(ip, started):
         ip.user_ns["meta"] = timeline.run_metadata
         shown = ip.run_line_magic("cluster", "timeline meta")
         assert len(shown.spans) == len(timeline.spans)
+        # Bare: the last step traced in this kernel (this one, by any session).
+        last = ip.run_line_magic("cluster", "timeline")
+        assert isinstance(last, TimelineView) and last.run_metadata is not None
+        assert last.run_metadata.step_stats == timeline.run_metadata.step_stats
+        assert set(last.tasks()) == {"worker:0", "ps:0"}
     assert "is not a graph" in _usage_error(ip, "placement 42")
     assert "cannot evaluate 'nope'" in _usage_error(ip, "placement nope")
-    assert "needs FETCHES" in _usage_error(ip, "timeline")
 
 
 def test_kill_status_restart(ip, started, capsys):
