@@ -298,21 +298,31 @@ def _end_watch(it):
 
 class Throttle:
     """Calls ``fn()`` at most every ``interval`` seconds after ``poke()``s, and
-    always once after the last poke (so the final state is always drawn)."""
+    always once after the last poke (so the final state is always drawn).
 
-    def __init__(self, fn, interval: float = 0.1, name: str = "nbdist-render"):
+    Its thread starts at the first poke and ends after ``idle_s`` without one
+    (the next poke starts another): a view nobody closes holds no thread once
+    its source falls quiet."""
+
+    def __init__(self, fn, interval: float = 0.1, name: str = "nbdist-render",
+                 idle_s: float = 5.0):
         self._fn = fn
         self._interval = interval
+        self._idle_s = idle_s
+        self._name = name
         self._cond = threading.Condition()
         self._dirty = False
         self._closed = False
         self._call_lock = threading.Lock()  # the thread and flush() never overlap
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self._thread.start()
+        self._thread: threading.Thread | None = None
 
     def poke(self):
         with self._cond:
             self._dirty = True
+            if self._thread is None and not self._closed:
+                self._thread = threading.Thread(target=self._run, name=self._name,
+                                                daemon=True)
+                self._thread.start()
             self._cond.notify()
 
     def flush(self):
@@ -325,9 +335,10 @@ class Throttle:
     def close(self):
         with self._cond:
             self._closed = True
+            thread = self._thread
             self._cond.notify()
-        if threading.current_thread() is not self._thread:
-            self._thread.join(2.0)
+        if thread is not None and threading.current_thread() is not thread:
+            thread.join(2.0)
         self.flush()
 
     def _call(self):
@@ -340,9 +351,11 @@ class Throttle:
     def _run(self):
         while True:
             with self._cond:
-                while not self._dirty and not self._closed:
-                    self._cond.wait()
-                if self._closed:
+                if not self._cond.wait_for(lambda: self._dirty or self._closed,
+                                           self._idle_s) or self._closed:
+                    # Idle (or closed): end; a later poke starts a new thread.
+                    if self._thread is threading.current_thread():
+                        self._thread = None
                     return
                 self._dirty = False
             self._call()

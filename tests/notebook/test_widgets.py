@@ -185,6 +185,26 @@ def test_throttle_coalesces_and_always_draws_the_last_state():
     assert len(calls) < 50
 
 
+def test_a_throttle_holds_a_thread_only_while_it_is_poked():
+    """A view nobody closes (made in a loop, or in a test) keeps no thread once
+    its source is quiet; the next change draws again."""
+    calls = []
+
+    def threads():
+        return [t for t in threading.enumerate() if t.name == "nbdist-throttle-test"]
+
+    t = Throttle(lambda: calls.append(1), interval=0.01, name="nbdist-throttle-test",
+                 idle_s=0.2)
+    assert threads() == []  # never poked: no thread
+    t.poke()
+    wait_for(lambda: calls, 10, "a draw after the first poke")
+    wait_for(lambda: not threads(), 10, "the idle throttle's thread to end")
+    t.poke()
+    wait_for(lambda: len(calls) == 2, 10, "a draw after a poke once idle")
+    t.close()
+    assert not threads() and len(calls) == 2
+
+
 # -- ClusterView ----------------------------------------------------------------------
 class FakeCluster:
     """A LocalCluster's public surface, without processes."""
