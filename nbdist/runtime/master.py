@@ -244,7 +244,10 @@ class MasterSession:
                 if first:
                     first_error.append(e)
                 elif (isinstance(first_error[0], errors.CancelledError) and
-                      not isinstance(e, errors.CancelledError)):
+                      not isinstance(e, errors.CancelledError) and not self.closed):
+                    # A cancel is usually another failure's echo; the session
+                    # closing is itself the cause (what its graphs' removal
+                    # then fails with is the echo).
                     first_error[0] = e
             if first:  # the first error cancels every other partition
                 for part in plan.parts:

@@ -258,6 +258,42 @@ def test_close_cancels_a_blocked_step_with_tf_wording(server, graph):
     nd.Session.reset(server.target)
 
 
+def test_close_cancels_a_step_across_tasks_with_tf_wording(servers, graph):
+    """A step blocked on the ps while its session (on the worker) closes: the
+    cancel is the error, not what the graphs' removal on the ps then says."""
+    cluster = local_cluster(ps=1, worker=1)
+    servers(cluster, "ps", 0)
+    worker = servers(cluster, "worker", 0)
+    with nd.device("/job:ps/task:0"):
+        q = nd.FIFOQueue(10, [nd.float32], shared_name="close_across_tasks")
+        deq = q.dequeue()
+    with nd.device("/job:worker/task:0"):
+        out = deq * 2.0
+    for attempt in range(5):  # each close races the partitions' unwinding
+        sess = nd.Session(worker.target)
+        caught = []
+        started = threading.Event()
+
+        def blocking(sess=sess, caught=caught, started=started):
+            started.set()
+            try:
+                sess.run(out)
+            except errors.OpError as e:
+                caught.append(e)
+
+        t = threading.Thread(target=blocking)
+        t.start()
+        assert started.wait(10)
+        deadline = time.monotonic() + 10
+        while not blocked_threads(("wait",)) and time.monotonic() < deadline:
+            time.sleep(0.01)  # polls: the dequeue blocks on the ps's thread
+        sess.close()
+        t.join(30)
+        assert not t.is_alive()
+        assert len(caught) == 1, attempt
+        assert isinstance(caught[0], errors.CancelledError), (attempt, caught[0])
+
+
 def test_invalid_hostname_is_invalid_argument():
     with pytest.raises(errors.InvalidArgumentError, match="port") as info:
         nd.Server({"local": ["localhost"]}, job_name="local", task_index=0)
