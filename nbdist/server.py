@@ -32,10 +32,12 @@ import os
 import signal
 import sys
 import threading
+import time
 
 __all__ = ["main"]
 
 _STOP_BOUND_S = 3.5  # SIGTERM to exit, at most (the promise is 5 s)
+_SIGNAL_POLL_S = 0.1  # how soon the main thread sees a signal another thread got
 _STOP_GRACE_S = 2.5  # for calls in flight to end once their steps are cancelled
 
 # What one request may cost this server (ConfigProto.server_limits, bytes).
@@ -151,7 +153,9 @@ def _stop_and_exit(server):
     stopper = threading.Thread(target=server.stop, args=(_STOP_GRACE_S,),
                                name="nbdist-stop", daemon=True)
     stopper.start()
-    stopper.join(_STOP_BOUND_S)
+    bound = time.monotonic() + _STOP_BOUND_S
+    while stopper.is_alive() and time.monotonic() < bound:
+        stopper.join(_SIGNAL_POLL_S)  # in slices: a second signal acts at once
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
@@ -228,7 +232,10 @@ def main(argv=None) -> int:
         f"(pid {os.getpid()})",
         flush=True,
     )
-    stop.wait()
+    # In slices: the kernel may hand a signal to any thread (grpc has many),
+    # and Python runs its handler only when the main thread next wakes.
+    while not stop.wait(_SIGNAL_POLL_S):
+        pass
     if tap_publisher is not None:
         tap_publisher.close()
     _stop_and_exit(server)

@@ -45,7 +45,10 @@ class Server:
 
     def join(self):
         """Blocks until ``stop()`` is called (from another thread or a signal)."""
-        self._stopped.wait()
+        # In slices: Ctrl-C may reach another thread first, and Python raises
+        # KeyboardInterrupt only when the main thread next wakes.
+        while not self._stopped.wait(0.25):
+            pass
 
     @property
     def stopped(self) -> bool:

@@ -118,3 +118,37 @@ def test_second_signal_exits_at_once(spawn, graph):
     # The graceful path would give 0, after waiting 2.5 s for the deaf kernel.
     assert rc == 128 + signal.SIGINT, (rc, took)
     assert took < 2.0
+
+
+_JOIN_SCRIPT = """
+import signal, threading, nbdist as nd
+server = nd.Server.create_local_server()
+def interrupt_from_another_thread():
+    # The signal lands on this thread, not the main one: as the kernel may
+    # choose when a process has many threads (grpc's).
+    signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+threading.Timer(0.5, interrupt_from_another_thread).start()
+try:
+    server.join()
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+    server.stop()
+"""
+
+
+def test_ctrl_c_stops_server_join_even_when_another_thread_gets_it():
+    """TF1's ``server.join()`` in a script's main thread ends with
+    KeyboardInterrupt on Ctrl-C, whichever thread the kernel gave SIGINT to."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", _JOIN_SCRIPT],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+    assert "interrupted" in out, (out, err)
+    assert proc.returncode == 0, err

@@ -228,7 +228,10 @@ class _FakeServer:
 
     def join(self):
         """Blocks until ``stop()`` (the server itself lives in another process)."""
-        self._stopped.wait()
+        # In slices: Ctrl-C may reach another thread first, and Python raises
+        # KeyboardInterrupt only when the main thread next wakes.
+        while not self._stopped.wait(0.25):
+            pass
 
     def stop(self):
         self._stopped.set()
