@@ -267,8 +267,11 @@ class CoordinatorStory:
                     out += self._lost(short_name(ev.task), _first_line(ev.error))
                 elif t is cs.PsRecovered:
                     out += self._back(short_name(ev.task), None)
-        for phase, payload in out:
-            self._publish(phase, payload)
+            # Under the lock: another thread's observe (a re-run closure's result,
+            # "redone") must not be published between this one's "lost" and its
+            # "requeued". Listeners are quick and sending to the service is queued.
+            for phase, payload in out:
+                self._publish(phase, payload)
 
     def _failed_workers(self) -> set:
         out = set()
