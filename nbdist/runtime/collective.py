@@ -32,7 +32,6 @@ import itertools
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -218,7 +217,6 @@ class CollectiveExecutor:
         self._runs: dict[tuple[int, int], itertools.count] = {}
         self._active: dict[int, _Execution] = {}
         self._watching = False
-        self._pool: ThreadPoolExecutor | None = None
         self.mailbox = ChunkMailbox()  # chunks peers on this host pushed
         # (group, instance) -> its last large all-reduce result (collective_ring)
         self.result_buffers: dict[tuple[int, int], np.ndarray] = {}
@@ -452,10 +450,7 @@ class CollectiveExecutor:
 
     def close(self):
         with self._lock:
-            pool, self._pool = self._pool, None
             self.result_buffers.clear()
-        if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
 
 
 class _Running:

@@ -129,11 +129,12 @@ def _fold_direct(run, piece, tag, flat, out, merge) -> None:
 
 
 def _map_pieces(owner, run, pipeline: int, piece_fn, pieces) -> None:
-    with owner._lock:
-        if owner._pool is None:
-            owner._pool = ThreadPoolExecutor(
-                pipeline, thread_name_prefix=f"nbdist-collective{owner.task}")
-        pool = owner._pool
+    # Threads of this collective's own: in a pool shared by the task's
+    # collectives, a step's concurrent all-reduces could fill it on one task
+    # with pieces of one and on its peer with pieces of another, each waiting
+    # for chunks the other task's pool never gets to (a hang seen under load).
+    pool = ThreadPoolExecutor(min(pipeline, len(pieces)),
+                              thread_name_prefix=f"nbdist-collective{owner.task}")
     futures = [pool.submit(piece_fn, run, *p) for p in pieces]
     try:
         for f in futures:
@@ -145,6 +146,8 @@ def _map_pieces(owner, run, pipeline: int, piece_fn, pieces) -> None:
         for f in futures:
             f.exception()
         raise
+    finally:
+        pool.shutdown(wait=False)
 
 
 def _step(finish, take, *args) -> None:

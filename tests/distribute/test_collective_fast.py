@@ -10,10 +10,11 @@ left neighbour (pushed to it over the same-host path), and the ring moves
 from __future__ import annotations
 
 import threading
+import traceback
 
 import numpy as np
 import pytest
-from helpers import local_cluster
+from helpers import current_frames, local_cluster, sleep_op
 
 import nbdist as nd
 from nbdist import errors
@@ -37,7 +38,12 @@ def _in_threads(n, fn):
         t.start()
     for t in threads:
         t.join(120)
-    assert not any(t.is_alive() for t in threads), "a task never finished"
+    if any(t.is_alive() for t in threads):
+        frames = current_frames()
+        stacks = "\n".join(
+            f"--- {t.name}\n" + "".join(traceback.format_stack(frames[t.ident]))
+            for t in threading.enumerate() if t.ident in frames)
+        raise AssertionError(f"a task never finished; threads:\n{stacks}")
     if errs:
         raise errs[0]
     return out
@@ -194,3 +200,35 @@ def test_members_with_different_dtypes_fail_clearly(servers, monkeypatch):
     assert any(kind is errors.InvalidArgumentError and "same shape and dtype" in msg
                for kind, msg in outcomes), outcomes
     assert all(kind is not None for kind, _ in outcomes), outcomes
+
+
+@pytest.mark.parametrize("same_host", ["1", "0"])
+def test_concurrent_all_reduces_started_in_opposite_orders_finish(
+        servers, monkeypatch, same_host):
+    """Two pipelined all-reduces in one step, started in opposite orders on the
+    two tasks (each delays a different one), one piece in flight at a time: each
+    collective has threads of its own, so neither waits behind the other (it
+    did not hang with the shared pool either: a guard, not a reproduction)."""
+    monkeypatch.setattr(collective, "SEGMENT_BYTES", SEGMENT)
+    monkeypatch.setattr(collective, "DIRECT_BYTES", 0, raising=False)
+    monkeypatch.setattr(collective, "_PIPELINE", 1)
+    tasks = _start(servers, monkeypatch, 2, same_host)
+    xs = [np.arange(4096, dtype=np.float32) * (i + 1) for i in range(2)]
+
+    def task(i):
+        with nd.Graph().as_default():
+            late = 1 - i  # task 0 delays the second, task 1 the first
+            ops = []
+            for k in range(2):
+                x = nd.constant(xs[i])
+                if k == late:
+                    x = sleep_op(x, 0.5)
+                ops.append(collective_ops.all_reduce(x, 2, 1, k + 1,
+                                                     communication_hint="ring"))
+            with nd.Session(tasks[i].target) as sess:
+                return sess.run(ops)
+
+    results = _in_threads(2, task)
+    for out in results:
+        for value in out:
+            np.testing.assert_array_equal(value, xs[0] + xs[1])
