@@ -228,33 +228,41 @@ def test_reset_all_aborts_sessions_and_clears(server, graph):
 
 
 # -- error classes and messages --------------------------------------------------------
+def _close_while_blocked(sess, fetch) -> list:
+    """Closes ``sess`` while another thread's ``sess.run(fetch)`` blocks in a
+    wait; the errors that run raised (it must end)."""
+    caught = []
+    started = threading.Event()
+
+    def blocking():
+        started.set()
+        try:
+            sess.run(fetch)
+        except errors.OpError as e:
+            caught.append(e)
+
+    t = threading.Thread(target=blocking)
+    t.start()
+    assert started.wait(10)
+    deadline = time.monotonic() + 10
+    while not blocked_threads(("wait",)) and time.monotonic() < deadline:
+        time.sleep(0.01)  # polls: the step blocks in another thread
+    assert blocked_threads(("wait",))
+    sess.close()
+    t.join(30)
+    assert not t.is_alive()
+    return caught
+
+
 def test_close_cancels_a_blocked_step_with_tf_wording(server, graph):
     q = nd.FIFOQueue(10, [nd.float32])
     enq, deq = q.enqueue(37.0), q.dequeue()
     for sess in (nd.Session(server.target), _rpc_session(server.target)):
         sess.run(enq)
         sess.run(deq)
-        caught = []
-        started = threading.Event()
-
-        def blocking(sess=sess, caught=caught, started=started):
-            started.set()
-            try:
-                sess.run(deq)
-            except errors.CancelledError as e:
-                caught.append(str(e))
-
-        t = threading.Thread(target=blocking)
-        t.start()
-        assert started.wait(10)
-        deadline = time.monotonic() + 10
-        while not blocked_threads(("wait",)) and time.monotonic() < deadline:
-            time.sleep(0.01)  # polls: the dequeue blocks in another thread
-        assert blocked_threads(("wait",))
-        sess.close()
-        t.join(30)
-        assert not t.is_alive()
-        assert len(caught) == 1 and "Session::Close" in caught[0]
+        caught = _close_while_blocked(sess, deq)
+        assert len(caught) == 1 and isinstance(caught[0], errors.CancelledError)
+        assert "Session::Close" in str(caught[0])
     nd.Session.reset(server.target)
 
 
@@ -270,26 +278,7 @@ def test_close_cancels_a_step_across_tasks_with_tf_wording(servers, graph):
     with nd.device("/job:worker/task:0"):
         out = deq * 2.0
     for attempt in range(5):  # each close races the partitions' unwinding
-        sess = nd.Session(worker.target)
-        caught = []
-        started = threading.Event()
-
-        def blocking(sess=sess, caught=caught, started=started):
-            started.set()
-            try:
-                sess.run(out)
-            except errors.OpError as e:
-                caught.append(e)
-
-        t = threading.Thread(target=blocking)
-        t.start()
-        assert started.wait(10)
-        deadline = time.monotonic() + 10
-        while not blocked_threads(("wait",)) and time.monotonic() < deadline:
-            time.sleep(0.01)  # polls: the dequeue blocks on the ps's thread
-        sess.close()
-        t.join(30)
-        assert not t.is_alive()
+        caught = _close_while_blocked(nd.Session(worker.target), out)
         assert len(caught) == 1, attempt
         assert isinstance(caught[0], errors.CancelledError), (attempt, caught[0])
 
