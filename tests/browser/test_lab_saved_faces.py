@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import urllib.request
 
 import nbformat
 import pytest
@@ -49,6 +50,32 @@ def _saved(path, timeout: float = 60.0) -> dict:
         time.sleep(0.2)  # the save is a request of the page: no event here
 
 
+def _frame_diagnosis(page, tmp_path) -> str:
+    """What the page holds when TensorBoard's frame shows no run: the frames,
+    what TensorBoard answers when asked directly, and a screenshot's path."""
+    frames = page.locator("iframe.nbdist-tensorboard")
+    srcs = [frames.nth(i).get_attribute("src") for i in range(frames.count())]
+    loaded = [(f.url, f.is_detached()) for f in page.frames]
+    answers = []
+    for src in srcs:
+        started = time.monotonic()
+        try:
+            with urllib.request.urlopen(src, timeout=30) as r:
+                answers.append(f"{src} -> {r.status} in {time.monotonic() - started:.1f} s")
+        except OSError as e:
+            answers.append(f"{src} -> {e!r}")
+    try:
+        shown = repr(
+            page.frame_locator("iframe.nbdist-tensorboard").first.locator("body")
+            .inner_text(timeout=5_000)[:1000]
+        )
+    except Exception as e:  # noqa: BLE001 - playwright's TimeoutError, reported
+        shown = f"no body ({type(e).__name__})"
+    shot = tmp_path / "tensorboard-frame.png"
+    page.screenshot(path=str(shot), full_page=True)
+    return f"frame text {shown}, iframes {srcs}, page frames {loaded}, asked directly {answers}, screenshot {shot}"
+
+
 @pytest.mark.timeout(420)
 def test_run_all_shows_tensorboard_and_the_saved_notebook_reopens_static(
     venv_not_on_path,
@@ -69,9 +96,9 @@ def test_run_all_shows_tensorboard_and_the_saved_notebook_reopens_static(
             try:
                 frame.get_by_text("worker0").first.wait_for(timeout=150_000)
             except sync_api.TimeoutError:
-                shown = frame.locator("body").inner_text(timeout=10_000)
                 raise AssertionError(
-                    f"TensorBoard's frame shows no run 'worker0': {shown[:2000]!r}"
+                    "TensorBoard's frame shows no run 'worker0': "
+                    + _frame_diagnosis(page, tmp_path)
                 ) from None
             assert page.get_by_text("Failed to launch TensorBoard").count() == 0
 
