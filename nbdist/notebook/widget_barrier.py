@@ -305,11 +305,12 @@ def _rounds(r: BarrierRecord) -> str:
 
 def _needed(r: BarrierRecord) -> int:
     """Arrivals that complete a round: every participant, or, for a
-    SyncReplicas barrier with backup workers, the most gradients a completed
-    round took (``replicas_to_aggregate``)."""
+    SyncReplicas barrier with backup workers, the fewest gradients a
+    completed round took (``replicas_to_aggregate``: a round takes every
+    gradient that came before its take, so one may hold more than that)."""
     n = len(r.participants)
     if r.rounds is not None and r.rounds.done:
-        return min(n, max(len(x.arrivals) for x in r.rounds.done)) or n
+        return min(n, min(len(x.arrivals) for x in r.rounds.done)) or n
     return n
 
 

@@ -135,6 +135,33 @@ def test_barrier_view_says_what_rounds_mean():
     assert repr(view).endswith("round 51: none of 2 arrived yet")
 
 
+def test_barrier_view_counts_backup_workers_even_when_a_round_took_every_gradient():
+    """replicas_to_aggregate=2 of 3 workers: a round takes every gradient that
+    came before its take, so one round may hold 3; 2 are still what a round
+    needs."""
+    from nbdist.notebook import BarrierView
+    from nbdist.notebook.barrier_rounds import RoundTracker
+    from nbdist.notebook.widget_barrier import BarrierRecord
+
+    workers = ["worker:0", "worker:1", "worker:2"]
+    rounds = RoundTracker()
+    for step_id, w in enumerate(workers):
+        rounds.name(step_id, w)
+    for local_step, pushes in enumerate([(0, 1), (0, 1, 2), (1, 0)]):
+        for step_id in pushes:
+            rounds.push(step_id, {"local_step": local_step, "time": float(step_id)})
+        rounds.complete_oldest()
+    rounds.push(0, {"local_step": 3, "time": 9.0})  # settles the third round
+    assert [len(r.arrivals) for r in rounds.done] == [2, 3, 2]
+    view = BarrierView(live=False)
+    view.state.barriers["sync"] = BarrierRecord(
+        "sync", "SyncReplicas", workers, ["worker:0"], 3, rounds=rounds
+    )
+    assert "round 4: 1 of 2 needed of 3 arrived (worker:0), waiting for 1 more" in repr(
+        view
+    )
+
+
 def test_cell_face_holds_each_tasks_output_result_and_error_by_task():
     from nbdist.notebook.cell_runner import TaskRun
     from nbdist.notebook.widget_cell import CellRunView

@@ -754,6 +754,9 @@ def test_views_survive_a_restart_of_the_task_hosting_the_service_and_stop_with_i
     cluster = nd.LocalCluster(ps=1, workers=2, progress=False)
     view = ClusterView(cluster)
     try:
+        # The view follows the first service before it is killed (else there
+        # is no restart under it to see: it would simply start on the new one).
+        wait_for(lambda: view.follower.delivered > 0, 15.0, "the view's first event")
         cluster.kill("worker", 0)
         cluster.restart("worker", 0)
         with nd.Graph().as_default():
