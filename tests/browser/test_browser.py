@@ -14,6 +14,7 @@ Needs ``/usr/bin/chromium`` (``.ci/run`` installs it); skipped without it.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import secrets
@@ -78,6 +79,47 @@ def _chromium(playwright, tmp_path):
     )
 
 
+def lab_api(lab, path: str, method: str = "GET"):
+    """JupyterLab's REST API at ``path`` (``/api/...``), its JSON answer."""
+    request = urllib.request.Request(
+        f"{lab['url']}{path}", method=method, data=b"" if method == "POST" else None,
+        headers={"Authorization": f"token {lab['token']}"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as r:
+        body = r.read()
+    return json.loads(body) if body else None
+
+
+def _wait_for_one_idle_kernel(lab, timeout: float = 90.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        kernels = lab_api(lab, "/api/kernels")
+        if len(kernels) == 1 and kernels[0]["execution_state"] == "idle":
+            return
+        assert time.monotonic() < deadline, f"kernels never settled: {kernels}"
+        time.sleep(0.2)  # the server's kernel list: polled, it has no event
+
+
+def kernel_diagnosis(page, lab) -> str:
+    """Where a Run All stands when it seems stuck: each code cell's prompt and
+    the kernels' states; then the kernels are interrupted, so that a cell stuck
+    in the kernel shows where (its traceback), returned here."""
+    prompts = page.locator(".jp-CodeCell .jp-InputArea-prompt").all_inner_texts()
+    kernels = lab_api(lab, "/api/kernels")
+    for k in kernels:
+        lab_api(lab, f"/api/kernels/{k['id']}/interrupt", "POST")
+    try:
+        page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter."
+                     "stderr']").last.wait_for(timeout=20_000)
+    except Exception:  # noqa: BLE001, S110 - playwright's TimeoutError: none ran
+        pass
+    errors = page.locator(".jp-OutputArea-output[data-mime-type="
+                          "'application/vnd.jupyter.stderr']").all_inner_texts()
+    return (f"prompts {prompts}, kernels "
+            f"{[(k['id'][:8], k['execution_state']) for k in kernels]}, "
+            f"after an interrupt: {[e[-1500:] for e in errors]}")
+
+
 def run_all(page, lab, name: str):
     """Opens notebook ``name`` in JupyterLab, waits for its kernel, then Run All."""
     page.goto(
@@ -88,6 +130,9 @@ def run_all(page, lab, name: str):
     page.wait_for_selector(
         ".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000
     )
+    # Under load JupyterLab may start a second kernel while opening and shut
+    # the first down mid-start: Run All once the server has one idle kernel.
+    _wait_for_one_idle_kernel(lab)
     # Under load a click can land before the panel is active and run nothing:
     # Run All again (bounded) until the first code cell shows it was queued.
     first_prompt = page.locator(".jp-CodeCell .jp-InputArea-prompt").first

@@ -19,6 +19,7 @@ import pytest
 from test_browser import (
     CHROMIUM,
     _chromium,
+    kernel_diagnosis,
     lab,  # noqa: F401 - a fixture
     run_all,
 )
@@ -89,7 +90,12 @@ def test_run_all_shows_tensorboard_and_the_saved_notebook_reopens_static(
         try:
             page = context.new_page()
             run_all(page, lab, NOTEBOOK)
-            page.get_by_text("stopped 3 tasks").first.wait_for(timeout=180_000)
+            try:
+                page.get_by_text("stopped 3 tasks").first.wait_for(timeout=180_000)
+            except sync_api.TimeoutError:
+                raise AssertionError(
+                    "Run All did not reach the last cell: " + kernel_diagnosis(page, lab)
+                ) from None
             # The frame: TensorBoard's own page, with the runs of the logdir,
             # after the last cell ran (nothing stopped TensorBoard).
             frame = page.frame_locator("iframe.nbdist-tensorboard")
