@@ -24,6 +24,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import urllib.error
 import urllib.request
 
 import nbformat
@@ -93,7 +94,14 @@ def lab_api(lab, path: str, method: str = "GET"):
 def _wait_for_one_idle_kernel(lab, timeout: float = 90.0):
     deadline = time.monotonic() + timeout
     while True:
-        kernels = lab_api(lab, "/api/kernels")
+        try:
+            kernels = lab_api(lab, "/api/kernels")
+        except urllib.error.HTTPError as e:
+            # jupyter_server answers 500 while a kernel it lists is starting
+            # (its last_activity not set yet): not settled.
+            if e.code != 500:
+                raise
+            kernels = [{"execution_state": "starting"}]
         if len(kernels) == 1 and kernels[0]["execution_state"] == "idle":
             return
         assert time.monotonic() < deadline, f"kernels never settled: {kernels}"
