@@ -29,7 +29,7 @@ import urllib.request
 
 import nbformat
 import pytest
-from helpers import ROOT, free_port, wait_gone
+from helpers import ROOT, free_port, wait_for, wait_gone
 
 CHROMIUM = "/usr/bin/chromium"
 DOC_SHOTS = ROOT / "docs" / "screenshots"
@@ -91,21 +91,16 @@ def lab_api(lab, path: str, method: str = "GET"):
     return json.loads(body) if body else None
 
 
-def _wait_for_one_idle_kernel(lab, timeout: float = 90.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            kernels = lab_api(lab, "/api/kernels")
-        except urllib.error.HTTPError as e:
-            # jupyter_server answers 500 while a kernel it lists is starting
-            # (its last_activity not set yet): not settled.
-            if e.code != 500:
-                raise
-            kernels = [{"execution_state": "starting"}]
-        if len(kernels) == 1 and kernels[0]["execution_state"] == "idle":
-            return
-        assert time.monotonic() < deadline, f"kernels never settled: {kernels}"
-        time.sleep(0.2)  # the server's kernel list: polled, it has no event
+def _one_idle_kernel(lab) -> bool:
+    try:
+        kernels = lab_api(lab, "/api/kernels")
+    except urllib.error.HTTPError as e:
+        # jupyter_server answers 500 while a kernel it lists is starting
+        # (its last_activity not set yet): not settled.
+        if e.code != 500:
+            raise
+        return False
+    return len(kernels) == 1 and kernels[0]["execution_state"] == "idle"
 
 
 def kernel_diagnosis(page, lab) -> str:
@@ -116,13 +111,13 @@ def kernel_diagnosis(page, lab) -> str:
     kernels = lab_api(lab, "/api/kernels")
     for k in kernels:
         lab_api(lab, f"/api/kernels/{k['id']}/interrupt", "POST")
+    stderr = page.locator(
+        ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
     try:
-        page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter."
-                     "stderr']").last.wait_for(timeout=20_000)
+        stderr.last.wait_for(timeout=20_000)
     except Exception:  # noqa: BLE001, S110 - playwright's TimeoutError: none ran
         pass
-    errors = page.locator(".jp-OutputArea-output[data-mime-type="
-                          "'application/vnd.jupyter.stderr']").all_inner_texts()
+    errors = stderr.all_inner_texts()
     return (f"prompts {prompts}, kernels "
             f"{[(k['id'][:8], k['execution_state']) for k in kernels]}, "
             f"after an interrupt: {[e[-1500:] for e in errors]}")
@@ -140,7 +135,7 @@ def run_all(page, lab, name: str):
     )
     # Under load JupyterLab may start a second kernel while opening and shut
     # the first down mid-start: Run All once the server has one idle kernel.
-    _wait_for_one_idle_kernel(lab)
+    wait_for(lambda: _one_idle_kernel(lab), 90.0, "one idle kernel", interval=0.2)
     # Under load a click can land before the panel is active and run nothing:
     # Run All again (bounded) until the first code cell shows it was queued.
     first_prompt = page.locator(".jp-CodeCell .jp-InputArea-prompt").first
