@@ -31,7 +31,7 @@ def _in_threads(n, fn):
         try:
             out[i] = fn(i)
         except Exception as e:  # noqa: BLE001 - re-raised below
-            errs.append(e)
+            errs.append((i, e))
 
     threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(n)]
     for t in threads:
@@ -43,9 +43,11 @@ def _in_threads(n, fn):
         stacks = "\n".join(
             f"--- {t.name}\n" + "".join(traceback.format_stack(frames[t.ident]))
             for t in threading.enumerate() if t.ident in frames)
-        raise AssertionError(f"a task never finished; threads:\n{stacks}")
+        failed = "".join(f"task {i} failed: {type(e).__name__}: {e}\n"
+                         for i, e in errs)
+        raise AssertionError(f"a task never finished; {failed}threads:\n{stacks}")
     if errs:
-        raise errs[0]
+        raise errs[0][1]
     return out
 
 
