@@ -79,18 +79,21 @@ class ChunkMailbox:
         with self._cond:
             if exec_id in self._aborted:
                 raise self._aborted[exec_id]
+            # Looked for and left in one hold of the lock: a taker arriving in
+            # between would wait for a chunk no one hands it (a ring hung so).
             taker = self._takers.pop(name, None)
+            if taker is None:
+                if name in self._slots:
+                    raise errors.InvalidArgumentError(
+                        None, None, f"collective chunk {key} was pushed twice")
+                self._slots[name] = slot
+                self._cond.notify_all()
         if taker is not None:  # the collective waits for it: consumed right here
             self._consume(taker, slot)
             if slot.error is not None:
                 raise slot.error
             return
         with self._cond:
-            if name in self._slots:
-                raise errors.InvalidArgumentError(
-                    None, None, f"collective chunk {key} was pushed twice")
-            self._slots[name] = slot
-            self._cond.notify_all()
             while not slot.done:
                 error = None
                 if exec_id in self._aborted:
