@@ -22,6 +22,10 @@ test or a notebook cell) is seen by the next server or client created.
 ``NBDIST_SAME_HOST``  ``0``: servers neither serve nor use the same-host path
                     (Unix socket and shared memory between tasks of one host;
                     with TLS too: peers prove a secret derived from the key)
+``NBDIST_PEER_TCP``  ``0``: servers neither serve nor use the TCP peer path
+                    (steps and tensors to tasks on other hosts in the
+                    same-host path's frames over TCP, beside gRPC; never with
+                    TLS); ``always``: for peers on this host too
 ==================  ==========================================================
 """
 
@@ -35,6 +39,7 @@ __all__ = [
     "COORDINATION_MAX_EVENTS",
     "HEARTBEAT_INTERVAL_MS",
     "HEARTBEAT_TIMEOUT_MS",
+    "PEER_TCP",
     "SAME_HOST",
     "TF_CONFIG",
     "TLS_CA",
@@ -65,6 +70,7 @@ HEARTBEAT_INTERVAL_MS = "NBDIST_HEARTBEAT_INTERVAL_MS"
 HEARTBEAT_TIMEOUT_MS = "NBDIST_HEARTBEAT_TIMEOUT_MS"
 COORDINATION_MAX_EVENTS = "NBDIST_COORDINATION_MAX_EVENTS"
 SAME_HOST = "NBDIST_SAME_HOST"
+PEER_TCP = "NBDIST_PEER_TCP"
 
 
 def get(name: str) -> str | None:

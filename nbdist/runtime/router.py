@@ -294,7 +294,8 @@ class PeerRouter:
     def tensor_transport(self, inner):
         """``inner`` (the protocol's ``TensorTransport``) behind every path's,
         through the tap."""
-        for i, peers in enumerate(self.path_peers):
+        # The first path outermost: tried first, the protocol last.
+        for i, peers in reversed(list(enumerate(self.path_peers))):
             inner = peers.tensor_transport(
                 inner, lambda task, i=i: self.worker(task).paths[i])
         return TappedTransport(inner, self.tap, self._own_task, self.faults)

@@ -120,9 +120,17 @@ def register_peer_path(name: str, path) -> None:
             _peer_paths[name] = path
 
 
-def peer_paths(tls: bool = False) -> list:
+def endpoint_key(path_name: str, task: str) -> str:
+    """The coordination key under which ``task`` announces where its peer path
+    ``path_name`` listens (a path whose port is not implied by the address)."""
+    return f"nbdist/peer_path/{path_name}/{task}"
+
+
+def peer_paths(tls: bool = False, plaintext_ok: bool = True) -> list:
     """The registered peer paths usable with (or without) TLS, importing the
-    built-in ones on first use."""
+    built-in ones on first use. ``plaintext_ok`` False (the cluster has TLS)
+    leaves out paths that carry tensors unencrypted between hosts
+    (``plaintext``)."""
     global _paths_loaded
     if not _paths_loaded:
         for module in _BUILT_IN_PATHS.values():
@@ -130,7 +138,8 @@ def peer_paths(tls: bool = False) -> list:
         _paths_loaded = True
     with _lock:
         paths = list(_peer_paths.values())
-    return [p for p in paths if p.usable(tls)]
+    return [p for p in paths if p.usable(tls) and (
+        plaintext_ok or not getattr(p, "plaintext", False))]
 
 
 def server_class(name: str | None = None):

@@ -30,8 +30,10 @@ BATCH = 32
 
 def _same_host(server):
     """The server's same-host channels to its peers, or None."""
-    paths = server._router.path_peers
-    return paths[0] if paths else None
+    for path, peers in zip(server._paths, server._router.path_peers):
+        if path.name == "samehost":
+            return peers
+    return None
 
 
 def _calls(server) -> dict:

@@ -1,7 +1,9 @@
 """One service, many transports: the same behaviour whichever way a call comes.
 
-Each test body runs on the gRPC transport alone (``NBDIST_SAME_HOST=0``), with
-the same-host transport (the default for tasks of one host) and on the
+Each test body runs on the gRPC transport alone (``NBDIST_SAME_HOST=0``: the
+TCP peer path stays off between tasks of one host), with the same-host
+transport (the default for tasks of one host), with the TCP peer path (the
+default for tasks on other hosts; ``NBDIST_PEER_TCP=always`` here) and on the
 in-process transport (``protocol="inproc"``: no sockets). The servers are in
 this process (``nd.Server``); gRPC and same-host peers talk over real sockets.
 
@@ -21,6 +23,7 @@ this process (``nd.Server``); gRPC and same-host peers talk over real sockets.
 
 from __future__ import annotations
 
+import collections
 import uuid
 
 import grpc
@@ -33,12 +36,15 @@ from nbdist import errors
 from nbdist.proto import master_pb2
 from nbdist.runtime import samehost
 
-TRANSPORTS = ["grpc", "samehost", "inproc"]
+TRANSPORTS = ["grpc", "samehost", "tcp", "inproc"]
+PEER_PATHS = ("samehost", "tcp")
 
 
 @pytest.fixture(params=TRANSPORTS)
 def transport(request, monkeypatch):
     monkeypatch.setenv("NBDIST_SAME_HOST", "1" if request.param == "samehost" else "0")
+    if request.param == "tcp":
+        monkeypatch.setenv("NBDIST_PEER_TCP", "always")
     return request.param
 
 
@@ -94,8 +100,8 @@ def test_a_step_across_tasks_shows_on_the_tap(two_tasks, transport):
                          ("RunGraph", worker_task, ps_task, 0)], kinds
     for e in events:
         assert e.end >= e.start
-    took_same_host = any(op == "run" for _, op in _same_host_calls(worker))
-    assert took_same_host == (transport == "samehost")
+    took_peer_path = any(op == "run" for _, op in _same_host_calls(worker))
+    assert took_peer_path == (transport in PEER_PATHS)
 
 
 def test_a_steps_tensors_from_a_peer_are_one_exchange(two_tasks, transport):
@@ -143,11 +149,23 @@ def _counter_session(server):
     return master, handle, inc.op.name, read.name
 
 
-def _run_step_with_id(transport, server, handle, target, request_id):
+def _peer_path_channel(transport, server):
     address = server.target.removeprefix("grpc://")
     if transport == "samehost":
-        ch = samehost.client_channel(address, None)
-        assert ch is not None, "the same-host channel answers"
+        return samehost.client_channel(address, None)
+    (service,) = server._path_services  # the TCP path alone
+    host, _, port = service.endpoint.rpartition(":")
+    ch = samehost.SameHostChannel(None, address, None, collections.Counter(),
+                                  endpoint=(host, int(port)))
+    ch.open()
+    return ch
+
+
+def _run_step_with_id(transport, server, handle, target, request_id):
+    address = server.target.removeprefix("grpc://")
+    if transport in PEER_PATHS:
+        ch = _peer_path_channel(transport, server)
+        assert ch is not None, f"the {transport} channel answers"
         try:
             ch.call("step", {"session": handle, "fetch": [], "target": [target],
                              "rid": request_id, "t": []})
@@ -220,7 +238,7 @@ def test_admission_is_the_tasks_on_every_transport(two_tasks, transport):
     for _ in range(bound):  # the step class is full: no call may be admitted
         step_class.enter()
     try:
-        if transport == "samehost":
+        if transport in PEER_PATHS:
             with pytest.raises(errors.ResourceExhaustedError,
                                match="RunStep refused"):
                 _run_step_with_id(transport, worker, handle, inc, 1)

@@ -68,6 +68,7 @@ class CoordinationAgent:
         self.registered = False
         self.leader_incarnation = 0
         self.registrations = 0
+        self._announced: dict[str, str] = {}
         self._thread = threading.Thread(target=self._run, daemon=True,
                                         name=f"nbdist-coordination-agent{task}")
 
@@ -85,6 +86,11 @@ class CoordinationAgent:
                 self._dropped += 1
         if was_empty:
             self._wake.set()
+
+    def announce(self, key: str, value: str) -> None:
+        """Sets ``key`` in the service after every registration (a leader that
+        restarted has lost it), e.g. where a peer path listens."""
+        self._announced[key] = value
 
     # -- lifecycle --------------------------------------------------------------
     def start(self):
@@ -110,6 +116,8 @@ class CoordinationAgent:
             timeout_s=max(1.0, self._timeout_s), wait_for_ready=True)
         if interval_ms > 0:
             self._interval_s = interval_ms / 1000.0
+        for key, value in list(self._announced.items()):
+            self._client.insert(key, value, allow_overwrite=True)
         self.leader_incarnation = inc
         self.registrations += 1
         self.registered = True

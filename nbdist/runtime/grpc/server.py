@@ -293,11 +293,12 @@ class GrpcServer(Server):
         # secret (the token; with TLS, derived from the key and the token).
         self._peer_secret = auth.peer_path_secret(self._token, self._tls)
         self._paths = transports.peer_paths(
-            tls=self._tls is not None and self._peer_secret is None)
+            tls=self._tls is not None and self._peer_secret is None,
+            plaintext_ok=self._tls is None)
         self._router = PeerRouter(
             self.task_name, self._peers.client,
-            [p.peers(self._peers.address, self.task_name, self._peer_secret)
-             for p in self._paths])
+            [p.peers(self._peers.address, self.task_name, self._peer_secret,
+                     lookup=self._look_up) for p in self._paths])
         transport = self._router.tensor_transport(GrpcTensorTransport(self._router.client))
         # The tasks of a session's propagated cluster, reached by address.
         self._address_peers = AddressPeers(self._cluster, self.task_name,
@@ -374,7 +375,9 @@ class GrpcServer(Server):
         ])
         self._path_services = [
             p.serve(self._worker_handler, self._master_handler, self._address,
-                    self._peer_secret, self._limits) for p in self._paths]
+                    self._peer_secret, self._limits,
+                    bind=self._bind_address.rpartition(":")[0])
+            for p in self._paths]
         if self._coordination is not None:
             self._coordination_target = self._target
         else:
@@ -493,8 +496,12 @@ class GrpcServer(Server):
             if self._started:
                 return
             self._grpc.start()
-            for service in self._path_services:
+            for path, service in zip(self._paths, self._path_services):
                 service.start()
+                endpoint = getattr(service, "endpoint", None)
+                if endpoint:  # a port of its own: peers look it up
+                    self._agent.announce(
+                        transports.endpoint_key(path.name, self.task_name), endpoint)
             self._started = True
             self._serving = True
             self._agent.start()
@@ -539,6 +546,11 @@ class GrpcServer(Server):
 
     def _publish(self, kind: str, payload: dict) -> None:
         self._agent.publish(kind, payload)
+
+    def _look_up(self, key: str):
+        """The coordination service's value of ``key`` (None when unset)."""
+        client = getattr(self, "_coordination_client", None)
+        return None if client is None else client.try_get(key)
 
     def _task_states(self, tasks: list[str]) -> list:
         """The coordination service's records of ``tasks`` (collectives' liveness)."""

@@ -27,6 +27,10 @@ process without it gets ``UNAUTHENTICATED`` and no tensor, and cannot pass for
 a server: its peers log the refusal and use gRPC (TLS). So a TLS cluster on one
 host keeps shared memory. ``NBDIST_SAME_HOST=0`` turns the path off (both
 serving and using it).
+
+The same service, frames and handshake also listen on a TCP port for peers on
+other hosts (``samehost.tcp``, the peer path "tcp", tried after this one):
+there every tensor travels in the frame, and a cluster with TLS stays on gRPC.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from nbdist.runtime.samehost.peers import (
     SameHostTransport,
 )
 from nbdist.runtime.samehost.service import SameHostService
+from nbdist.runtime.samehost.tcp import TcpPath
 
 
 class SameHostPath:
@@ -57,14 +62,15 @@ class SameHostPath:
         return enabled() and not tls
 
     @staticmethod
-    def serve(worker_handler, master_handler, address: str, token, limits):
+    def serve(worker_handler, master_handler, address: str, token, limits,
+              bind: str | None = None):
         """The task's service on this host's abstract socket for ``address``
         (``start()``/``stop()``)."""
         return SameHostService(worker_handler, address, token, limits,
                                master_handler=master_handler)
 
     @staticmethod
-    def peers(address_of, own_task: str, token) -> SameHostPeers:
+    def peers(address_of, own_task: str, token, lookup=None) -> SameHostPeers:
         """One task's channels to its peers on this host."""
         return SameHostPeers(address_of, own_task, token)
 
@@ -76,7 +82,9 @@ class SameHostPath:
 
 
 transports.register_peer_path("samehost", SameHostPath())
+# After the same-host path: a peer this host reaches directly never goes by TCP.
+transports.register_peer_path("tcp", TcpPath())
 
 __all__ = ["ChannelBroken", "SameHostChannel", "SameHostPath", "SameHostPeers",
-           "SameHostService", "SameHostStepPath", "SameHostTransport",
+           "SameHostService", "SameHostStepPath", "SameHostTransport", "TcpPath",
            "client_channel", "enabled", "socket_name"]

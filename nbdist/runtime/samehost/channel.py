@@ -14,6 +14,7 @@ from nbdist.runtime.samehost.common import (
     ChannelBroken,
     enabled,
     socket_name,
+    tune_tcp,
 )
 from nbdist.runtime.samehost.handshake import (
     Refused,
@@ -34,12 +35,16 @@ from nbdist.runtime.timeouts import ms_from_seconds
 
 class SameHostChannel:
     """Connections to one peer's same-host socket (one per concurrent call);
-    ``task`` None: whichever task serves ``address`` (a session's master)."""
+    ``task`` None: whichever task serves ``address`` (a session's master).
+    With ``endpoint`` (``(host, port)``), to the peer's TCP peer-path port
+    instead (``samehost.tcp``: a peer on another host): the same frames and
+    handshake, every tensor in the payload."""
 
     def __init__(self, task: str | None, address: str, token: str | None,
-                 calls: collections.Counter):
+                 calls: collections.Counter, endpoint: tuple[str, int] | None = None):
         """``token``: the peer-path secret (``auth.peer_path_secret``)."""
         self.task = task
+        self._endpoint = endpoint
         self._name = socket_name(address)
         self._key = cluster_key(token)
         self._idle: list[tuple[socket.socket, Link]] = []
@@ -54,10 +59,18 @@ class SameHostChannel:
     def connect(self) -> tuple[socket.socket, Link]:
         """A new authenticated connection; ChannelBroken if nobody (or somebody
         else) answers here."""
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        if self._endpoint is not None:
+            try:
+                sock = socket.create_connection(self._endpoint, timeout=10.0)
+                tune_tcp(sock)
+            except OSError as e:
+                raise ChannelBroken(str(e)) from None
+        else:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.settimeout(10.0)
-            sock.connect(self._name)
+            if self._endpoint is None:
+                sock.connect(self._name)
             # Both ends prove the cluster's secret before a request goes out.
             header = client_handshake(sock, self._name[len(NAME_PREFIX):], self._key)
             if (self.task is not None and header.get("task") != self.task) or \
@@ -66,7 +79,7 @@ class SameHostChannel:
                                     f"{header.get('address')}, not {self.task}")
             self.incarnation = header.get("incarnation")
             sock.settimeout(None)
-            return sock, Link()
+            return sock, Link(shares_memory=self._endpoint is None)
         except Refused:
             sock.close()
             raise

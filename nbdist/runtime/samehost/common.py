@@ -4,6 +4,7 @@ where a server listens, and how a broken connection is reported."""
 from __future__ import annotations
 
 import os
+import socket
 
 from nbdist import errors
 from nbdist.runtime import env
@@ -27,6 +28,21 @@ NAME_PREFIX = "\0nbdist/"
 def socket_name(address: str) -> str:
     """The abstract Unix socket of the server at ``address`` (``host:port``)."""
     return NAME_PREFIX + address.removeprefix("grpc://")
+
+
+TCP_DEAD_AFTER_S = 30  # a TCP peer-path link silent this long is broken (as gRPC's keepalive)
+
+
+def tune_tcp(sock) -> None:
+    """A TCP peer-path connection: no Nagle delay (frames are whole messages),
+    and a peer cut off without a reset (a dead host, a cut link) is noticed
+    within ``TCP_DEAD_AFTER_S``, as gRPC's keepalive would, instead of never."""
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, TCP_DEAD_AFTER_S // 2)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, 5)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, 3)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, TCP_DEAD_AFTER_S * 1000)
 
 
 def went_away(task: str, what: str, e: ChannelBroken) -> errors.OpError:

@@ -122,9 +122,12 @@ class SameHostTransport:
             return self._inner.recv_collective(step, src_task, exec_id, key)
 
     def pushes_collectives(self, task: str) -> bool:
-        """Whether all-reduce chunks to and from ``task`` are pushed (it is on
-        this host) rather than pulled."""
-        return self._path_of(task).channel() is not None
+        """Whether all-reduce chunks to and from ``task`` are pushed (over this
+        path, or the next one's) rather than pulled."""
+        if self._path_of(task).channel() is not None:
+            return True
+        check = getattr(self._inner, "pushes_collectives", None)
+        return bool(check and check(task))
 
     def push_collective(self, step, dst_task: str, exec_id: int, key: str, value,
                         t0: float):
@@ -133,8 +136,9 @@ class SameHostTransport:
         when ``dst_task`` is not reachable here (the caller leaves it to pull)."""
         path = self._path_of(dst_task)
         ch = path.channel()
-        if ch is None:
-            return None
+        if ch is None:  # the next path's, if it has one
+            push = getattr(self._inner, "push_collective", None)
+            return push(step, dst_task, exec_id, key, value, t0) if push else None
         try:
             sent = start_push(ch, step, exec_id, key, value, t0)
         except ChannelBroken as e:  # it was here: gone now (the receiver expects a push)
@@ -172,8 +176,8 @@ class SameHostStepPath:
                 return self._channel
             if time.monotonic() < self._unreachable_until:
                 return None
-            ch = self._make_channel()
             try:
+                ch = self._make_channel()
                 ch.open()
             except Refused:  # other credentials: not soon again (it is logged)
                 self._unreachable_until = time.monotonic() + RETRY_REFUSED_S

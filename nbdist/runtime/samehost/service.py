@@ -17,6 +17,7 @@ from nbdist.runtime.samehost.common import (
     RECV_POLL_MS,
     close_fd,
     socket_name,
+    tune_tcp,
 )
 from nbdist.runtime.samehost.handshake import cluster_key, server_handshake
 from nbdist.runtime.samehost.wire import (
@@ -121,9 +122,11 @@ class SameHostService:
     handlers, which own validation, timeouts, de-duplication and admission."""
 
     def __init__(self, worker_handler, address: str, token: str | None, limits,
-                 master_handler=None):
+                 master_handler=None, tcp_bind: str | None = None):
         """``limits`` (``executor.limits.Limits``) bound what a request may
-        bring: its inline bytes, each tensor, all of them together."""
+        bring: its inline bytes, each tensor, all of them together. With
+        ``tcp_bind`` the service listens on a free TCP port of that interface
+        instead (``samehost.tcp``); ``endpoint`` is then ``host:port``."""
         self.handler = worker_handler
         self.master_handler = master_handler
         self.worker = worker_handler.worker
@@ -139,6 +142,8 @@ class SameHostService:
         self._max_total = max(limits.max_request_bytes,
                               limits.max_pushed_bytes_per_client)
         self._address = address.removeprefix("grpc://")
+        self._tcp_bind = tcp_bind
+        self.endpoint: str | None = None
         self._listener: socket.socket | None = None
         self._conns: set = set()
         self._lock = threading.Lock()
@@ -149,15 +154,30 @@ class SameHostService:
     def start(self):
         """Listens (when the server starts: a server that never starts holds no
         name). A name another process holds leaves this server on gRPC alone."""
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            listener.bind(socket_name(self._address))
-            listener.listen(128)
-        except OSError as e:
-            listener.close()
-            _log.warning("%s: no same-host path (%s is taken: %s); peers use gRPC",
-                         self.worker.task_name, socket_name(self._address)[1:], e)
-            return
+        if self._tcp_bind is not None:
+            try:
+                bind = self._tcp_bind.strip("[]")
+                listener = socket.create_server(
+                    (bind, 0), backlog=128,
+                    family=socket.AF_INET6 if ":" in bind else socket.AF_INET)
+            except OSError as e:
+                _log.warning("%s: no TCP peer path (cannot listen on %s: %s); peers "
+                             "on other hosts use gRPC", self.worker.task_name,
+                             self._tcp_bind, e)
+                return
+            host = self._address.rpartition(":")[0]
+            self.endpoint = f"{host}:{listener.getsockname()[1]}"
+        else:
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                listener.bind(socket_name(self._address))
+                listener.listen(128)
+            except OSError as e:
+                listener.close()
+                _log.warning("%s: no same-host path (%s is taken: %s); peers use "
+                             "gRPC", self.worker.task_name,
+                             socket_name(self._address)[1:], e)
+                return
         self._listener = listener
         self._hangups = _Hangups()
         self._thread.start()
@@ -192,11 +212,13 @@ class SameHostService:
                     conn.close()
                     continue
                 self._conns.add(conn)
+            if conn.family != socket.AF_UNIX:
+                tune_tcp(conn)
             threading.Thread(target=self._serve, args=(conn,), daemon=True,
                              name="nbdist-samehost-conn").start()
 
     def _serve(self, conn: socket.socket):
-        link = Link()
+        link = Link(shares_memory=conn.family == socket.AF_UNIX)
         on_hangup = None
         try:
             if self._hello(conn):
@@ -356,7 +378,10 @@ class SameHostService:
 
 
 def _peer(conn) -> str:
-    """Who pushed, for the per-client caps: the peer process."""
+    """Who pushed, for the per-client caps: the peer process (over TCP, the
+    peer's address)."""
+    if conn.family != socket.AF_UNIX:
+        return "tcp:" + str(conn.getpeername()[0])
     creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
     pid = int.from_bytes(creds[:4], "little")
     return f"samehost:pid{pid}"

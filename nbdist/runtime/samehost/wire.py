@@ -105,9 +105,12 @@ _staging = _Staging(STAGING_BUDGET_BYTES)
 
 class Link:
     """One connection's shared memory: the segment this side sends through
-    (reused frame after frame) and the peer's, mapped here."""
+    (reused frame after frame) and the peer's, mapped here. A link of a TCP
+    connection (``shares_memory=False``: the peer is on another host) has none:
+    every tensor travels in the frame's payload."""
 
-    def __init__(self):
+    def __init__(self, shares_memory: bool = True):
+        self.shares_memory = shares_memory
         self._send: tuple | None = None  # (fd, mmap, size, id, kept)
         self._sent_id = 0  # the id of the segment the peer has
         self._ids = 0
@@ -176,7 +179,8 @@ class Outgoing:
         self.entries: list[dict] = []
         self.buffers: list = []
         self.size = 0
-        self.staged: list[tuple[int, np.ndarray]] = []  # (segment offset, array)
+        # (segment offset, array, its entry)
+        self.staged: list[tuple[int, np.ndarray, dict]] = []
         self.staged_bytes = 0
 
     def add(self, name: str, value) -> None:
@@ -194,7 +198,7 @@ class Outgoing:
             entry.update(d=arr.dtype.str, s=list(arr.shape), n=arr.nbytes)
             if arr.nbytes >= SEGMENT_MIN_BYTES:
                 entry["g"] = self.staged_bytes
-                self.staged.append((self.staged_bytes, arr))
+                self.staged.append((self.staged_bytes, arr, entry))
                 self.staged_bytes += _aligned(arr.nbytes)
             elif arr.nbytes:
                 self._inline(entry, memoryview(arr.reshape(-1).view(np.uint8)))
@@ -208,14 +212,24 @@ class Outgoing:
             self.buffers.append(bytes(pad))
         self.size += len(data) + pad
 
+    def inline_staged(self) -> None:
+        """Moves the large tensors into the payload (no segment to stage them
+        in: a TCP connection); sent from the arrays themselves, no copy."""
+        for _offset, arr, entry in self.staged:
+            del entry["g"]
+            self._inline(entry, memoryview(arr.reshape(-1).view(np.uint8)))
+        self.staged, self.staged_bytes = [], 0
+
 
 def send_frame(sock: socket.socket, header: dict, out: Outgoing | None = None,
                link: Link | None = None) -> None:
     """Sends one frame; ``out``'s large tensors through ``link``'s segment."""
     fds, once = [], None
+    if out is not None and out.staged and not (link is None or link.shares_memory):
+        out.inline_staged()
     if out is not None and out.staged:
         m, seg, fd, one_off = link.stage(out.staged_bytes)
-        for offset, arr in out.staged:
+        for offset, arr, _entry in out.staged:
             dst = np.frombuffer(m, dtype=arr.dtype, count=arr.size, offset=offset)
             np.copyto(dst.reshape(arr.shape), arr, casting="no")
             del dst

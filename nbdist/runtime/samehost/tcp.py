@@ -1,0 +1,175 @@
+"""The TCP peer path: the same-host path's service, frames and handshake over a
+TCP port, for peers on other hosts.
+
+Across hosts every call went through grpcio, whose Python per-call cost (a
+unary call ~0.75 ms of CPU on each side) is most of a small step's time. Here
+a ``RunGraph``, a ``_Recv``'s exchange, an abort and a collective's chunk are
+one frame each way on a connection kept open (one per concurrent call, as the
+same-host path): a JSON header and the tensors' raw bytes, sent from the
+arrays and received into one buffer the tensors are views of. There is no
+shared memory between hosts, so every tensor travels in the frame
+(``wire.Link(shares_memory=False)``).
+
+A server listens on a free port of the interface its gRPC port is bound to and
+announces ``host:port`` under ``nbdist/peer_path/tcp/<task>`` in its cluster's
+coordination service (its agent inserts it after every registration, so a
+restarted task's new port replaces the old one). A peer looks it up when it
+first needs a connection to that task (and after one broke), in the
+background: until it is known, and for a task that announced none, calls stay
+on gRPC. Tasks on one host keep the same-host path (or gRPC, with it off):
+``NBDIST_PEER_TCP=always`` uses this path for them too, ``0`` turns it off.
+
+Nothing on this path is encrypted, so a cluster with TLS never uses it; the
+handshake still makes both ends prove the cluster's token when it has one.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from nbdist.runtime import env, transports
+from nbdist.runtime.samehost.channel import SameHostChannel
+from nbdist.runtime.samehost.common import ChannelBroken
+from nbdist.runtime.samehost.peers import (
+    SameHostPeers,
+    SameHostStepPath,
+    SameHostTransport,
+)
+from nbdist.runtime.samehost.service import SameHostService
+
+__all__ = ["TcpPath", "TcpPeers", "TcpTransport", "mode", "same_host"]
+
+LOOKUP_WAIT_S = 0.5  # a step waits this long for an endpoint before using gRPC
+
+
+def mode() -> str:
+    """"off", "other_hosts" (the default) or "always" (``NBDIST_PEER_TCP``)."""
+    value = (env.get(env.PEER_TCP) or "1").lower()
+    if value in ("0", "off", "false", "no"):
+        return "off"
+    return "always" if value == "always" else "other_hosts"
+
+
+def _host(address: str) -> str:
+    return address.removeprefix("grpc://").rpartition(":")[0].strip("[]").lower()
+
+
+def _loopback(host: str) -> bool:
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def same_host(a: str, b: str) -> bool:
+    """Whether the tasks at addresses ``a`` and ``b`` name one host."""
+    ha, hb = _host(a), _host(b)
+    return ha == hb or (_loopback(ha) and _loopback(hb))
+
+
+def _parse_endpoint(value) -> tuple[str, int] | None:
+    text = value.decode() if isinstance(value, bytes) else str(value or "")
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit():
+        return None
+    return host.strip("[]"), int(port)
+
+
+class _Lookup:
+    """One task's endpoint lookup in flight (a coordination call may be slow
+    or wait for a leader that is down: never on a step's thread for long)."""
+
+    def __init__(self, lookup, key: str):
+        self.done = threading.Event()
+        self.endpoint: tuple[str, int] | None = None
+        threading.Thread(target=self._run, args=(lookup, key), daemon=True,
+                         name="nbdist-tcp-lookup").start()
+
+    def _run(self, lookup, key):
+        try:
+            self.endpoint = _parse_endpoint(lookup(key))
+        except Exception:  # noqa: BLE001 - unreachable service: gRPC meanwhile
+            self.endpoint = None
+        finally:
+            self.done.set()
+
+
+class TcpPeers(SameHostPeers):
+    """How one task reaches its peers on other hosts over TCP: a peer's step
+    path connects to the endpoint the peer announced (``lookup(key)``: the
+    coordination service's value of ``key``, or None)."""
+
+    def __init__(self, address_of, own_task: str, token: str | None, lookup=None):
+        super().__init__(address_of, own_task, token)
+        self._lookup = lookup
+        self._lookups: dict[str, _Lookup] = {}
+        self._lock = threading.Lock()
+
+    def step_path(self, task: str) -> SameHostStepPath:
+        return SameHostStepPath(task, lambda: self._channel(task))
+
+    def tensor_transport(self, inner, path_of) -> TcpTransport:
+        return TcpTransport(inner, path_of)
+
+    def _channel(self, task: str) -> SameHostChannel:
+        address = self._address_of(task)
+        if mode() != "always" and same_host(address, self._address_of(self._own_task)):
+            raise ChannelBroken(f"{task} is on this host")
+        endpoint = self._endpoint(task)
+        if endpoint is None:
+            raise ChannelBroken(f"{task} announced no TCP peer-path endpoint (yet)")
+        return SameHostChannel(task, address, self._token, self.calls,
+                               endpoint=endpoint)
+
+    def _endpoint(self, task: str) -> tuple[str, int] | None:
+        """The endpoint ``task`` announced, looked up afresh for each new
+        connection (a restarted task listens on another port)."""
+        if self._lookup is None:
+            return None
+        with self._lock:
+            pending = self._lookups.get(task)
+            if pending is None or pending.done.is_set():
+                pending = self._lookups[task] = _Lookup(
+                    self._lookup, transports.endpoint_key("tcp", task))
+        pending.done.wait(LOOKUP_WAIT_S)
+        return pending.endpoint if pending.done.is_set() else None
+
+
+class TcpTransport(SameHostTransport):
+    """Tensors over TCP channels; all-reduce chunks are pulled (over the channel
+    when it is up), never pushed: a push needs both ends to agree that the
+    path is up, and here each end learns its peer's endpoint on its own."""
+
+    def pushes_collectives(self, task: str) -> bool:
+        check = getattr(self._inner, "pushes_collectives", None)
+        return bool(check and check(task))
+
+    def push_collective(self, step, dst_task: str, exec_id: int, key: str, value,
+                        t0: float):
+        push = getattr(self._inner, "push_collective", None)
+        return push(step, dst_task, exec_id, key, value, t0) if push else None
+
+
+class TcpPath:
+    """The TCP peer path as ``runtime.transports`` knows it."""
+
+    name = "tcp"
+    plaintext = True  # nothing on it is encrypted: never beside TLS
+
+    @staticmethod
+    def usable(tls: bool) -> bool:
+        return mode() != "off" and not tls
+
+    @staticmethod
+    def serve(worker_handler, master_handler, address: str, token, limits,
+              bind: str | None = None):
+        """The task's service on a free TCP port of ``bind`` (its gRPC
+        interface); its ``endpoint`` is what it announces."""
+        return SameHostService(worker_handler, address, token, limits,
+                               master_handler=master_handler,
+                               tcp_bind=bind or "127.0.0.1")
+
+    @staticmethod
+    def peers(address_of, own_task: str, token, lookup=None) -> TcpPeers:
+        return TcpPeers(address_of, own_task, token, lookup)
+
+    @staticmethod
+    def master_channel(address: str, token):
+        return None  # a session's master across hosts stays on gRPC
