@@ -6,6 +6,7 @@ server's WorkerService; nothing here knows about RPCs.
 
 from __future__ import annotations
 
+import collections
 import itertools
 import random
 import re
@@ -26,6 +27,7 @@ from nbdist.runtime.partition import task_of
 from nbdist.runtime.tensor_store import ParkedTensors, PushedTensors
 
 _STEP_EXPIRY_S = 600.0
+_ABORTED_EARLY_KEPT = 1024  # aborts of steps not started (yet), remembered
 SIBLING_LINGER_S = 0.02
 _LINGER_BACKOFF = 100
 MAX_SIBLINGS = 4096
@@ -108,6 +110,10 @@ class Worker:
         self._sessions: set[str] = set()
         self._graphs: dict[str, tuple[str, Executor]] = {}
         self._steps: dict[int, StepContext] = {}
+        # Steps aborted before their RunGraph registered them (an abort racing
+        # the step's start): cancelled as they register.
+        self._aborted_early: collections.OrderedDict[int, errors.OpError] = (
+            collections.OrderedDict())
         self._step_sessions: dict[int, str] = {}  # running step -> its session
         self._graph_siblings: dict[str, dict] = {}  # graph -> recv_siblings
         self._linger_skips: dict[tuple, int] = {}  # take_siblings' backoff
@@ -287,6 +293,7 @@ class Worker:
             entry = self._graphs.get(graph_handle)
             if entry is not None and entry[0] == session_handle:
                 self._steps[step_id] = step
+                early = self._aborted_early.pop(step_id, None)
                 self._step_sessions[step_id] = session_handle
                 siblings = self._graph_siblings.get(graph_handle)
                 if siblings is not None:
@@ -296,6 +303,8 @@ class Worker:
             raise errors.AbortedError(
                 None, None, f"Graph handle is not found: {graph_handle}. Possibly "
                 f"this worker ({self.task_name}) just restarted.")
+        if early is not None:
+            step.cancel(early)
         start = time.time() if self._publish is not _ignore else 0.0
         try:
             entry[1].run(step)
@@ -327,7 +336,12 @@ class Worker:
     def abort_step(self, step_id: int, error: errors.OpError | None = None):
         """Cancels a running step (its blocked ops wake up) and frees its tensors."""
         error = error or errors.CancelledError(None, None, "Step was cancelled")
-        step = self._steps.get(step_id)
+        with self._lock:
+            step = self._steps.get(step_id)
+            if step is None:  # not started yet (or done): its start sees this
+                self._aborted_early[step_id] = error
+                while len(self._aborted_early) > _ABORTED_EARLY_KEPT:
+                    self._aborted_early.popitem(last=False)
         if step is not None:
             step.cancel(error)
         self.rendezvous.abort_step(step_id, error)

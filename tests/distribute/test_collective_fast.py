@@ -234,3 +234,27 @@ def test_concurrent_all_reduces_started_in_opposite_orders_finish(
     for out in results:
         for value in out:
             np.testing.assert_array_equal(value, xs[0] + xs[1])
+
+
+def test_members_agree_to_push_while_a_channel_between_them_reconnects(servers,
+                                                                      monkeypatch):
+    """Task 1's same-host channel to task 0 broke (dropped, not retried for a
+    while) just before an all-reduce: both still push to each other (task 1
+    reconnects at once) instead of task 0 pushing while task 1 waits to pull a
+    chunk task 0 never left for it."""
+    tasks = _start(servers, monkeypatch, 2, "1")
+    rng = np.random.RandomState(11)
+    xs = [rng.randn(1000).astype(np.float32) for _ in range(2)]
+
+    def all_reduce(instance):
+        def task(i):
+            with nd.Graph().as_default():
+                op = collective_ops.all_reduce(xs[i], 2, 1, instance)
+                with nd.Session(tasks[i].target) as sess:
+                    return sess.run(op)
+        return task
+
+    _in_threads(2, all_reduce(1))  # both channels up
+    tasks[1]._router.worker(tasks[0].task_name).paths[0].forget()
+    for got in _in_threads(2, all_reduce(2)):
+        np.testing.assert_allclose(got, xs[0] + xs[1], rtol=1e-6)

@@ -492,3 +492,34 @@ def test_an_op_with_many_outputs_feeds_another_task(servers, graph):
         total = nd.add_n(parts)
     with nd.Session(worker.target) as sess:
         assert sess.run(total) == sum(range(100))
+
+
+def test_a_step_aborted_before_its_run_graph_registers_it_is_cancelled_at_once():
+    """An abort (a CleanupGraph, a hang-up) that lands while a RunGraph is still
+    starting (before the worker registered the step) cancels the step when it
+    registers: a partition blocked on an empty queue does not wait forever."""
+    with nd.Server.create_local_server() as server:
+        worker = server._worker
+        worker.create_worker_session("s1")
+        g = nd.Graph()
+        with g.as_default():
+            q = nd.FIFOQueue(1, [nd.float32], shapes=[[]], name="never_filled")
+            nd.identity(q.dequeue(), name="out")
+        handle = worker.register_graph("s1", g.as_graph_def())
+        step_id = 0x5EED
+        worker.abort_step(step_id, errors.AbortedError(None, None,
+                                                       "another partition failed"))
+        done = threading.Event()
+        got = []
+
+        def run():
+            try:
+                worker.run_graph("s1", handle, step_id, {}, ["out:0"])
+            except errors.OpError as e:
+                got.append(e)
+            done.set()
+
+        threading.Thread(target=run, daemon=True).start()
+        assert done.wait(30), "the aborted step blocked on its dequeue"
+        assert isinstance(got[0], errors.AbortedError), got
+        assert "another partition failed" in str(got[0])

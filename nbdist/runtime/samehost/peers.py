@@ -123,8 +123,12 @@ class SameHostTransport:
 
     def pushes_collectives(self, task: str) -> bool:
         """Whether all-reduce chunks to and from ``task`` are pushed (over this
-        path, or the next one's) rather than pulled."""
-        if self._path_of(task).channel() is not None:
+        path, or the next one's) rather than pulled. Both ends must agree, so
+        a peer once reached here is pushed to even while its channel is down
+        (the push then reconnects or fails, never leaves the peer waiting
+        for a chunk it was not sent)."""
+        path = self._path_of(task)
+        if path.reached or path.channel() is not None:
             return True
         check = getattr(self._inner, "pushes_collectives", None)
         return bool(check and check(task))
@@ -135,10 +139,12 @@ class SameHostTransport:
         returns ``finish()``, which waits until the peer consumed it, or None
         when ``dst_task`` is not reachable here (the caller leaves it to pull)."""
         path = self._path_of(dst_task)
-        ch = path.channel()
-        if ch is None:  # the next path's, if it has one
+        ch = path.channel(now=path.reached)
+        if ch is None and not path.reached:  # the next path's, if it has one
             push = getattr(self._inner, "push_collective", None)
             return push(step, dst_task, exec_id, key, value, t0) if push else None
+        if ch is None:  # reached before, unreachable now: the peer is gone
+            return None
         try:
             sent = start_push(ch, step, exec_id, key, value, t0)
         except ChannelBroken as e:  # it was here: gone now (the receiver expects a push)
@@ -166,15 +172,20 @@ class SameHostStepPath:
         self._channel: SameHostChannel | None = None
         self._unreachable_until = 0.0
         self._lock = threading.Lock()
+        # Connected once: the peer is on this host (a fact a broken channel,
+        # dropped for a while, does not change).
+        self.reached = False
 
-    def channel(self) -> SameHostChannel | None:
+    def channel(self, now: bool = False) -> SameHostChannel | None:
+        """The channel, connecting if needed; None while the peer is not
+        reachable (``now``: try again even within ``RETRY_CONNECT_S``)."""
         ch = self._channel
         if ch is not None:
             return ch
         with self._lock:
             if self._channel is not None:
                 return self._channel
-            if time.monotonic() < self._unreachable_until:
+            if not now and time.monotonic() < self._unreachable_until:
                 return None
             try:
                 ch = self._make_channel()
@@ -186,6 +197,7 @@ class SameHostStepPath:
                 self._unreachable_until = time.monotonic() + RETRY_CONNECT_S
                 return None
             self._channel = ch
+            self.reached = True
             return ch
 
     def forget(self):
