@@ -15,6 +15,8 @@ loopback need one). Skipped where namespaces cannot be made (not root).
   no Unix connection to ``@nbdist/<ps address>`` (connecting to it from there
   is refused: the name is in the ps's namespace) and the worker maps no
   ``memfd:nbdist-tensor``; with every task on one host it shows both.
+  Between hosts the TCP peer path carries the steps: each worker's host has
+  connections to the port the ps announced in the coordination service.
 * ``ClusterCoordinator`` with a worker whose link is cut mid-run: every
   closure completes once (run elsewhere), and once the link is restored the
   worker runs closures again (the recovery time is printed).
@@ -47,7 +49,7 @@ from helpers import ROOT, counting_step, wait_for
 from test_training_cluster import softmax_model
 
 import nbdist as nd
-from nbdist.runtime import samehost
+from nbdist.runtime import samehost, transports
 
 if __name__ != "__main__" and netns.unavailable():
     pytest.skip(f"no multi-host tests: {netns.unavailable()}", allow_module_level=True)
@@ -168,6 +170,17 @@ def nbdist_memfds(pid: int) -> int:
         return sum("memfd:nbdist-tensor" in line for line in f)
 
 
+def tcp_endpoint(cluster, task: str, token) -> str:
+    """Where ``task`` announced its TCP peer path (``host:port``)."""
+    client = transports.connect_coordination(f"grpc://{cluster['ps'][0]}", token=token)
+    try:
+        value = wait_for(lambda: client.try_get(transports.endpoint_key("tcp", task)),
+                         30, f"{task}'s TCP endpoint")
+    finally:
+        client.close()
+    return value.decode()
+
+
 def run_trainer(placement, token):
     """The trainer on ``placement`` (ps host, worker hosts); returns (results of
     each worker, cluster, server processes), the servers still running."""
@@ -211,6 +224,13 @@ def test_trainer_on_three_hosts_equals_one_host_and_the_path_is_off_between_them
             assert nbdist_memfds(worker.pid) == 0
             assert "refused" in host.run([sys.executable, "-c", PROBE.format(
                 name=samehost.socket_name(cluster["ps"][0]))])
+        # ... but the TCP peer path: each worker holds connections to the port
+        # the ps announced in the coordination service, not just to its gRPC port.
+        endpoint = tcp_endpoint(cluster, "/job:ps/replica:0/task:0", token)
+        assert endpoint.rpartition(":")[0] == cluster["ps"][0].rpartition(":")[0]
+        for host in three[1:]:
+            connections = host.run(["ss", "-tnH", "state", "established"])
+            assert endpoint in connections, (endpoint, connections)
         # Within one host: the worker's pull of the 4 MB came through one.
         results, cluster, servers = runs["one host"]
         ps_socket = "@nbdist/" + cluster["ps"][0]
