@@ -276,6 +276,9 @@ def _ps_process(stack, cluster, cmd) -> Proc:
 # -- nbdist -----------------------------------------------------------------------------
 SAME_HOST_VAR = "NBDIST_SAME_HOST"
 GRPC = "grpc:"  # key prefix of the gRPC-only set
+TCP = "tcp:"  # key prefix of the TCP peer-path set
+PREFIXES = ("", TCP, GRPC)
+PATH_LABEL = {"": " [same-host]", TCP: " [TCP path]", GRPC: " [gRPC only]"}
 
 _ONES: dict = {}
 
@@ -288,18 +291,31 @@ def _ones(size: int) -> np.ndarray:
 
 
 @contextlib.contextmanager
-def _same_host_off():
-    """``NBDIST_SAME_HOST=0`` while the gRPC-only set is built: its ps process
-    inherits it, its worker server and its sessions' clients read it."""
-    old = os.environ.get(SAME_HOST_VAR)
-    os.environ[SAME_HOST_VAR] = "0"
+def _environment(**values):
+    """``values`` in ``os.environ`` while a set is built: its ps process
+    inherits them, its worker server and its sessions' clients read them."""
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
     try:
         yield
     finally:
-        if old is None:
-            del os.environ[SAME_HOST_VAR]
-        else:
-            os.environ[SAME_HOST_VAR] = old
+        for k, v in old.items():
+            if v is None:
+                del os.environ[k]
+            else:
+                os.environ[k] = v
+
+
+def _same_host_off():
+    """The gRPC-only set: ``NBDIST_SAME_HOST=0`` (the TCP path stays off
+    between tasks of one host)."""
+    return _environment(**{SAME_HOST_VAR: "0"})
+
+
+def _tcp_path_on():
+    """The TCP set: the same-host path off and ``NBDIST_PEER_TCP=always``: the
+    path tasks on other hosts take, here over loopback."""
+    return _environment(**{SAME_HOST_VAR: "0", "NBDIST_PEER_TCP": "always"})
 
 
 def nbdist_cases(
@@ -351,6 +367,7 @@ def nbdist_cases(
         c = nd.constant(1.0)
     sess = stack.enter_context(nd.Session(ps_target, graph=g, config=ps_only))
     assert sess.run(c) == 1.0
+    _until_peer_path(sess)
     cases.append(
         Case(f"{prefix}scalar_remote", lambda s=sess, c=c: s.run(c), 100 if q else 200)
     )
@@ -404,6 +421,26 @@ def grpc_only_cases(stack: contextlib.ExitStack, q: bool) -> list[Case]:
     same-host path off at both ends (keys prefixed ``grpc:``)."""
     with _same_host_off():
         return nbdist_cases(stack, q, prefix=GRPC, sizes=SIZES[-1:], inproc=False)
+
+
+def _until_peer_path(sess, bound_s: float = 10.0) -> None:
+    """With the TCP set's setting, until ``sess``'s client has its master's TCP
+    channel (the master announces it once registered; the client looks while
+    this setting holds, before the measurement restores the environment)."""
+    if os.environ.get("NBDIST_PEER_TCP") != "always":
+        return
+    master = sess._master
+    deadline = time.monotonic() + bound_s
+    while master._same_host() is None and time.monotonic() < deadline:
+        master._path_look_at = 0.0  # look again now
+        time.sleep(0.05)
+
+
+def tcp_cases(stack: contextlib.ExitStack, q: bool) -> list[Case]:
+    """The same over the TCP peer path (keys prefixed ``tcp:``): what tasks on
+    other hosts get, minus the network."""
+    with _tcp_path_on():
+        return nbdist_cases(stack, q, prefix=TCP, sizes=SIZES[-1:], inproc=False)
 
 
 # -- TensorFlow (optional peer) ------------------------------------------------------
@@ -519,15 +556,16 @@ def table(res: dict, with_tf: bool) -> str:
     rows = []
 
     def row(label, key, fmt, lower_is_better, vs, ok, target):
-        """An nbdist row; ``key`` is the default set's, or GRPC + it."""
-        base = key.removeprefix(GRPC)
-        path = " [gRPC only]" if key != base else " [same-host]"
+        """An nbdist row; ``key`` is the default set's, or TCP/GRPC + it."""
+        prefix = next((p for p in (TCP, GRPC) if key.startswith(p)), "")
+        base = key.removeprefix(prefix)
+        path = PATH_LABEL[prefix]
         if base == "scalar_inproc":
             path = ""  # no transport
         r = res[key]
         vs_grpc = ""
-        if key == base and GRPC + key in res:
-            vs_grpc = f"{_speedup(r, res[GRPC + key], lower_is_better):.2f}x"
+        if prefix != GRPC and GRPC + base in res:
+            vs_grpc = f"{_speedup(r, res[GRPC + base], lower_is_better):.2f}x"
         peer = ("", "")
         if tf is not None and base in tf:
             peer = (fmt(tf[base]), f"{_speedup(r, tf[base], lower_is_better):.2f}x")
@@ -557,7 +595,7 @@ def table(res: dict, with_tf: bool) -> str:
         "ok" if s <= 80e-6 else "MISSED",
         "<= 80 µs",
     )
-    for prefix in ("", GRPC):
+    for prefix in PREFIXES:
         s = res[prefix + "scalar_remote"]
         row(
             "run scalar, task in another process",
@@ -568,7 +606,7 @@ def table(res: dict, with_tf: bool) -> str:
             "",
             "",
         )
-    for prefix in ("", GRPC):
+    for prefix in PREFIXES:
         s = res[prefix + "hop"]
         row(
             "one cross-task hop (ps proc -> worker)",
@@ -582,7 +620,7 @@ def table(res: dict, with_tf: bool) -> str:
     for kind, direction in (("fetch", "down"), ("feed", "up")):
         for how, label in (("client", "plain client"), ("worker", "worker's master")):
             for size in SIZES:
-                for prefix in ("", GRPC):
+                for prefix in PREFIXES:
                     key = f"{prefix}{kind}_{how}{size}"
                     if key not in res:
                         continue
@@ -611,7 +649,7 @@ def table(res: dict, with_tf: bool) -> str:
         "vs floor/target",
         "",
         "target",
-        "same-host vs gRPC",
+        "vs gRPC only",
         "TF",
         "nbdist vs TF",
     )
@@ -620,8 +658,9 @@ def table(res: dict, with_tf: bool) -> str:
     lines = _render(head, rows)
     lines.append(
         "([same-host]: the default, both ends on this host (Unix socket + memfd); "
-        "[gRPC only]: NBDIST_SAME_HOST=0 in the client and the servers. "
-        "same-host vs gRPC > 1: the same-host path is faster)"
+        "[TCP path]: NBDIST_SAME_HOST=0 NBDIST_PEER_TCP=always, what tasks on other "
+        "hosts take by default; [gRPC only]: NBDIST_SAME_HOST=0 in the client and "
+        "the servers. vs gRPC only > 1: that path is faster than gRPC)"
     )
     if tf is None:
         lines.append(
@@ -685,6 +724,7 @@ def main(argv=None) -> int:
             raw_cases(stack, args.quick)
             + nbdist_cases(stack, args.quick)
             + grpc_only_cases(stack, args.quick)
+            + tcp_cases(stack, args.quick)
         )
         try:
             peer = tf_cases(stack, args.quick)

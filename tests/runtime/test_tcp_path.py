@@ -258,3 +258,29 @@ def test_an_all_reduce_over_tcp_matches_numpy(servers, tcp):
     for got in out:
         np.testing.assert_allclose(got, xs[0] + xs[1], rtol=1e-6)
     assert any(op == "recv" for _, op in _tcp_calls(tasks[0]))
+
+
+def test_a_session_reaches_its_master_over_tcp(servers, tcp, graph):
+    """A session's client looks its master's endpoint up by address: its steps,
+    large feeds and fetches go over TCP, and a step error comes back as is."""
+    from nbdist.runtime.grpc.client import GrpcMasterClient
+
+    cluster = local_cluster(worker=1)
+    server = servers(cluster, "worker", 0)
+    wait_for(lambda: server._coordination_client.try_get(transports.endpoint_key(
+        "tcp", "@" + cluster["worker"][0])), 30, "the endpoint announced")
+    feed = nd.placeholder(nd.float32, [None])
+    doubled = feed * 2.0
+    bad = nd.reshape(feed, [3], name="reshaped_by_the_master")
+    values = np.arange(8 << 20, dtype=np.float32)  # 32 MiB each way
+    sess = nd.Session("")
+    sess._master.close()
+    sess._master = GrpcMasterClient(server.target)
+    with sess:
+        ch = sess._master._same_host()
+        assert ch is not None and ch._endpoint == _endpoint(server)
+        np.testing.assert_array_equal(sess.run(doubled, {feed: values}), values * 2)
+        with pytest.raises(errors.InvalidArgumentError, match="reshaped_by_the_master"):
+            sess.run(bad, {feed: values[:4]})
+        calls = ch._calls
+        assert calls[(None, "push")] + calls[(None, "step")] >= 2, calls

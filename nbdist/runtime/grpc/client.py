@@ -69,6 +69,8 @@ _STEP_GRACE_S = 10.0  # lets a step's own DeadlineExceeded (naming its op) arriv
 # A blocked RecvTensorUnary returns "pending" this often, so the consumer can
 # notice that its step was cancelled (and the server frees the thread).
 RECV_POLL_MS = 100
+_PATH_RETRY_FIRST_S = 1.0  # a session without a peer path looks again after
+_PATH_RETRY_MAX_S = 60.0  # ... doubling up to this
 _INCARNATION_TIMEOUT_S = 2.0  # GetStatus asking whether a peer restarted
 
 
@@ -551,20 +553,28 @@ class GrpcMasterClient:
         tls_config = auth.resolve_tls(tls)
         self._peer_secret = auth.peer_path_secret(self._token, tls_config)
         self._tls = tls_config is not None and self._peer_secret is None
-        self._same_host_tried = False
+        self._tls_config = tls_config
         self._same_host_channel = None
+        self._path_look_at = 0.0  # when to look for a peer path (again)
+        self._path_backoff_s = _PATH_RETRY_FIRST_S
 
     def _same_host(self):
-        """The master's channel over a peer path (same-host: large feeds and
-        fetches, plain steps), if one reaches it; looked for once."""
-        if not self._same_host_tried:
-            self._same_host_tried = True
-            for path in transports.peer_paths(tls=self._tls):
-                self._same_host_channel = path.master_channel(
-                    _address(self.target), self._peer_secret)
-                if self._same_host_channel is not None:
-                    break
-        return self._same_host_channel
+        """The master's channel over a peer path (same-host, or TCP from another
+        host: large feeds and fetches, plain steps), if one reaches it; looked
+        for again, less and less often, while none does (a master on another
+        host announces its TCP endpoint once registered)."""
+        ch = self._same_host_channel
+        if ch is not None or time.monotonic() < self._path_look_at:
+            return ch
+        for path in transports.peer_paths(tls=self._tls,
+                                          plaintext_ok=self._tls_config is None):
+            ch = path.master_channel(_address(self.target), self._peer_secret)
+            if ch is not None:
+                self._same_host_channel = ch
+                return ch
+        self._path_look_at = time.monotonic() + self._path_backoff_s
+        self._path_backoff_s = min(2 * self._path_backoff_s, _PATH_RETRY_MAX_S)
+        return None
 
     def _drop_same_host(self):
         ch, self._same_host_channel = self._same_host_channel, None

@@ -499,9 +499,10 @@ class GrpcServer(Server):
             for path, service in zip(self._paths, self._path_services):
                 service.start()
                 endpoint = getattr(service, "endpoint", None)
-                if endpoint:  # a port of its own: peers look it up
-                    self._agent.announce(
-                        transports.endpoint_key(path.name, self.task_name), endpoint)
+                if endpoint:  # a port of its own: peers (and sessions) look it up
+                    for who in (self.task_name, "@" + self._address):
+                        self._agent.announce(transports.endpoint_key(path.name, who),
+                                             endpoint)
             self._started = True
             self._serving = True
             self._agent.start()

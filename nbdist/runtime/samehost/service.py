@@ -290,6 +290,11 @@ class SameHostService:
             return error_header(errors.InvalidArgumentError(
                 None, None, f"Malformed same-host {str(op)[:100]} request to "
                 f"{self.worker.task_name}: {e}")), None
+        except Exception as e:  # noqa: BLE001 - answered, as gRPC answers UNKNOWN
+            _log.exception("%s: same-host %s failed", self.worker.task_name, op)
+            return error_header(errors.InternalError(
+                None, None, f"{str(op)[:100]} on {self.worker.task_name} failed: "
+                f"{type(e).__name__}: {e}")), None
         finally:
             count.leave()
             for fd in fds:

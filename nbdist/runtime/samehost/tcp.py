@@ -11,12 +11,13 @@ shared memory between hosts, so every tensor travels in the frame
 (``wire.Link(shares_memory=False)``).
 
 A server listens on a free port of the interface its gRPC port is bound to and
-announces ``host:port`` under ``nbdist/peer_path/tcp/<task>`` in its cluster's
-coordination service (its agent inserts it after every registration, so a
+announces ``host:port`` under ``nbdist/peer_path/tcp/<task>`` (and
+``.../@<its address>``, for sessions) in its cluster's coordination service (its agent inserts it after every registration, so a
 restarted task's new port replaces the old one). A peer looks it up when it
 first needs a connection to that task (and after one broke), in the
 background: until it is known, and for a task that announced none, calls stay
-on gRPC. Tasks on one host keep the same-host path (or gRPC, with it off):
+on gRPC. A session on another host reaches its master the same way (its
+steps, large feeds and fetches). Tasks on one host keep the same-host path (or gRPC, with it off):
 ``NBDIST_PEER_TCP=always`` uses this path for them too, ``0`` turns it off.
 
 Nothing on this path is encrypted, so a cluster with TLS never uses it; the
@@ -25,6 +26,7 @@ handshake still makes both ends prove the cluster's token when it has one.
 
 from __future__ import annotations
 
+import collections
 import threading
 
 from nbdist.runtime import env, transports
@@ -172,4 +174,28 @@ class TcpPath:
 
     @staticmethod
     def master_channel(address: str, token):
-        return None  # a session's master across hosts stays on gRPC
+        """A session's channel to the master at ``address`` on another host
+        (its steps, large feeds and fetches), or None: its endpoint is looked
+        up by address in the master's cluster (``token``: without TLS the
+        cluster's token, as the peer-path secret is)."""
+        address = address.removeprefix("grpc://")
+        if mode() == "off" or (mode() != "always" and _loopback(_host(address))):
+            return None
+        try:
+            client = transports.connect_coordination(f"grpc://{address}", token=token)
+        except Exception:  # noqa: BLE001 - no coordination reachable: gRPC
+            return None
+        try:
+            lookup = _Lookup(client.try_get, transports.endpoint_key("tcp", "@" + address))
+            lookup.done.wait(LOOKUP_WAIT_S)
+        finally:
+            client.close()
+        if lookup.endpoint is None:
+            return None
+        ch = SameHostChannel(None, address, token, collections.Counter(),
+                             endpoint=lookup.endpoint)
+        try:
+            ch.open()
+        except ChannelBroken:
+            return None
+        return ch
