@@ -82,10 +82,12 @@ class ParkedTensors:
                 if self._limits is not None:
                     self._make_room(now, nbytes, stale)
                 self._parked.append(_Parked(now, step_id, key, nbytes))
+                # Held before another park's _make_room can look (it forgets
+                # entries the rendezvous does not hold: pulled ones).
+                rdv.send(step_id, key, value)
         finally:
             for old in stale:
                 rdv.cleanup(old)
-        rdv.send(step_id, key, value)
         return key, step_id
 
     def _make_room(self, now: float, nbytes: int, stale: list[int]):

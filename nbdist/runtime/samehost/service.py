@@ -89,7 +89,9 @@ class _Hangups:
                     self._poll.close()
                     return
                 with self._lock:
-                    if fd not in self._watched:  # unwatched since the poll
+                    if fd not in self._watched or not _hung_up(fd):
+                        # Unwatched since the poll, or its number now belongs
+                        # to a new connection (the old one closed meanwhile).
                         continue
                     self._gone.add(fd)
                     fn = self._fns.pop(fd, None)
@@ -380,6 +382,13 @@ class SameHostService:
         out = Outgoing()
         out.add(key, value)
         return {"t": out.entries}, out
+
+
+def _hung_up(fd: int) -> bool:
+    """Whether the connection on ``fd`` has hung up, now."""
+    probe = select.poll()
+    probe.register(fd, select.POLLRDHUP | select.POLLHUP)
+    return bool(probe.poll(0))
 
 
 def _peer(conn) -> str:
