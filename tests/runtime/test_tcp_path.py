@@ -189,10 +189,18 @@ def test_the_tcp_port_wants_the_token_and_survives_malformed_frames(servers, tcp
 def test_the_endpoint_is_announced_and_the_path_is_off_when_asked(servers,
                                                                   monkeypatch):
     monkeypatch.setenv("NBDIST_SAME_HOST", "0")
+    # Bound to loopback (the default), no task on another host can reach it:
+    # no TCP port, nothing announced.
+    local = servers(local_cluster(worker=1), "worker", 0)
+    assert [s.endpoint for s in local._path_services] == [None]
+    assert local._coordination_client.try_get(
+        transports.endpoint_key("tcp", local.task_name)) is None
+    monkeypatch.setenv("NBDIST_PEER_TCP", "always")
     cluster = local_cluster(worker=1)
     server = servers(cluster, "worker", 0)
     key = transports.endpoint_key("tcp", server.task_name)
     host, port = _endpoint(server)
+    wait_for(lambda: server._coordination_client.try_get(key), 30, "the announcement")
     assert server._coordination_client.try_get(key) == f"{host}:{port}".encode()
     assert "tcp" not in [p.name for p in transports.peer_paths(plaintext_ok=False)]
     monkeypatch.setenv("NBDIST_PEER_TCP", "0")
@@ -200,6 +208,20 @@ def test_the_endpoint_is_announced_and_the_path_is_off_when_asked(servers,
     assert off._path_services == []
     assert off._coordination_client.try_get(
         transports.endpoint_key("tcp", off.task_name)) is None
+
+
+def test_the_tcp_port_is_none_the_cluster_spec_names():
+    # A free port the kernel hands out may be one a spec reserved for a task
+    # not started yet (seen: a later task could not listen on its own port).
+    from nbdist.runtime.samehost.service import _tcp_listener
+
+    with socket.create_server(("127.0.0.1", 0)) as probe:
+        near = probe.getsockname()[1]  # free again: the kernel may hand it out
+    with pytest.raises(OSError, match="no free port outside the cluster's"):
+        _tcp_listener("127.0.0.1", frozenset(range(1024, 65536)))
+    listener = _tcp_listener("127.0.0.1", frozenset({near}))
+    with listener:
+        assert listener.getsockname()[1] != near
 
 
 def test_a_restarted_peer_is_found_at_its_new_port(servers, tcp, graph):

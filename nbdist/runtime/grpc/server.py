@@ -376,7 +376,8 @@ class GrpcServer(Server):
         self._path_services = [
             p.serve(self._worker_handler, self._master_handler, self._address,
                     self._peer_secret, self._limits,
-                    bind=self._bind_address.rpartition(":")[0])
+                    bind=self._bind_address.rpartition(":")[0],
+                    reserved_ports=self._cluster_ports())
             for p in self._paths]
         if self._coordination is not None:
             self._coordination_target = self._target
@@ -547,6 +548,16 @@ class GrpcServer(Server):
 
     def _publish(self, kind: str, payload: dict) -> None:
         self._agent.publish(kind, payload)
+
+    def _cluster_ports(self) -> frozenset:
+        """The ports the cluster spec names (tasks not started yet listen there)."""
+        ports = set()
+        for job in self._cluster.jobs:
+            for address in self._cluster.job_tasks(job):
+                port = str(address or "").rpartition(":")[2]
+                if port.isdigit():
+                    ports.add(int(port))
+        return frozenset(ports)
 
     def _look_up(self, key: str):
         """The coordination service's value of ``key`` (None when unset)."""

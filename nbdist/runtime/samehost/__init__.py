@@ -63,7 +63,7 @@ class SameHostPath:
 
     @staticmethod
     def serve(worker_handler, master_handler, address: str, token, limits,
-              bind: str | None = None):
+              bind: str | None = None, reserved_ports=frozenset()):
         """The task's service on this host's abstract socket for ``address``
         (``start()``/``stop()``)."""
         return SameHostService(worker_handler, address, token, limits,

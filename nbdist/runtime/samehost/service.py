@@ -34,6 +34,7 @@ from nbdist.runtime.service.worker_handler import PARKED_WAIT_S
 from nbdist.runtime.timeouts import UNBOUNDED_S
 
 _log = logging.getLogger("nbdist")
+_PORT_TRIES = 16  # free ports tried for the TCP path, skipping the cluster's
 
 
 class _Hangups:
@@ -124,11 +125,14 @@ class SameHostService:
     handlers, which own validation, timeouts, de-duplication and admission."""
 
     def __init__(self, worker_handler, address: str, token: str | None, limits,
-                 master_handler=None, tcp_bind: str | None = None):
+                 master_handler=None, tcp_bind: str | None = None,
+                 reserved_ports: frozenset = frozenset()):
         """``limits`` (``executor.limits.Limits``) bound what a request may
         bring: its inline bytes, each tensor, all of them together. With
         ``tcp_bind`` the service listens on a free TCP port of that interface
-        instead (``samehost.tcp``); ``endpoint`` is then ``host:port``."""
+        instead (``samehost.tcp``), none of ``reserved_ports`` (the cluster's
+        tasks' ports, which tasks not started yet will listen on); ``endpoint``
+        is then ``host:port``."""
         self.handler = worker_handler
         self.master_handler = master_handler
         self.worker = worker_handler.worker
@@ -145,6 +149,7 @@ class SameHostService:
                               limits.max_pushed_bytes_per_client)
         self._address = address.removeprefix("grpc://")
         self._tcp_bind = tcp_bind
+        self._reserved_ports = reserved_ports
         self.endpoint: str | None = None
         self._listener: socket.socket | None = None
         self._conns: set = set()
@@ -158,10 +163,8 @@ class SameHostService:
         name). A name another process holds leaves this server on gRPC alone."""
         if self._tcp_bind is not None:
             try:
-                bind = self._tcp_bind.strip("[]")
-                listener = socket.create_server(
-                    (bind, 0), backlog=128,
-                    family=socket.AF_INET6 if ":" in bind else socket.AF_INET)
+                listener = _tcp_listener(self._tcp_bind.strip("[]"),
+                                         self._reserved_ports)
             except OSError as e:
                 _log.warning("%s: no TCP peer path (cannot listen on %s: %s); peers "
                              "on other hosts use gRPC", self.worker.task_name,
@@ -382,6 +385,24 @@ class SameHostService:
         out = Outgoing()
         out.add(key, value)
         return {"t": out.entries}, out
+
+
+def _tcp_listener(bind: str, reserved: frozenset) -> socket.socket:
+    """A listening socket on a free port of ``bind`` that is none of
+    ``reserved`` (a free port the kernel hands out may be one a cluster spec
+    named for a task that has not started yet: it must find it free)."""
+    family = socket.AF_INET6 if ":" in bind else socket.AF_INET
+    taken = []
+    try:
+        for _ in range(_PORT_TRIES):
+            listener = socket.create_server((bind, 0), backlog=128, family=family)
+            if listener.getsockname()[1] not in reserved:
+                return listener
+            taken.append(listener)  # held, so the next try gets another port
+        raise OSError(f"no free port outside the cluster's in {_PORT_TRIES} tries")
+    finally:
+        for s in taken:
+            s.close()
 
 
 def _hung_up(fd: int) -> bool:

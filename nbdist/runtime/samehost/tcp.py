@@ -149,6 +149,18 @@ class TcpTransport(SameHostTransport):
         return push(step, dst_task, exec_id, key, value, t0) if push else None
 
 
+class _NotServing:
+    """The TCP path of a task only this host can reach: no port."""
+
+    endpoint = None
+
+    def start(self):
+        pass
+
+    def stop(self):
+        pass
+
+
 class TcpPath:
     """The TCP peer path as ``runtime.transports`` knows it."""
 
@@ -161,12 +173,17 @@ class TcpPath:
 
     @staticmethod
     def serve(worker_handler, master_handler, address: str, token, limits,
-              bind: str | None = None):
+              bind: str | None = None, reserved_ports=frozenset()):
         """The task's service on a free TCP port of ``bind`` (its gRPC
-        interface); its ``endpoint`` is what it announces."""
+        interface) outside ``reserved_ports``; its ``endpoint`` is what it
+        announces. A task bound to loopback has no peer on another host: it
+        serves none (unless ``NBDIST_PEER_TCP=always``)."""
+        bind = bind or "127.0.0.1"
+        if mode() != "always" and _loopback(bind.strip("[]")):
+            return _NotServing()
         return SameHostService(worker_handler, address, token, limits,
-                               master_handler=master_handler,
-                               tcp_bind=bind or "127.0.0.1")
+                               master_handler=master_handler, tcp_bind=bind,
+                               reserved_ports=frozenset(reserved_ports))
 
     @staticmethod
     def peers(address_of, own_task: str, token, lookup=None) -> TcpPeers:
