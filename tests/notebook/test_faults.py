@@ -313,8 +313,12 @@ def test_a_slowed_worker_arrives_last_in_barrier_view(servers):
         results = _train_sync(cluster, [w.target for w in workers], 2, steps,
                               num_tokens=0)
         # A fast worker may take both tokens of a round (TF's semantics), so
-        # only the total is fixed.
-        assert sum(results.values()) == 2 * steps, results
+        # only the total is fixed, up to one step per worker past the end: as
+        # in TF, StopAtStepHook judges a step by the global step read as it
+        # began, so a worker whose step began before the last round closed may
+        # start one more (released by the tokens the others leave).
+        extra = sum(results.values()) - 2 * steps
+        assert 0 <= extra <= 2, results
         assert view.follower.sync(timeout=20)
         rec = view["sync_replicas@ps:0"]
         rounds = rec.rounds
@@ -332,11 +336,14 @@ def test_a_slowed_worker_arrives_last_in_barrier_view(servers):
         text = repr(view)
         assert (f"straggler: worker:1, last in {last['worker:1']} of {shared} rounds"
                 in text)
-        # The run is over: nobody is shown at a round that never comes.
-        assert f"round {steps + 1}: none of 2 arrived yet" in text
         html = view._repr_html_()
         assert "class='nbdist-rounds'" in html and "arrived last" in html
-        assert "width='0' height='8'" in html  # the bar agrees: nobody arrived
+        if extra == 0:
+            # The run is over: nobody is shown at a round that never comes.
+            assert f"round {steps + 1}: none of 2 arrived yet" in text
+            assert "width='0' height='8'" in html  # the bar agrees: nobody arrived
+        else:  # the extra steps' gradients wait in the next round, and show there
+            assert f"round {steps + 1}: " in text
     finally:
         view.close()
 
