@@ -16,6 +16,7 @@ import threading
 import numpy as np
 import pytest
 from helpers import local_cluster, wait_for
+from test_collective_fast import _in_threads
 from test_samehost import _mlp, _train
 
 import nbdist as nd
@@ -256,27 +257,13 @@ def test_an_all_reduce_over_tcp_matches_numpy(servers, tcp):
     tasks = [servers(cluster, "worker", i) for i in range(2)]
     rng = np.random.default_rng(3)
     xs = [rng.standard_normal(50_000).astype(np.float32) for _ in range(2)]
-    out, errs = [None, None], []
-
     def member(i):
-        try:
-            with nd.Graph().as_default():
-                r = collective_ops.all_reduce(xs[i], 2, 1, 1, merge_op="Add",
-                                              final_op="Id")
-                with nd.Session(tasks[i].target) as s:
-                    out[i] = s.run(r)
-        except Exception as e:  # noqa: BLE001 - re-raised below
-            errs.append(e)
+        with nd.Graph().as_default():
+            r = collective_ops.all_reduce(xs[i], 2, 1, 1, merge_op="Add", final_op="Id")
+            with nd.Session(tasks[i].target) as s:
+                return s.run(r)
 
-    threads = [threading.Thread(target=member, args=(i,), daemon=True)
-               for i in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-    assert not any(t.is_alive() for t in threads), "an all-reduce never finished"
-    if errs:
-        raise errs[0]
+    out = _in_threads(2, member)  # names a member that hung, and why
     for got in out:
         np.testing.assert_allclose(got, xs[0] + xs[1], rtol=1e-6)
     assert any(op == "recv" for _, op in _tcp_calls(tasks[0]))
