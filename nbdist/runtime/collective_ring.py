@@ -108,24 +108,27 @@ def _direct(run, piece: int, flat, out, merge) -> None:
 
 
 def _fold_direct(run, piece, tag, flat, out, merge) -> None:
-    first = True
-    for src in run.group.members:
-        if src == run.owner.task:
-            part = flat
+    """``out`` = the members' tensors merged in rank order. The first two are
+    merged in one pass (``merge(x0, x1, out=out)``, no copy of ``x0`` first):
+    when this member is one of them, inside the take of the other."""
+    me = run.owner.task
+    members = run.group.members
+
+    def take(src, consume):
+        run.take(src, tag, flat, consume, "direct", 0, piece)
+
+    if me == members[0]:
+        take(members[1], lambda chunk: merge(flat, chunk, out=out))
+    elif me == members[1]:
+        take(members[0], lambda chunk: merge(chunk, flat, out=out))
+    else:
+        take(members[0], lambda chunk: np.copyto(out, chunk))
+        take(members[1], lambda chunk: merge(out, chunk, out=out))
+    for src in members[2:]:
+        if src == me:
+            merge(out, flat, out=out)
         else:
-            def fold(chunk, first=first):
-                if first:
-                    np.copyto(out, chunk)
-                else:
-                    merge(out, chunk, out=out)
-            run.take(src, tag, flat, fold, "direct", 0, piece)
-            first = False
-            continue
-        if first:
-            np.copyto(out, part)
-        else:
-            merge(out, part, out=out)
-        first = False
+            take(src, lambda chunk: merge(out, chunk, out=out))
 
 
 def _map_pieces(owner, run, pipeline: int, piece_fn, pieces) -> None:
