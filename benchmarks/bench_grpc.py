@@ -47,6 +47,18 @@ is). The TF path checks the values it fetches as the nbdist path does, and
 runs in the same interleaved rounds: ``/tmp/nb/tfvenv/bin/python
 benchmarks/bench_grpc.py``, say.
 
+``--hosts netns`` (Linux, root) measures between hosts: the ps task, TF's
+ps task and the bare grpcio server run in a network namespace host
+(``tests/netns.py``) bound to its address, while this process (the client,
+the in-process worker task bound to the bridge's address) reaches them
+across a veth and a bridge, as between two machines; every nbdist task and
+client of the run shares a token (required beyond loopback). There the
+default set is the TCP peer path (what tasks on other hosts take; it waits
+until the client and the worker have found it), beside the gRPC-only set
+(``NBDIST_PEER_TCP=0``), and the table ends with issue 21's targets between
+hosts (remote scalar and hop <= 0.8x TF's time, 256 MiB through a worker's
+master >= 1.0x TF).
+
 Every process the benchmark starts is stopped by PID. ``--quick`` uses fewer
 repetitions (a smoke run, not a measurement).
 """
@@ -56,6 +68,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import secrets
 import subprocess
 import sys
 import time
@@ -115,7 +128,7 @@ handler = grpc.method_handlers_generic_handler("raw.Raw", {
 })
 opts = [("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1)]
 server = grpc.server(futures.ThreadPoolExecutor(16), handlers=[handler], options=opts)
-port = server.add_insecure_port("127.0.0.1:0")
+port = server.add_insecure_port(f"{sys.argv[1]}:0")
 server.start()
 print("raw listening on", port, flush=True)
 stop = threading.Event()
@@ -135,6 +148,32 @@ stop = threading.Event()
 signal.signal(signal.SIGTERM, lambda *_: stop.set())
 stop.wait()
 """
+
+
+class Place:
+    """Where the far end of every case runs. Locally (the default) the ps task,
+    TF's ps task and the bare grpcio server are processes of this host on
+    127.0.0.1; with ``--hosts netns`` they run in a network namespace host
+    (``tests/netns.py``) bound to its address, and this process (the client,
+    the in-process worker task) reaches them over the bridge, whose address
+    the worker task binds: every hop crosses a veth, as between two machines."""
+
+    def __init__(self, far: str = "127.0.0.1", here: str = "localhost",
+                 prefix: tuple = ()):
+        self.far, self.here, self.prefix = far, here, list(prefix)
+
+    @property
+    def netns(self) -> bool:
+        return bool(self.prefix)
+
+    def cluster(self) -> dict:
+        """A ps task over there and a worker task here, on free ports."""
+        far = self.far if self.netns else "localhost"
+        return {"ps": [f"{far}:{free_port()}"],
+                "worker": [f"{self.here}:{free_port()}"]}
+
+
+PLACE = Place()
 
 
 class Proc:
@@ -209,14 +248,15 @@ SIZES = (64 * MIB, 256 * MIB)
 def raw_cases(stack: contextlib.ExitStack, q: bool) -> list[Case]:
     import grpc
 
-    p = Proc([sys.executable, "-c", _RAW_SERVER], "raw listening on")
+    p = Proc([*PLACE.prefix, sys.executable, "-c", _RAW_SERVER, PLACE.far],
+             "raw listening on")
     stack.callback(p.stop)
     port = int(p.banner.rsplit(" ", 1)[1])
     opts = [
         ("grpc.max_send_message_length", -1),
         ("grpc.max_receive_message_length", -1),
     ]
-    ch = grpc.insecure_channel(f"127.0.0.1:{port}", options=opts)
+    ch = grpc.insecure_channel(f"{PLACE.far}:{port}", options=opts)
     stack.callback(ch.close)
 
     def ident(b):
@@ -307,9 +347,8 @@ def _environment(**values):
 
 
 def _same_host_off():
-    """The gRPC-only set: ``NBDIST_SAME_HOST=0`` (the TCP path stays off
-    between tasks of one host)."""
-    return _environment(**{SAME_HOST_VAR: "0"})
+    """The gRPC-only set: ``NBDIST_SAME_HOST=0 NBDIST_PEER_TCP=0``."""
+    return _environment(**{SAME_HOST_VAR: "0", "NBDIST_PEER_TCP": "0"})
 
 
 def _tcp_path_on():
@@ -340,25 +379,24 @@ def nbdist_cases(
             Case("scalar_inproc", lambda s=sess, c=c: s.run(c), 500 if q else 1000)
         )
 
-    cluster = {
-        "ps": [f"localhost:{free_port()}"],
-        "worker": [f"localhost:{free_port()}"],
-    }
+    cluster = PLACE.cluster()
     spec = ",".join(f"{j}|{';'.join(a)}" for j, a in cluster.items())
     _ps_process(
         stack,
         cluster,
         [
+            *PLACE.prefix,
             sys.executable,
             "-m",
             "nbdist.server",
             f"--cluster_spec={spec}",
             "--job_name=ps",
             "--task_index=0",
+            *([f"--bind={PLACE.far}"] if PLACE.netns else []),
         ],
     )
     ps_target = "grpc://" + cluster["ps"][0]
-    worker = nd.Server(cluster, job_name="worker", task_index=0)
+    worker = _nbdist_worker(nd, cluster)
     stack.callback(worker.stop)
     ps_only = nd.ConfigProto(device_filters=["/job:ps"])
     # A plain client of the ps task's master: one RunStep per run.
@@ -380,6 +418,7 @@ def nbdist_cases(
             y = nd.stop_gradient(x)
     sess = stack.enter_context(nd.Session(worker.target, graph=g))
     assert sess.run(y) == 2.0
+    _until_step_path(worker, "/job:ps/replica:0/task:0")
     cases.append(Case(f"{prefix}hop", lambda s=sess, y=y: s.run(y), 100 if q else 200))
     for size in sizes:
         value = _ones(size)
@@ -416,6 +455,18 @@ def nbdist_cases(
     return cases
 
 
+def _nbdist_worker(nd, cluster: dict):
+    """The in-process worker task; between netns hosts bound to the bridge's
+    address (the ps task there reaches it: coordination, the TCP path)."""
+    if not PLACE.netns:
+        return nd.Server(cluster, job_name="worker", task_index=0)
+    from nbdist.proto import server_def_pb2
+
+    return nd.Server(server_def_pb2.ServerDef(
+        cluster=nd.train.ClusterSpec(cluster).as_cluster_def(), job_name="worker",
+        task_index=0, protocol="grpc", bind_address=PLACE.here))
+
+
 def grpc_only_cases(stack: contextlib.ExitStack, q: bool) -> list[Case]:
     """The remote scalar, the hop and the 256 MiB tensors again, with the
     same-host path off at both ends (keys prefixed ``grpc:``)."""
@@ -424,16 +475,34 @@ def grpc_only_cases(stack: contextlib.ExitStack, q: bool) -> list[Case]:
 
 
 def _until_peer_path(sess, bound_s: float = 10.0) -> None:
-    """With the TCP set's setting, until ``sess``'s client has its master's TCP
-    channel (the master announces it once registered; the client looks while
-    this setting holds, before the measurement restores the environment)."""
-    if os.environ.get("NBDIST_PEER_TCP") != "always":
+    """Where a peer path is wanted (the TCP set, or every set but gRPC-only
+    between netns hosts), until ``sess``'s client has its master's channel
+    over it (the master announces its TCP endpoint once registered; the
+    client looks while this set's setting holds, before the measurement
+    restores the environment)."""
+    mode = os.environ.get("NBDIST_PEER_TCP")
+    if mode != "always" and not (PLACE.netns and mode != "0"):
         return
     master = sess._master
     deadline = time.monotonic() + bound_s
     while master._same_host() is None and time.monotonic() < deadline:
         master._path_look_at = 0.0  # look again now
         time.sleep(0.05)
+
+
+def _until_step_path(worker, task: str, bound_s: float = 10.0) -> None:
+    """Between netns hosts (unless gRPC-only), until ``worker``'s router has a
+    TCP channel to ``task``'s steps: the lookup of its endpoint runs in the
+    background, and until it is done steps go over gRPC."""
+    if not PLACE.netns or os.environ.get("NBDIST_PEER_TCP") == "0":
+        return
+    routed = worker._router.worker(task)
+    deadline = time.monotonic() + bound_s
+    while time.monotonic() < deadline:
+        if any(path.channel(now=True) is not None for path in routed.paths):
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"no TCP path to {task} within {bound_s:.0f} s")
 
 
 def tcp_cases(stack: contextlib.ExitStack, q: bool) -> list[Case]:
@@ -462,11 +531,9 @@ def tf_cases(stack: contextlib.ExitStack, q: bool) -> list[Case] | None:
     cases.append(
         Case("tf:scalar_inproc", lambda s=sess, c=c: s.run(c), 500 if q else 1000)
     )
-    cluster = {
-        "ps": [f"localhost:{free_port()}"],
-        "worker": [f"localhost:{free_port()}"],
-    }
-    _ps_process(stack, cluster, [sys.executable, "-c", _TF_SERVER, json.dumps(cluster)])
+    cluster = PLACE.cluster()
+    _ps_process(stack, cluster, [*PLACE.prefix, sys.executable, "-c", _TF_SERVER,
+                                 json.dumps(cluster)])
     worker = tf.distribute.Server(
         tf.train.ClusterSpec(cluster), job_name="worker", task_index=0
     )
@@ -596,6 +663,8 @@ def table(res: dict, with_tf: bool) -> str:
         "<= 80 µs",
     )
     for prefix in PREFIXES:
+        if prefix + "scalar_remote" not in res:
+            continue
         s = res[prefix + "scalar_remote"]
         row(
             "run scalar, task in another process",
@@ -607,6 +676,8 @@ def table(res: dict, with_tf: bool) -> str:
             "",
         )
     for prefix in PREFIXES:
+        if prefix + "hop" not in res:
+            continue
         s = res[prefix + "hop"]
         row(
             "one cross-task hop (ps proc -> worker)",
@@ -656,12 +727,22 @@ def table(res: dict, with_tf: bool) -> str:
     if tf is None:
         head = head[:6]
     lines = _render(head, rows)
-    lines.append(
-        "([same-host]: the default, both ends on this host (Unix socket + memfd); "
-        "[TCP path]: NBDIST_SAME_HOST=0 NBDIST_PEER_TCP=always, what tasks on other "
-        "hosts take by default; [gRPC only]: NBDIST_SAME_HOST=0 in the client and "
-        "the servers. vs gRPC only > 1: that path is faster than gRPC)"
-    )
+    if PLACE.netns:
+        lines.append(
+            f"(the ps task, TF's ps task and the bare grpcio server in a network "
+            f"namespace host at {PLACE.far}, the client and the worker task here "
+            f"at {PLACE.here}, across a veth and a bridge. [TCP path]: the "
+            "default between hosts; [gRPC only]: NBDIST_PEER_TCP=0 in the client "
+            "and the servers. vs gRPC only > 1: that path is faster than gRPC)"
+        )
+    else:
+        lines.append(
+            "([same-host]: the default, both ends on this host (Unix socket + "
+            "memfd); [TCP path]: NBDIST_SAME_HOST=0 NBDIST_PEER_TCP=always, what "
+            "tasks on other hosts take by default; [gRPC only]: NBDIST_SAME_HOST=0 "
+            "NBDIST_PEER_TCP=0 in the client and the servers. vs gRPC only > 1: "
+            "that path is faster than gRPC)"
+        )
     if tf is None:
         lines.append(
             "(tensorflow is not importable: no peer columns; "
@@ -669,7 +750,11 @@ def table(res: dict, with_tf: bool) -> str:
         )
     else:
         lines.append("(nbdist vs TF > 1: nbdist is faster)")
-    lines += ["", "issue 11 targets:", *_render(*issue11_targets(res, tf))]
+    if PLACE.netns:
+        lines += ["", "issue 21 targets (between hosts):",
+                  *_render(*issue21_targets(res, tf))]
+    else:
+        lines += ["", "issue 11 targets:", *_render(*issue11_targets(res, tf))]
     return "\n".join(lines)
 
 
@@ -707,6 +792,32 @@ def issue11_targets(res: dict, tf: dict | None) -> tuple:
     return ("target", "nbdist (default)", "goal", ""), rows
 
 
+def issue21_targets(res: dict, tf: dict | None) -> tuple:
+    """Head and rows of issue 21's targets between hosts: the remote scalar
+    run and the hop in <= 0.8x TF's time, 256 MiB through a worker's master
+    >= 1.0x TF (the default path, which is the TCP path there)."""
+    rows = []
+    for key, label in (
+        ("scalar_remote", "run scalar, task on another host"),
+        ("hop", "one cross-host hop"),
+    ):
+        x = res[key] / tf[key] if tf else None
+        rows.append((label, _us(res[key]) + (f" = {x:.2f}x TF's {_us(tf[key])}"
+                                             if tf else ""),
+                     "<= 0.8x TF", "(no TF)" if not tf else
+                     "ok" if x <= 0.8 else "MISSED"))
+    big = SIZES[-1]
+    for kind in ("fetch", "feed"):
+        key = f"{kind}_worker{big}"
+        x = res[key] / tf[key] if tf else None
+        rows.append((f"{kind} {big // MIB} MiB, worker's master",
+                     _mbs(res[key]) + (f" = {x:.2f}x TF's {_mbs(tf[key])}"
+                                       if tf else ""),
+                     ">= 1.0x TF", "(no TF)" if not tf else
+                     "ok" if x >= 1.0 else "MISSED"))
+    return ("target", "nbdist (default)", "goal", ""), rows
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="fewer repetitions")
@@ -716,16 +827,44 @@ def main(argv=None) -> int:
         default=None,
         help="rounds of every case (default 5; 2 with --quick)",
     )
+    p.add_argument(
+        "--hosts",
+        default="local",
+        choices=("local", "netns"),
+        help="netns (Linux, root): the far ends in a network namespace host",
+    )
     args = p.parse_args(argv)
     rounds = args.rounds or (2 if args.quick else 5)
     load0 = os.getloadavg()[0]
+    global PLACE
     with contextlib.ExitStack() as stack:
-        cases = (
-            raw_cases(stack, args.quick)
-            + nbdist_cases(stack, args.quick)
-            + grpc_only_cases(stack, args.quick)
-            + tcp_cases(stack, args.quick)
-        )
+        if args.hosts == "netns":
+            sys.path.insert(0, str(ROOT / "tests"))
+            import netns
+
+            if reason := netns.unavailable():
+                print(f"--hosts netns: {reason}")
+                return 2
+            hosts = stack.enter_context(netns.Hosts(1))
+            # Beyond loopback a task needs the cluster's secret (every task
+            # and client of this run inherits or reads it).
+            stack.enter_context(_environment(NBDIST_TOKEN=secrets.token_hex(16)))
+            PLACE = Place(far=hosts[0].address, here=f"{hosts.subnet}.1",
+                          prefix=("ip", "netns", "exec", hosts[0].name))
+            PATH_LABEL[""] = " [TCP path]"  # the default between hosts
+            # The default set is the TCP path there; no same-host set.
+            cases = (
+                raw_cases(stack, args.quick)
+                + nbdist_cases(stack, args.quick)
+                + grpc_only_cases(stack, args.quick)
+            )
+        else:
+            cases = (
+                raw_cases(stack, args.quick)
+                + nbdist_cases(stack, args.quick)
+                + grpc_only_cases(stack, args.quick)
+                + tcp_cases(stack, args.quick)
+            )
         try:
             peer = tf_cases(stack, args.quick)
         except Exception as e:  # noqa: BLE001 - the peer is optional
