@@ -61,6 +61,28 @@ def put_test_dirs_on_path() -> None:
 
 
 # -- waiting -------------------------------------------------------------------------
+def in_threads(n: int, fn, bound_s: float = 120.0) -> list:
+    """``fn(i)`` for i < n, each in its own thread (one per task, as members of
+    a collective run); their results, or the first one's error."""
+    out, errs = [None] * n, []
+
+    def run(i):
+        try:
+            out[i] = fn(i)
+        except Exception as e:  # noqa: BLE001 - re-raised below
+            errs.append(e)
+
+    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(bound_s)
+    assert not any(t.is_alive() for t in threads), "a task never finished"
+    if errs:
+        raise errs[0]
+    return out
+
+
 def wait_for(predicate, timeout: float, what: str, interval: float = 0.01):
     """``predicate()``'s first true value, polled every ``interval`` s; an
     AssertionError naming ``what`` after ``timeout`` s. For changes that send no

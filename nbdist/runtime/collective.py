@@ -159,14 +159,16 @@ class _Execution:
             got = self._pushes[peer] = bool(check and check(peer))
         return got
 
-    def put(self, dst: str, tag: str, value: np.ndarray):
+    def put(self, dst: str, tag: str, value: np.ndarray, into=None):
         """Sends an all-reduce chunk; returns what waits until ``dst`` has it.
         Pushed to a peer on this host (copied now: ``value`` may change
-        after); else left here (a copy) for ``dst`` to pull."""
+        after); else left here (a copy) for ``dst`` to pull. ``into`` (pushed
+        only): a span of this member's shared result that ``dst`` writes its
+        answer in before it answers (``collective_ring._halves``)."""
         if self.pushes(dst):
             finish = self.owner._transport.push_collective(
                 self.step, dst, self.exec_id, self.key(self.owner.task, dst, tag),
-                value, time.time())
+                value, time.time(), into)
             if finish is None:  # the peer was here and is gone
                 raise errors.UnavailableError(
                     None, None, f"{self.what} failed: task {dst} is no longer "
@@ -176,16 +178,26 @@ class _Execution:
         return _nothing
 
     def take(self, src: str, tag: str, mine: np.ndarray, consume, phase: str,
-             step: int, piece: int):
+             step: int, piece: int, answer: bool = False):
         """``consume(chunk)`` of ``src``'s chunk ``tag`` (checked to be like
-        ``mine``), read in place when pushed; publishes its ``ChunkEvent``."""
+        ``mine``), read in place when pushed; publishes its ``ChunkEvent``.
+        ``answer``: ``consume(chunk, into)``, ``into`` the span of ``src``'s
+        result its push named (checked to be like ``mine`` too)."""
         key = self.key(src, self.owner.task, tag)
         start = time.time()
 
         def checked(value, meta):
             nonlocal start
             start = meta.get("t0") or start
-            return consume(_like(self, src, value, mine))
+            chunk = _like(self, src, value, mine)
+            if not answer:
+                return consume(chunk)
+            into = meta.get("into")
+            if into is None:
+                raise errors.InternalError(
+                    None, None, f"{self.what}: {src}'s chunk names no result to "
+                    "answer into (its peer path shares no memory)")
+            return consume(chunk, _like(self, src, into, mine))
 
         if self.pushes(src):
             result = self.owner.mailbox.take(self.step, self.exec_id, key, checked,

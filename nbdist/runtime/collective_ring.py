@@ -5,6 +5,12 @@ and Gloo choose theirs.
   two members): every member sends its tensor to every other and reduces them
   all in rank order: one round instead of the ring's 2(N-1), and every member
   computes the same bits. Two members move the same bytes as the ring would.
+- **halves** (two members on one host, a tensor of ``_HUGE_BYTES`` or more):
+  each member pushes the half its peer owns, naming where in its result (a
+  ``shared_flat``) the peer writes the answer; each reduces its own half
+  straight from the pushed chunk and writes it into both results. Per member
+  3.5 passes over the tensor's bytes where direct takes 5 (the all-reduce is
+  bound by memory traffic on one host: ``docs/architecture.md``).
 - **ring** (the rest): reduce-scatter then all-gather over the flattened
   tensor, cut into pieces of ``segment_bytes`` per member that run on a pool
   (``pipeline`` at once), so a large tensor pipelines; each member sends and
@@ -32,12 +38,19 @@ _HUGE_BYTES = 1 << 21
 _KEPT_RESULTS = 8  # instances whose last result buffer is kept for reuse
 
 
-def _result_like(owner, run, flat: np.ndarray) -> np.ndarray:
+def _result_like(owner, run, flat: np.ndarray, shared: bool = False) -> np.ndarray:
     """The result buffer. A large one is the buffer of this instance's last run
     when nothing references it any more (what TF's allocator would hand back:
     memory already faulted in, which a fresh 64 MiB array pays ~40% of a
-    reduction for), else a new one on transparent huge pages."""
-    if flat.nbytes < _HUGE_BYTES:
+    reduction for), else a new one on transparent huge pages; ``shared``: on
+    a memfd a peer on this host can write (``collective_push.shared_flat``)."""
+    from nbdist.runtime.samehost.collective_push import (
+        fresh_flat,
+        shared_flat,
+        shared_span,
+    )
+
+    if flat.nbytes < _HUGE_BYTES and not shared:
         return np.empty_like(flat)
     key = (run.group.group_key, run.instance_key)
     cache = owner.result_buffers
@@ -45,12 +58,11 @@ def _result_like(owner, run, flat: np.ndarray) -> np.ndarray:
         kept = cache.pop(key, None)
     # Referenced only by ``kept`` and getrefcount's argument: no view of it lives.
     if kept is not None and sys.getrefcount(kept) <= 2 and \
-            kept.dtype == flat.dtype and kept.shape == flat.shape:
+            kept.dtype == flat.dtype and kept.shape == flat.shape and \
+            (not shared or shared_span(kept) is not None):
         out = kept
     else:
-        from nbdist.runtime.samehost.collective_push import fresh_flat
-
-        out = fresh_flat(flat.dtype, flat.size)
+        out = (shared_flat if shared else fresh_flat)(flat.dtype, flat.size)
     del kept
     with owner._lock:
         cache[key] = out
@@ -59,12 +71,18 @@ def _result_like(owner, run, flat: np.ndarray) -> np.ndarray:
     return out
 
 
-def algorithm(nbytes: int, n: int, direct_bytes: int, hint: str = "auto") -> str:
-    """"direct" or "ring" for an all-reduce of ``nbytes`` over ``n`` members:
-    the ring when asked (``communication_hint="ring"``) or when it moves less;
-    two members move the same bytes either way, and direct is one step."""
+def algorithm(nbytes: int, n: int, direct_bytes: int, hint: str = "auto",
+              shares_memory: bool = False) -> str:
+    """"direct", "halves", "scatter" or "ring" for an all-reduce of ``nbytes``
+    over ``n`` members: the ring (or scatter) when asked
+    (``communication_hint``) or when it moves less; two members move the same
+    bytes either way, and direct is one step; halves when two members share
+    memory (``shares_memory``: chunks to the peer are pushed on this host)
+    and the tensor is large."""
     if hint in ("ring", "scatter"):
         return hint
+    if n == 2 and shares_memory and nbytes >= _HUGE_BYTES:
+        return "halves"
     return "direct" if n == 2 or nbytes * (n - 1) <= direct_bytes else "scatter"
 
 
@@ -72,9 +90,20 @@ def all_reduce(owner, run, flat: np.ndarray, merge, segment_bytes: int,
                direct_bytes: int, pipeline: int, hint: str = "auto") -> np.ndarray:
     """``flat`` reduced by ``merge`` across ``run``'s group."""
     n = run.group.size
-    out = _result_like(owner, run, flat)
-    how = algorithm(flat.nbytes, n, direct_bytes, hint)
+    peers = [m for m in run.group.members if m != owner.task]
+    how = algorithm(flat.nbytes, n, direct_bytes, hint,
+                    all(run.pushes(p) for p in peers))
+    out = _result_like(owner, run, flat, shared=how == "halves")
     per_member = max(1, segment_bytes // max(1, flat.itemsize))
+    if how == "halves":
+        try:
+            _halves(owner, run, flat, out, merge, per_member, pipeline)
+        except BaseException:
+            # The peer may still be writing into it: never handed out again.
+            with owner._lock:
+                owner.result_buffers.pop((run.group.group_key, run.instance_key), None)
+            raise
+        return out
     if how == "direct":
         # Pieces of one message each when large (pipelined); one when small.
         per_piece = flat.size if flat.nbytes * (n - 1) <= direct_bytes else per_member
@@ -129,6 +158,54 @@ def _fold_direct(run, piece, tag, flat, out, merge) -> None:
             merge(out, flat, out=out)
         else:
             take(src, lambda chunk: merge(out, chunk, out=out))
+
+
+def _halves(owner, run, flat, out, merge, per_piece: int, pipeline: int) -> None:
+    """Two members: member r owns half r of the tensor. It pushes its part of
+    the other half to the peer, naming the same span of its result; it reduces
+    the peer's part of its own half (rank order) into its result and, before
+    answering, into the span the peer named: both results hold both halves,
+    each computed once. In pieces of ``per_piece`` elements, pipelined."""
+    me = run.owner.task
+    first = me == run.group.members[0]
+    cut = flat.size // 2
+    own, other = (slice(0, cut), slice(cut, None)) if first else \
+        (slice(cut, None), slice(0, cut))
+    own_flat, own_out = flat[own], out[own]
+    other_flat, other_out = flat[other], out[other]
+    count = max(1, -(-(flat.size - cut) // per_piece))  # the same on both
+
+    def bounds(length, i):
+        return slice(length * i // count, length * (i + 1) // count)
+
+    pieces = []
+    for i in range(count):
+        o, t = bounds(own_flat.size, i), bounds(other_flat.size, i)
+        pieces.append((i, own_flat[o], own_out[o], other_flat[t], other_out[t], merge))
+    if count == 1:
+        _halves_piece(run, *pieces[0])
+    else:
+        _map_pieces(owner, run, pipeline, _halves_piece, pieces)
+
+
+def _halves_piece(run, piece, mine, mine_out, theirs, theirs_out, merge) -> None:
+    peer = run.group.left()  # (the other member)
+    first = run.owner.task == run.group.members[0]
+    tag = f"p{piece}direct"  # as direct's: a member running direct fails on shape
+
+    def consume(chunk, into):
+        if first:
+            merge(mine, chunk, out=mine_out)
+        else:
+            merge(chunk, mine, out=mine_out)
+        np.copyto(into, mine_out)
+
+    finish = run.put(peer, tag, theirs, into=theirs_out)
+    try:
+        run.take(peer, tag, mine, consume, "direct", 0, piece, answer=True)
+        finish()
+    finally:
+        finish.abandon()
 
 
 def _map_pieces(owner, run, pipeline: int, piece_fn, pieces) -> None:

@@ -10,37 +10,15 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 
 import numpy as np
 import pytest
-from helpers import ROOT, local_cluster
+from helpers import ROOT, in_threads, local_cluster
 
 import nbdist as nd
 from nbdist import errors
 from nbdist.ops import collective_ops
 from nbdist.runtime import collective
-
-
-def _in_threads(n, fn):
-    """``fn(i)`` for i < n, each in its own thread (one per task); results."""
-    out, errs = [None] * n, []
-
-    def run(i):
-        try:
-            out[i] = fn(i)
-        except Exception as e:  # noqa: BLE001 - re-raised below
-            errs.append(e)
-
-    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-    assert not any(t.is_alive() for t in threads), "a task never finished"
-    if errs:
-        raise errs[0]
-    return out
 
 
 @pytest.fixture
@@ -79,7 +57,7 @@ def test_collectives_match_numpy(workers, n, monkeypatch):
                 again = sess.run(ops[0])  # a second execution of instance 1
             return first, again
 
-    for (total, mean, big_total, top, gathered, bcast), again in _in_threads(n, task):
+    for (total, mean, big_total, top, gathered, bcast), again in in_threads(n, task):
         np.testing.assert_allclose(total, np.sum(small, axis=0), rtol=1e-6)
         np.testing.assert_allclose(again, np.sum(small, axis=0), rtol=1e-6)
         np.testing.assert_allclose(mean, np.mean(small, axis=0), rtol=1e-6)
@@ -165,7 +143,7 @@ def test_mirrored_strategy_in_process_matches_one_process(workers):
                     sess.run(train)
                 return sess.run(params), sess.run([total, mean_rows])
 
-    out = _in_threads(2, task)
+    out = in_threads(2, task)
     for got, _ in out:
         for a, b in zip(got, _oracle(2)):
             np.testing.assert_allclose(a, b, atol=1e-6)

@@ -17,35 +17,15 @@ import time
 
 import numpy as np
 import pytest
-from helpers import local_cluster
+from helpers import in_threads, local_cluster
 
 import nbdist as nd
 from nbdist import errors
-from nbdist.ops import collective_ops
 from nbdist.notebook import CollectiveView
+from nbdist.ops import collective_ops
 from nbdist.runtime import collective
 
 SEGMENT = 4096  # bytes per member and piece: several pieces per tensor
-
-
-def _in_threads(n, fn):
-    out, errs = [None] * n, []
-
-    def run(i):
-        try:
-            out[i] = fn(i)
-        except Exception as e:  # noqa: BLE001 - re-raised below
-            errs.append(e)
-
-    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-    assert not any(t.is_alive() for t in threads), "a task never finished"
-    if errs:
-        raise errs[0]
-    return out
 
 
 def _servers(servers, monkeypatch, n):
@@ -71,7 +51,7 @@ def _traced_all_reduce(tasks, xs, hint):
                 return view.result, view
 
     try:
-        results = _in_threads(n, task)
+        results = in_threads(n, task)
     finally:
         for stop in stops:
             stop()
@@ -191,7 +171,7 @@ def test_results_equal_numpy_for_dtypes_shapes_and_odd_sizes(servers, monkeypatc
             with nd.Session(tasks[i].target) as sess:
                 return sess.run(ops)
 
-    results = _in_threads(n, task)
+    results = in_threads(n, task)
     numpy_of = {"Add": np.sum, "Max": np.max, "Min": np.min, "Mul": np.prod}
     for k, (xs, merge, final) in enumerate(cases):
         expected = numpy_of[merge](np.stack(xs), axis=0)
@@ -239,7 +219,7 @@ def test_a_member_left_alone_fails_by_its_deadline(servers, monkeypatch, deadlin
             with nd.Session(tasks[i].target) as sess:
                 return sess.run(op)
 
-    for got in _in_threads(2, task):
+    for got in in_threads(2, task):
         np.testing.assert_array_equal(got, x * 3)
 
 
@@ -334,7 +314,7 @@ def test_a_kept_result_is_never_overwritten_by_the_next_run(servers, monkeypatch
                 third = sess.run(total, {x: np.full(length, 100.0, np.float32)})
                 return first, view, second, third
 
-    for first, view, second, third in _in_threads(2, task):
+    for first, view, second, third in in_threads(2, task):
         np.testing.assert_array_equal(first, np.full(length, 3.0))
         np.testing.assert_array_equal(view, np.full(length // 2, 3.0))
         np.testing.assert_array_equal(second, np.full(length, 30.0))

@@ -13,16 +13,24 @@ hears it, and a sender never runs more than one chunk ahead per connection.
 The sender waits for that answer polling its step's cancellation: a cancelled
 step closes the connection, and the receiver (seeing the hang-up) withdraws the
 chunk.
+
+A push may also name where the receiver writes its answer: ``into``, a span of
+the sender's result on a ``shared_flat`` (a memfd, sent once per connection
+and mapped by the peer: ``wire.Link.offer_result``). Two members then each
+reduce half of the tensor and write it into both results (``collective_ring``'s
+"halves"): 3.5 passes over the tensor's bytes per member instead of 5.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import mmap
 import os
 import select
 import threading
 import time
+import weakref
 
 import numpy as np
 
@@ -31,7 +39,8 @@ from nbdist.runtime.samehost.common import ChannelBroken, went_away
 from nbdist.runtime.samehost.wire import Outgoing
 from nbdist.runtime.timeouts import UNBOUNDED_S, ms_from_seconds, step_time_left
 
-__all__ = ["PushedChunk", "finish_push", "fresh_flat", "serve_push", "start_push"]
+__all__ = ["PushedChunk", "SharedResult", "finish_push", "fresh_flat", "serve_push",
+           "shared_flat", "shared_span", "start_push"]
 
 _POLL_S = 0.1
 _MADV_HUGEPAGE = getattr(mmap, "MADV_HUGEPAGE", None)
@@ -50,12 +59,56 @@ def fresh_flat(dtype: np.dtype, size: int) -> np.ndarray:
     return np.frombuffer(m, dtype=dtype, count=size)
 
 
-def start_push(ch, step, exec_id: int, key: str, value: np.ndarray, t0: float):
+class SharedResult(mmap.mmap):
+    """A ``shared_flat``'s memory: a memfd mapped here, whose descriptor (kept
+    open while the mapping lives) a push hands to peers on this host."""
+
+
+_result_ids = itertools.count(1)
+
+
+def shared_flat(dtype: np.dtype, size: int) -> np.ndarray:
+    """A 1-d array on a memfd a peer on this host may map and write (an
+    all-reduce result the peer fills half of). Views of it have it as their
+    ``base``, as ``fresh_flat``'s do."""
+    nbytes = max(1, size * dtype.itemsize)
+    fd = os.memfd_create("nbdist-result", os.MFD_CLOEXEC)
+    try:
+        os.ftruncate(fd, nbytes)
+        m = SharedResult(fd, nbytes, flags=mmap.MAP_SHARED | mmap.MAP_POPULATE)
+    except BaseException:
+        os.close(fd)
+        raise
+    m.fd, m.result_id = fd, next(_result_ids)
+    weakref.finalize(m, os.close, fd)
+    arr = np.frombuffer(m, dtype=dtype, count=size)
+    m.address = arr.ctypes.data
+    return arr
+
+
+def shared_span(view: np.ndarray) -> tuple[SharedResult, int] | None:
+    """(the ``SharedResult`` under a contiguous view of a ``shared_flat``, the
+    view's byte offset in it), or None when it lies elsewhere."""
+    base = view.base if isinstance(view.base, np.ndarray) else view
+    owner = getattr(base.base, "obj", None)
+    if not isinstance(owner, SharedResult) or not view.flags.c_contiguous:
+        return None
+    return owner, view.ctypes.data - owner.address
+
+
+def start_push(ch, step, exec_id: int, key: str, value: np.ndarray, t0: float,
+               into: np.ndarray | None = None):
     """Sends ``value`` as chunk ``key`` of execution ``exec_id`` (one copy, into
     the connection's segment); ``finish_push`` waits for it to be consumed.
-    ChannelBroken when nothing went out."""
+    ``into``: a span of a ``shared_flat`` the receiver is to write its answer
+    in. ChannelBroken when nothing went out."""
     out = Outgoing()
     out.add(key, value)
+    if into is not None:
+        span = shared_span(into)
+        if span is None:
+            raise ValueError("a push's answer goes into a shared_flat's span")
+        out.answer_into(span[0], span[1], into.nbytes)
     header = {"exec": exec_id, "key": key, "t": out.entries, "t0": t0,
               "timeout_ms": ms_from_seconds(step_time_left(step))}
     return ch.send("cpush", header, out)
@@ -136,6 +189,13 @@ def serve_push(collectives, header: dict, payload: np.ndarray, fds: list, link,
             view = payload[start:start + nbytes].view(dtype).reshape(shape)
         else:
             view = np.empty(shape, dtype)
+        meta = {"t0": float(header.get("t0") or 0.0)}
+        if "into" in header:
+            if not link.shares_memory:
+                raise ValueError("an answer into shared memory over TCP")
+            meta["into"] = np.frombuffer(link.peer_result(header["into"], fds), dtype=dtype,
+                                         count=int(header["into"]["n"]) // dtype.itemsize,
+                                         offset=int(header["into"]["o"]))
     finally:
         for fd in fds:
             os.close(fd)
@@ -150,10 +210,10 @@ def serve_push(collectives, header: dict, payload: np.ndarray, fds: list, link,
         hung.set()
     timeout = int(header.get("timeout_ms") or 0) / 1000.0 or UNBOUNDED_S
     try:
-        mailbox.deliver(int(header["exec"]), str(header["key"]), view,
-                        {"t0": float(header.get("t0") or 0.0)}, timeout, hung)
+        mailbox.deliver(int(header["exec"]), str(header["key"]), view, meta, timeout,
+                        hung)
     finally:
-        del view
+        del view, meta
         if m is not None and header["seg"].get("once"):
             try:
                 m.close()

@@ -134,19 +134,20 @@ class SameHostTransport:
         return bool(check and check(task))
 
     def push_collective(self, step, dst_task: str, exec_id: int, key: str, value,
-                        t0: float):
-        """Pushes an all-reduce chunk to ``dst_task`` (``samehost.collective_push``);
-        returns ``finish()``, which waits until the peer consumed it, or None
-        when ``dst_task`` is not reachable here (the caller leaves it to pull)."""
+                        t0: float, into=None):
+        """Pushes an all-reduce chunk to ``dst_task`` (``samehost.collective_push``;
+        ``into``: where the peer writes its answer); returns ``finish()``, which
+        waits until the peer consumed it, or None when ``dst_task`` is not
+        reachable here (the caller leaves it to pull)."""
         path = self._path_of(dst_task)
         ch = path.channel(now=path.reached)
         if ch is None and not path.reached:  # the next path's, if it has one
             push = getattr(self._inner, "push_collective", None)
-            return push(step, dst_task, exec_id, key, value, t0) if push else None
+            return push(step, dst_task, exec_id, key, value, t0, into) if push else None
         if ch is None:  # reached before, unreachable now: the peer is gone
             return None
         try:
-            sent = start_push(ch, step, exec_id, key, value, t0)
+            sent = start_push(ch, step, exec_id, key, value, t0, into)
         except ChannelBroken as e:  # it was here: gone now (the receiver expects a push)
             path.forget()
             raise went_away(dst_task, "a collective push", e) from None

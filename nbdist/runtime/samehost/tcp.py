@@ -144,9 +144,9 @@ class TcpTransport(SameHostTransport):
         return bool(check and check(task))
 
     def push_collective(self, step, dst_task: str, exec_id: int, key: str, value,
-                        t0: float):
+                        t0: float, into=None):
         push = getattr(self._inner, "push_collective", None)
-        return push(step, dst_task, exec_id, key, value, t0) if push else None
+        return push(step, dst_task, exec_id, key, value, t0, into) if push else None
 
 
 class _NotServing:

@@ -20,6 +20,7 @@ travel as ``TensorProto`` bytes.
 from __future__ import annotations
 
 import array
+import collections
 import json
 import math
 import mmap
@@ -41,6 +42,7 @@ _HUGE_BYTES = 1 << 21
 _MADV_HUGEPAGE = getattr(mmap, "MADV_HUGEPAGE", None)
 MAX_HEADER_BYTES = 1 << 20
 MAX_FDS = 64  # segments in one frame
+PEER_RESULTS_KEPT = 4  # peers' result buffers a connection keeps mapped
 _PREFIX = struct.Struct("<IQ")
 _ALIGN = 64
 _NUMERIC_KINDS = "biufc"
@@ -80,6 +82,13 @@ def fresh_array(dtype: np.dtype, shape: tuple) -> np.ndarray:
     return np.frombuffer(m, dtype=dtype).reshape(shape)
 
 
+def _close_mapping(m: mmap.mmap) -> None:
+    try:
+        m.close()
+    except BufferError:  # a view still lives (an error's traceback holds one):
+        pass  # the mapping goes with the last of them
+
+
 class _Staging:
     """Bytes of warm staging segments this process keeps, across connections."""
 
@@ -115,6 +124,8 @@ class Link:
         self._sent_id = 0  # the id of the segment the peer has
         self._ids = 0
         self._recv: tuple | None = None  # (mmap, size, id)
+        self._results_sent: collections.OrderedDict = collections.OrderedDict()
+        self._peer_results: collections.OrderedDict = collections.OrderedDict()
 
     def stage(self, nbytes: int) -> tuple[mmap.mmap, dict, int | None, bool]:
         """(segment to copy into, header entry, fd to attach or None, one-off)."""
@@ -152,11 +163,52 @@ class Link:
             raise ValueError(f"segment {seg_id} was never sent on this connection")
         return self._recv[0]
 
+    def offer_result(self, result) -> tuple[dict, int | None]:
+        """(header entry, fd to attach or None) naming ``result`` (a
+        ``collective_push.SharedResult``), its descriptor sent once per
+        connection."""
+        entry = {"id": result.result_id, "size": len(result)}
+        if result.result_id in self._results_sent:
+            self._results_sent.move_to_end(result.result_id)
+            return entry, None
+        self._results_sent[result.result_id] = True
+        while len(self._results_sent) > PEER_RESULTS_KEPT:  # as the peer forgets
+            self._results_sent.popitem(last=False)
+        return entry, result.fd
+
+    def peer_result(self, entry: dict, fds: list) -> mmap.mmap:
+        """The peer's result buffer an ``into`` entry names, mapped writable
+        (kept for the next push naming it), checked to hold the span."""
+        result_id, size = int(entry["id"]), int(entry["size"])
+        start, nbytes = int(entry["o"]), int(entry["n"])
+        if "fd" in entry:
+            fd = fds[int(entry["fd"])]
+            if os.fstat(fd).st_size < size:
+                raise ValueError(f"a result of {os.fstat(fd).st_size} bytes is "
+                                 f"sent for {size}")
+            self._forget_result(result_id)
+            self._peer_results[result_id] = mmap.mmap(
+                fd, size, flags=mmap.MAP_SHARED | mmap.MAP_POPULATE)
+            while len(self._peer_results) > PEER_RESULTS_KEPT:
+                self._forget_result(next(iter(self._peer_results)))
+        m = self._peer_results.get(result_id)
+        if m is None:
+            raise ValueError(f"result {result_id} was never sent on this connection")
+        self._peer_results.move_to_end(result_id)
+        if start < 0 or nbytes < 0 or start + nbytes > len(m):
+            raise ValueError("the answer's span lies outside its result")
+        return m
+
+    def _forget_result(self, result_id: int) -> None:
+        m = self._peer_results.pop(result_id, None)
+        if m is not None:
+            _close_mapping(m)
+
     def _drop_send(self):
         seg, self._send = self._send, None
         if seg is not None:
             fd, m, size, _, kept = seg
-            m.close()
+            _close_mapping(m)
             os.close(fd)
             if kept:
                 _staging.release(size)
@@ -164,11 +216,13 @@ class Link:
     def _drop_recv(self):
         seg, self._recv = self._recv, None
         if seg is not None:
-            seg[0].close()
+            _close_mapping(seg[0])
 
     def close(self):
         self._drop_send()
         self._drop_recv()
+        for result_id in list(self._peer_results):
+            self._forget_result(result_id)
 
 
 class Outgoing:
@@ -182,6 +236,12 @@ class Outgoing:
         # (segment offset, array, its entry)
         self.staged: list[tuple[int, np.ndarray, dict]] = []
         self.staged_bytes = 0
+        self.into: tuple | None = None  # (SharedResult, offset, nbytes)
+
+    def answer_into(self, result, offset: int, nbytes: int) -> None:
+        """Asks the receiver to write its answer into ``nbytes`` at ``offset``
+        of ``result`` (a ``collective_push.SharedResult``)."""
+        self.into = (result, offset, nbytes)
 
     def add(self, name: str, value) -> None:
         arr = tensor_util.as_value_array(value)
@@ -239,6 +299,15 @@ def send_frame(sock: socket.socket, header: dict, out: Outgoing | None = None,
         if one_off:
             once = (m, fd)
         header["seg"] = seg
+    if out is not None and out.into is not None and link is not None and \
+            link.shares_memory:
+        result, offset, nbytes = out.into
+        entry, fd = link.offer_result(result)
+        entry.update(o=offset, n=nbytes)
+        if fd is not None:
+            entry["fd"] = len(fds)
+            fds.append(fd)
+        header["into"] = entry
     head = _encode_header(header).encode()
     size = out.size if out is not None else 0
     parts = [_PREFIX.pack(len(head), size), head]

@@ -1,0 +1,187 @@
+"""Two members on one host all-reduce a large tensor in halves: each pushes the
+half its peer owns, naming the span of its own result (a memfd) the peer writes
+the reduced half into. Results equal NumPy's bit for bit on both members, for
+odd lengths, several pieces and every merge; each member receives only the half
+it reduces; a member whose tensor differs fails clearly instead of waiting; a
+member left alone fails by its deadline and the pair runs again afterwards. On
+the wire, a result's descriptor travels once per connection, a named span is
+checked to lie inside it, and what the receiver writes lands in the sender's
+array."""
+
+from __future__ import annotations
+
+import os
+import socket
+
+import numpy as np
+import pytest
+from helpers import in_threads, local_cluster
+
+import nbdist as nd
+from nbdist import errors
+from nbdist.ops import collective_ops
+from nbdist.runtime import collective
+from nbdist.runtime.samehost import wire
+from nbdist.runtime.samehost.collective_push import shared_flat, shared_span
+
+LARGE = (1 << 19) + 7  # float32: just over 2 MiB, an odd number of elements
+
+
+@pytest.fixture
+def pair(servers, monkeypatch):
+    monkeypatch.setenv("NBDIST_SAME_HOST", "1")
+    spec = local_cluster(worker=2)
+    return [servers(spec, "worker", i) for i in range(2)]
+
+
+@pytest.mark.parametrize("segment", [16 << 20, 1 << 18], ids=["one piece", "pieces"])
+def test_halves_equal_numpy_on_both_members(pair, monkeypatch, segment):
+    monkeypatch.setattr(collective, "SEGMENT_BYTES", segment)
+    rng = np.random.RandomState(5)
+    cases = [  # (inputs per member, merge_op, final_op)
+        ([rng.randn(LARGE).astype(np.float32) for _ in range(2)], "Add", "Id"),
+        ([rng.randn(LARGE).astype(np.float32) for _ in range(2)], "Add", "Div"),
+        ([rng.randint(-9, 9, size=(LARGE // 4 + 3, 4)).astype(np.int64)
+          for _ in range(2)], "Max", "Id"),
+        ([rng.randn(LARGE // 2 + 1).astype(np.float64) for _ in range(2)], "Min", "Id"),
+        ([rng.randint(1, 3, size=LARGE).astype(np.int32) for _ in range(2)], "Mul",
+         "Id"),
+    ]
+    received = [[], []]
+    stops = [t._worker.collectives.subscribe_chunks(received[i].append)
+             for i, t in enumerate(pair)]
+
+    def task(i):
+        with nd.Graph().as_default():
+            ops = [collective_ops.all_reduce(xs[i], 2, 1, k + 1, merge_op=merge,
+                                             final_op=final)
+                   for k, (xs, merge, final) in enumerate(cases)]
+            with nd.Session(pair[i].target) as sess:
+                return sess.run(ops)
+
+    try:
+        results = in_threads(2, task)
+    finally:
+        for stop in stops:
+            stop()
+    numpy_of = {"Add": np.add, "Max": np.maximum, "Min": np.minimum, "Mul": np.multiply}
+    for k, (xs, merge, final) in enumerate(cases):
+        expected = numpy_of[merge](xs[0], xs[1])
+        if final == "Div":
+            expected = (expected / 2).astype(expected.dtype)
+        for member in results:
+            assert member[k].dtype == xs[0].dtype and member[k].shape == xs[0].shape
+            np.testing.assert_array_equal(member[k], expected)
+    # Each member received only the half it reduced (direct would bring the
+    # whole tensor): the other half was written into its result by the peer.
+    for r, events in enumerate(received):
+        assert {e.phase for e in events} == {"direct"}
+        expected_bytes = 0
+        for xs, _, _ in cases:
+            flat = xs[0].reshape(-1)
+            half = flat.size // 2 if r == 0 else flat.size - flat.size // 2
+            expected_bytes += half * flat.itemsize
+        assert sum(e.nbytes for e in events) == expected_bytes
+        if segment < 1 << 20:
+            assert max(e.piece for e in events) >= 3  # pipelined pieces
+
+
+def test_a_member_with_a_smaller_tensor_fails_clearly(pair):
+    sizes = [1 << 20, 1 << 16]  # 4 MiB (halves) beside 256 KiB (direct)
+
+    def task(i):
+        with nd.Graph().as_default():
+            total = collective_ops.all_reduce(np.ones(sizes[i], np.float32), 2, 1, 1,
+                                              timeout=60)
+            with nd.Session(pair[i].target) as sess:
+                try:
+                    sess.run(total)
+                except errors.OpError as e:
+                    return e
+                return None
+
+    for error in in_threads(2, task):
+        assert isinstance(error, errors.InvalidArgumentError), error
+        assert "must have the same shape and dtype" in error.message, error.message
+
+
+def test_a_member_left_alone_times_out_and_the_pair_runs_again(pair):
+    x = np.arange(LARGE, dtype=np.float32)
+    with nd.Graph().as_default():
+        total = collective_ops.all_reduce(x, 2, 1, 1, timeout=1.0)
+        with nd.Session(pair[0].target) as sess, \
+                pytest.raises(errors.DeadlineExceededError):
+            sess.run(total)
+
+    def task(i):
+        with nd.Graph().as_default():
+            op = collective_ops.all_reduce(x * (i + 1), 2, 1, 2)  # a new instance
+            with nd.Session(pair[i].target) as sess:
+                return [sess.run(op), sess.run(op)]
+
+    for runs in in_threads(2, task):
+        for got in runs:
+            np.testing.assert_array_equal(got, x * 3)
+
+
+def _frame_with_answer(result, offset, nbytes):
+    out = wire.Outgoing()
+    out.add("k", np.zeros(4, np.float32))
+    out.answer_into(result, offset, nbytes)
+    return out
+
+
+def test_a_result_travels_once_per_connection_and_answers_land_in_it():
+    sender_sock, receiver_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    sender, receiver = wire.Link(), wire.Link()
+    result = shared_flat(np.dtype(np.float32), 1024)
+    span = shared_span(result[512:768])
+    assert span is not None and span[1] == 512 * 4
+    assert shared_span(np.zeros(8)) is None
+    try:
+        for attempt in range(2):
+            wire.send_frame(sender_sock, {"op": "cpush"},
+                            _frame_with_answer(span[0], span[1], 256 * 4), sender)
+            header, _, fds = wire.recv_frame(receiver_sock, 1 << 20)
+            assert ("fd" in header["into"]) == (attempt == 0)  # sent once
+            m = receiver.peer_result(header["into"], fds)
+            for fd in fds:
+                os.close(fd)
+            into = np.frombuffer(m, np.float32, count=256, offset=header["into"]["o"])
+            into[:] = attempt + 7.0
+            del into
+            np.testing.assert_array_equal(result[512:768], attempt + 7.0)
+            assert not result[:512].any() and not result[768:].any()
+        # A span reaching past the result is refused, as is a result never sent.
+        with pytest.raises(ValueError, match="outside its result"):
+            receiver.peer_result(dict(header["into"], o=4000, n=256), [])
+        with pytest.raises(ValueError, match="never sent"):
+            receiver.peer_result(dict(header["into"], id=-5), [])
+    finally:
+        sender.close()
+        receiver.close()
+        sender_sock.close()
+        receiver_sock.close()
+
+
+def test_a_connection_keeps_a_bounded_number_of_peer_results():
+    sender_sock, receiver_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    sender, receiver = wire.Link(), wire.Link()
+    results = [shared_flat(np.dtype(np.uint8), 4096) for _ in range(wire.PEER_RESULTS_KEPT
+                                                                      + 2)]
+    try:
+        for res in results + results[-1:]:
+            span = shared_span(res)
+            wire.send_frame(sender_sock, {"op": "cpush"},
+                            _frame_with_answer(span[0], 0, 16), sender)
+            header, _, fds = wire.recv_frame(receiver_sock, 1 << 20)
+            receiver.peer_result(header["into"], fds)
+            for fd in fds:
+                os.close(fd)
+            assert len(receiver._peer_results) <= wire.PEER_RESULTS_KEPT
+        assert "fd" not in header["into"]  # the last one, named again: still mapped
+    finally:
+        sender.close()
+        receiver.close()
+        sender_sock.close()
+        receiver_sock.close()
