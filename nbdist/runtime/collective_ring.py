@@ -36,6 +36,7 @@ __all__ = ["all_reduce"]
 
 _HUGE_BYTES = 1 << 21
 _KEPT_RESULTS = 8  # instances whose last result buffer is kept for reuse
+_CACHED_BLOCK_BYTES = 1 << 20  # reduced, then copied while still in the caches
 
 
 def _result_like(owner, run, flat: np.ndarray, shared: bool = False) -> np.ndarray:
@@ -97,7 +98,10 @@ def all_reduce(owner, run, flat: np.ndarray, merge, segment_bytes: int,
     per_member = max(1, segment_bytes // max(1, flat.itemsize))
     if how == "halves":
         try:
-            _halves(owner, run, flat, out, merge, per_member, pipeline)
+            # Pieces twice direct's (a 64 MiB tensor is one per half): on one
+            # host both phases are bound by the same memory, so smaller
+            # pieces buy no overlap, only hand-offs (~15% slower measured).
+            _halves(owner, run, flat, out, merge, 2 * per_member, pipeline)
         except BaseException:
             # The peer may still be writing into it: never handed out again.
             with owner._lock:
@@ -194,11 +198,15 @@ def _halves_piece(run, piece, mine, mine_out, theirs, theirs_out, merge) -> None
     tag = f"p{piece}direct"  # as direct's: a member running direct fails on shape
 
     def consume(chunk, into):
-        if first:
-            merge(mine, chunk, out=mine_out)
-        else:
-            merge(chunk, mine, out=mine_out)
-        np.copyto(into, mine_out)
+        # Block by block, so the copy reads the reduced block from the cache.
+        step = max(1, _CACHED_BLOCK_BYTES // max(1, mine.itemsize))
+        for b in range(0, mine.size, step):
+            block = slice(b, b + step)
+            if first:
+                merge(mine[block], chunk[block], out=mine_out[block])
+            else:
+                merge(chunk[block], mine[block], out=mine_out[block])
+            np.copyto(into[block], mine_out[block])
 
     finish = run.put(peer, tag, theirs, into=theirs_out)
     try:
