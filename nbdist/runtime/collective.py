@@ -178,11 +178,12 @@ class _Execution:
         return _nothing
 
     def take(self, src: str, tag: str, mine: np.ndarray, consume, phase: str,
-             step: int, piece: int, answer: bool = False):
+             step: int, piece: int, answer: bool = False, moved: int | None = None):
         """``consume(chunk)`` of ``src``'s chunk ``tag`` (checked to be like
-        ``mine``), read in place when pushed; publishes its ``ChunkEvent``.
-        ``answer``: ``consume(chunk, into)``, ``into`` the span of ``src``'s
-        result its push named (checked to be like ``mine`` too)."""
+        ``mine``), read in place when pushed; publishes its ``ChunkEvent``
+        (of ``moved`` bytes: default ``mine``'s). ``answer``:
+        ``consume(chunk, into)``, ``into`` the span of ``src``'s result its push
+        named (checked to be like ``mine`` too)."""
         key = self.key(src, self.owner.task, tag)
         start = time.time()
 
@@ -206,7 +207,8 @@ class _Execution:
             result = checked(self.recv(src, tag), {})
         self.owner._publish(self, ChunkEvent(
             self.group.group_key, self.instance_key, self.n, phase, step, piece,
-            src, self.owner.task, int(mine.nbytes), start, time.time()))
+            src, self.owner.task, int(mine.nbytes if moved is None else moved), start,
+            time.time()))
         return result
 
 

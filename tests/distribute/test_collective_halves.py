@@ -1,9 +1,10 @@
 """Two members on one host all-reduce a large tensor in halves: each pushes the
 half its peer owns, naming the span of its own result (a memfd) the peer writes
-the reduced half into. Results equal NumPy's bit for bit on both members, for
-odd lengths, several pieces and every merge; each member receives only the half
+the reduced half into; three or more in shares (each reduces one segment and
+writes it into every result). Results equal NumPy's bit for bit on every member,
+for odd lengths, several pieces and every merge; each member receives only what
 it reduces; a member whose tensor differs fails clearly instead of waiting; a
-member left alone fails by its deadline and the pair runs again afterwards. On
+member left alone fails by its deadline and the group runs again afterwards. On
 the wire, a result's descriptor travels once per connection, a named span is
 checked to lie inside it, and what the receiver writes lands in the sender's
 array."""
@@ -122,6 +123,89 @@ def test_a_member_left_alone_times_out_and_the_pair_runs_again(pair):
     for runs in in_threads(2, task):
         for got in runs:
             np.testing.assert_array_equal(got, x * 3)
+
+
+@pytest.fixture
+def trio(servers, monkeypatch):
+    monkeypatch.setenv("NBDIST_SAME_HOST", "1")
+    spec = local_cluster(worker=3)
+    return [servers(spec, "worker", i) for i in range(3)]
+
+
+@pytest.mark.parametrize("segment", [16 << 20, 1 << 18], ids=["one piece", "pieces"])
+def test_shares_equal_numpy_on_three_members(trio, monkeypatch, segment):
+    monkeypatch.setattr(collective, "SEGMENT_BYTES", segment)
+    rng = np.random.RandomState(6)
+    cases = [
+        ([rng.randn(LARGE).astype(np.float32) for _ in range(3)], "Add", "Div"),
+        ([rng.randint(-99, 99, size=LARGE).astype(np.int32) for _ in range(3)], "Max",
+         "Id"),
+    ]
+    received = [[], [], []]
+    stops = [t._worker.collectives.subscribe_chunks(received[i].append)
+             for i, t in enumerate(trio)]
+
+    def task(i):
+        with nd.Graph().as_default():
+            ops = [collective_ops.all_reduce(xs[i], 3, 1, k + 1, merge_op=merge,
+                                             final_op=final)
+                   for k, (xs, merge, final) in enumerate(cases)]
+            with nd.Session(trio[i].target) as sess:
+                return sess.run(ops)
+
+    try:
+        results = in_threads(3, task)
+    finally:
+        for stop in stops:
+            stop()
+    (a, b, c), _, _ = cases[0]
+    total = ((a + b) + c) / np.float32(3)  # rank order, as TF's ring folds
+    for member in results:
+        np.testing.assert_array_equal(member[0], total.astype(np.float32))
+        np.testing.assert_array_equal(member[1], np.maximum.reduce(cases[1][0]))
+    per_piece = segment // 4 * 3 * 2  # shares' pieces: twice scatter's
+    for r, events in enumerate(received):
+        # Per piece: the two peers' parts of its own segment, then word of the
+        # other two segments, written into its result (the ring's bytes).
+        rs = ag = 0
+        for start in range(0, LARGE, per_piece):
+            m = min(per_piece, LARGE - start)
+            parts = [m * (j + 1) // 3 - m * j // 3 for j in range(3)]
+            rs += 2 * parts[r] * 4
+            ag += (m - parts[r]) * 4
+        for phase, expected in (("reduce-scatter", rs), ("all-gather", ag)):
+            assert sum(e.nbytes for e in events if e.phase == phase) == 2 * expected
+        assert {e.source for e in events} == {t.task_name for t in trio} - {
+            trio[r].task_name}
+        if segment < 1 << 20:
+            assert max(e.piece for e in events) == 1  # two pieces
+
+
+def test_three_members_one_left_out_time_out_and_run_again(trio):
+    x = np.arange(LARGE, dtype=np.float32)
+
+    def lonely(i):
+        with nd.Graph().as_default():
+            total = collective_ops.all_reduce(x, 3, 1, 1, timeout=1.0)
+            with nd.Session(trio[i].target) as sess:
+                try:
+                    sess.run(total)
+                except errors.OpError as e:
+                    return e
+                return None
+
+    for error in in_threads(2, lonely):
+        assert isinstance(error, errors.DeadlineExceededError), error
+
+    def task(i):
+        with nd.Graph().as_default():
+            op = collective_ops.all_reduce(x * (i + 1), 3, 1, 2)  # a new instance
+            with nd.Session(trio[i].target) as sess:
+                return [sess.run(op), sess.run(op)]
+
+    for runs in in_threads(3, task):
+        for got in runs:
+            np.testing.assert_array_equal(got, (x + 2 * x) + 3 * x)
 
 
 def _frame_with_answer(result, offset, nbytes):
