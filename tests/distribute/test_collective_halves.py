@@ -28,6 +28,29 @@ from nbdist.runtime.samehost.collective_push import shared_flat, shared_span
 LARGE = (1 << 19) + 7  # float32: just over 2 MiB, an odd number of elements
 
 
+def _all_reduces(tasks, cases):
+    """Every member's results of ``cases`` ([(inputs per member, merge_op,
+    final_op)], one instance each) and the chunk events it received."""
+    n = len(tasks)
+    received = [[] for _ in tasks]
+    stops = [t._worker.collectives.subscribe_chunks(received[i].append)
+             for i, t in enumerate(tasks)]
+
+    def task(i):
+        with nd.Graph().as_default():
+            ops = [collective_ops.all_reduce(xs[i], n, 1, k + 1, merge_op=merge,
+                                             final_op=final)
+                   for k, (xs, merge, final) in enumerate(cases)]
+            with nd.Session(tasks[i].target) as sess:
+                return sess.run(ops)
+
+    try:
+        return in_threads(n, task), received
+    finally:
+        for stop in stops:
+            stop()
+
+
 @pytest.fixture
 def pair(servers, monkeypatch):
     monkeypatch.setenv("NBDIST_SAME_HOST", "1")
@@ -48,23 +71,7 @@ def test_halves_equal_numpy_on_both_members(pair, monkeypatch, segment):
         ([rng.randint(1, 3, size=LARGE).astype(np.int32) for _ in range(2)], "Mul",
          "Id"),
     ]
-    received = [[], []]
-    stops = [t._worker.collectives.subscribe_chunks(received[i].append)
-             for i, t in enumerate(pair)]
-
-    def task(i):
-        with nd.Graph().as_default():
-            ops = [collective_ops.all_reduce(xs[i], 2, 1, k + 1, merge_op=merge,
-                                             final_op=final)
-                   for k, (xs, merge, final) in enumerate(cases)]
-            with nd.Session(pair[i].target) as sess:
-                return sess.run(ops)
-
-    try:
-        results = in_threads(2, task)
-    finally:
-        for stop in stops:
-            stop()
+    results, received = _all_reduces(pair, cases)
     numpy_of = {"Add": np.add, "Max": np.maximum, "Min": np.minimum, "Mul": np.multiply}
     for k, (xs, merge, final) in enumerate(cases):
         expected = numpy_of[merge](xs[0], xs[1])
@@ -141,23 +148,7 @@ def test_shares_equal_numpy_on_three_members(trio, monkeypatch, segment):
         ([rng.randint(-99, 99, size=LARGE).astype(np.int32) for _ in range(3)], "Max",
          "Id"),
     ]
-    received = [[], [], []]
-    stops = [t._worker.collectives.subscribe_chunks(received[i].append)
-             for i, t in enumerate(trio)]
-
-    def task(i):
-        with nd.Graph().as_default():
-            ops = [collective_ops.all_reduce(xs[i], 3, 1, k + 1, merge_op=merge,
-                                             final_op=final)
-                   for k, (xs, merge, final) in enumerate(cases)]
-            with nd.Session(trio[i].target) as sess:
-                return sess.run(ops)
-
-    try:
-        results = in_threads(3, task)
-    finally:
-        for stop in stops:
-            stop()
+    results, received = _all_reduces(trio, cases)
     (a, b, c), _, _ = cases[0]
     total = ((a + b) + c) / np.float32(3)  # rank order, as TF's ring folds
     for member in results:
