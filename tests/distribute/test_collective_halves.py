@@ -22,6 +22,7 @@ import nbdist as nd
 from nbdist import errors
 from nbdist.ops import collective_ops
 from nbdist.runtime import collective
+from nbdist.runtime import samehost
 from nbdist.runtime.samehost import wire
 from nbdist.runtime.samehost.collective_push import shared_flat, shared_span
 
@@ -219,10 +220,11 @@ def test_a_result_travels_once_per_connection_and_answers_land_in_it():
                             _frame_with_answer(span[0], span[1], 256 * 4), sender)
             header, _, fds = wire.recv_frame(receiver_sock, 1 << 20)
             assert ("fd" in header["into"]) == (attempt == 0)  # sent once
-            m = receiver.peer_result(header["into"], fds)
+            m, at = receiver.peer_result(header["into"], fds)
             for fd in fds:
                 os.close(fd)
-            into = np.frombuffer(m, np.float32, count=256, offset=header["into"]["o"])
+            assert len(m) <= 256 * 4 + at  # only the span's pages are mapped
+            into = np.frombuffer(m, np.float32, count=256, offset=at)
             into[:] = attempt + 7.0
             del into
             np.testing.assert_array_equal(result[512:768], attempt + 7.0)
@@ -230,6 +232,10 @@ def test_a_result_travels_once_per_connection_and_answers_land_in_it():
         # A span reaching past the result is refused, as is a result never sent.
         with pytest.raises(ValueError, match="outside its result"):
             receiver.peer_result(dict(header["into"], o=4000, n=256), [])
+        with pytest.raises(ValueError, match="outside its result"):  # a lie of its size
+            receiver.peer_result(dict(header["into"], size=1 << 40, o=1 << 39, n=4), [])
+        with pytest.raises(ValueError, match="no descriptor"):
+            receiver.peer_result(dict(header["into"], fd=3), [])
         with pytest.raises(ValueError, match="never sent"):
             receiver.peer_result(dict(header["into"], id=-5), [])
     finally:
@@ -260,3 +266,42 @@ def test_a_connection_keeps_a_bounded_number_of_peer_results():
         receiver.close()
         sender_sock.close()
         receiver_sock.close()
+
+
+@pytest.mark.parametrize("lie", ["span larger than the chunk", "result never sent",
+                                 "span outside the result"])
+def test_a_push_naming_a_bad_answer_span_is_refused_and_the_task_serves_on(pair, lie):
+    ch = samehost.client_channel(pair[1].target.removeprefix("grpc://"), None)
+    assert ch is not None
+    result = shared_flat(np.dtype(np.float32), 1 << 18)
+    value = np.ones(1 << 17, np.float32)  # 512 KiB: through the staging segment
+    out = wire.Outgoing()
+    out.add("chunk", value)
+    span = {"span larger than the chunk": (0, 2 * value.nbytes),
+            "result never sent": (0, value.nbytes),
+            "span outside the result": (result.nbytes, value.nbytes)}[lie]
+    shared, _ = shared_span(result)
+    out.answer_into(shared, *span)
+    header = {"exec": 12345, "key": "k", "t": out.entries, "timeout_ms": 2000}
+    try:
+        if lie == "result never sent":
+            ch._lock.acquire()
+            conn = ch._idle[0]
+            ch._lock.release()
+            conn[1]._results_sent[shared.result_id] = True  # as if sent before
+        with pytest.raises(errors.InvalidArgumentError, match="Malformed same-host cpush"):
+            ch.call("cpush", header, out, timeout_s=30)
+        # Nothing was written past what was asked, and the task still reduces.
+        assert not result.any()
+        x = np.arange(LARGE, dtype=np.float32)
+
+        def task(i):
+            with nd.Graph().as_default():
+                op = collective_ops.all_reduce(x, 2, 1, 1)
+                with nd.Session(pair[i].target) as sess:
+                    return sess.run(op)
+
+        for got in in_threads(2, task):
+            np.testing.assert_array_equal(got, x + x)
+    finally:
+        ch.close()

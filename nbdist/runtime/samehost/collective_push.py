@@ -193,9 +193,11 @@ def serve_push(collectives, header: dict, payload: np.ndarray, fds: list, link,
         if "into" in header:
             if not link.shares_memory:
                 raise ValueError("an answer into shared memory over TCP")
-            meta["into"] = np.frombuffer(link.peer_result(header["into"], fds), dtype=dtype,
-                                         count=int(header["into"]["n"]) // dtype.itemsize,
-                                         offset=int(header["into"]["o"]))
+            if int(header["into"]["n"]) != nbytes:
+                raise ValueError("an answer's span must be the size of its chunk")
+            window, at = link.peer_result(header["into"], fds)
+            meta["into"] = np.frombuffer(window, dtype=dtype, count=math.prod(shape),
+                                         offset=at).reshape(shape)
     finally:
         for fd in fds:
             os.close(fd)

@@ -43,6 +43,7 @@ _MADV_HUGEPAGE = getattr(mmap, "MADV_HUGEPAGE", None)
 MAX_HEADER_BYTES = 1 << 20
 MAX_FDS = 64  # segments in one frame
 PEER_RESULTS_KEPT = 4  # peers' result buffers a connection keeps mapped
+_WINDOWS_KEPT = 8  # spans of one peer result kept mapped (its pieces)
 _PREFIX = struct.Struct("<IQ")
 _ALIGN = 64
 _NUMERIC_KINDS = "biufc"
@@ -176,33 +177,52 @@ class Link:
             self._results_sent.popitem(last=False)
         return entry, result.fd
 
-    def peer_result(self, entry: dict, fds: list) -> mmap.mmap:
-        """The peer's result buffer an ``into`` entry names, mapped writable
-        (kept for the next push naming it), checked to hold the span."""
+    def peer_result(self, entry: dict, fds: list) -> tuple[mmap.mmap, int]:
+        """(a writable mapping of the span an ``into`` entry names in the
+        peer's result, the span's offset in it). The result's descriptor is
+        kept for the pushes that name it again; only the pages of the span are
+        mapped, so a peer cannot make this side map more than its chunk."""
         result_id, size = int(entry["id"]), int(entry["size"])
         start, nbytes = int(entry["o"]), int(entry["n"])
+        if start < 0 or nbytes < 0 or start + nbytes > size:
+            raise ValueError("the answer's span lies outside its result")
         if "fd" in entry:
-            fd = fds[int(entry["fd"])]
+            index = int(entry["fd"])
+            if not 0 <= index < len(fds):
+                raise ValueError("the answer's result names no descriptor")
+            fd = fds[index]
             if os.fstat(fd).st_size < size:
                 raise ValueError(f"a result of {os.fstat(fd).st_size} bytes is "
                                  f"sent for {size}")
             self._forget_result(result_id)
-            self._peer_results[result_id] = mmap.mmap(
-                fd, size, flags=mmap.MAP_SHARED | mmap.MAP_POPULATE)
+            self._peer_results[result_id] = (os.dup(fd), size, {})
             while len(self._peer_results) > PEER_RESULTS_KEPT:
                 self._forget_result(next(iter(self._peer_results)))
-        m = self._peer_results.get(result_id)
-        if m is None:
+        kept = self._peer_results.get(result_id)
+        if kept is None:
             raise ValueError(f"result {result_id} was never sent on this connection")
         self._peer_results.move_to_end(result_id)
-        if start < 0 or nbytes < 0 or start + nbytes > len(m):
+        fd, sent_size, windows = kept
+        if start + nbytes > sent_size:
             raise ValueError("the answer's span lies outside its result")
-        return m
+        base = start - start % mmap.ALLOCATIONGRANULARITY
+        length = max(1, start + nbytes - base)
+        m = windows.get((base, length))
+        if m is None:
+            m = mmap.mmap(fd, length, flags=mmap.MAP_SHARED | mmap.MAP_POPULATE,
+                          offset=base)
+            windows[(base, length)] = m
+            while len(windows) > _WINDOWS_KEPT:
+                _close_mapping(windows.pop(next(iter(windows))))
+        return m, start - base
 
     def _forget_result(self, result_id: int) -> None:
-        m = self._peer_results.pop(result_id, None)
-        if m is not None:
-            _close_mapping(m)
+        kept = self._peer_results.pop(result_id, None)
+        if kept is not None:
+            fd, _, windows = kept
+            for m in windows.values():
+                _close_mapping(m)
+            os.close(fd)
 
     def _drop_send(self):
         seg, self._send = self._send, None
