@@ -21,8 +21,7 @@ from helpers import in_threads, local_cluster
 import nbdist as nd
 from nbdist import errors
 from nbdist.ops import collective_ops
-from nbdist.runtime import collective
-from nbdist.runtime import samehost
+from nbdist.runtime import collective, samehost
 from nbdist.runtime.samehost import wire
 from nbdist.runtime.samehost.collective_push import shared_flat, shared_span
 
