@@ -4,7 +4,9 @@ the reduced half into; three or more in shares (each reduces one segment and
 writes it into every result). Results equal NumPy's bit for bit on every member,
 for odd lengths, several pieces and every merge; each member receives only what
 it reduces; a member whose tensor differs fails clearly instead of waiting; a
-member left alone fails by its deadline and the group runs again afterwards. On
+member left alone fails by its deadline and the group runs again afterwards; a
+peer restarted since the last run (whose incarnation the group had read once)
+fails the next run, naming it, and a new instance runs with it. On
 the wire, a result's descriptor travels once per connection, a named span is
 checked to lie inside it, and what the receiver writes lands in the sender's
 array."""
@@ -304,3 +306,33 @@ def test_a_push_naming_a_bad_answer_span_is_refused_and_the_task_serves_on(pair,
             np.testing.assert_array_equal(got, x + x)
     finally:
         ch.close()
+
+
+def test_a_peer_restarted_since_the_last_run_fails_the_next_and_a_new_instance_runs(
+        servers, monkeypatch):
+    # Peers' incarnations are read once per group (as TF's resolver caches a
+    # group): a run after a peer restarted fails, naming it; a new one runs.
+    monkeypatch.setenv("NBDIST_SAME_HOST", "1")
+    spec = local_cluster(worker=2)
+    tasks = [servers(spec, "worker", i) for i in range(2)]
+    x = np.arange(6, dtype=np.float32)
+
+    def run_both(instance):
+        def task(i):
+            with nd.Graph().as_default():
+                op = collective_ops.all_reduce(x * (i + 1), 2, 1, instance)
+                with nd.Session(tasks[i].target) as sess:
+                    return sess.run(op)
+        for got in in_threads(2, task):
+            np.testing.assert_array_equal(got, 3 * x)
+
+    run_both(1)
+    tasks[1].stop()
+    tasks[1] = servers(spec, "worker", 1)  # the same address, a new incarnation
+    with nd.Graph().as_default():
+        op = collective_ops.all_reduce(x, 2, 1, 2, timeout=60)
+        with nd.Session(tasks[0].target) as sess, \
+                pytest.raises(errors.UnavailableError) as info:
+            sess.run(op)
+    assert "/job:worker/replica:0/task:1" in info.value.message, info.value.message
+    run_both(3)
