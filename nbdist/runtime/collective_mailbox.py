@@ -10,6 +10,8 @@ answer and may reuse its segment: a chunk is consumed exactly where it landed.
 
 A collective that fails ``abort``s its execution: chunks waiting for it and
 chunks that arrive later are refused with its error, so the pusher fails at once.
+A chunk withdrawn because its pusher hung up (its run failed or was cancelled)
+aborts the execution here too, so the local run fails instead of waiting.
 
 >>> import threading
 >>> from nbdist.executor.step import StepContext
@@ -107,6 +109,14 @@ class ChunkMailbox:
                         f"{timeout_s:.1f} s")
                 if error is not None and self._slots.get(name) is slot:
                     del self._slots[name]  # not taken: withdrawn
+                    if hung_up.is_set() and exec_id not in self._aborted:
+                        # The pusher's run failed or was cancelled: this task's
+                        # run of it can never complete (it would wait for a
+                        # chunk no one sends again).
+                        self._abort_locked(exec_id, errors.CancelledError(
+                            None, None, f"collective chunk {key} was withdrawn: "
+                            "its sender's run of this collective failed or was "
+                            "cancelled"))
                     raise error
                 self._cond.wait(min(0.25, max(0.0, end - time.monotonic())))
         if slot.error is not None:
@@ -159,10 +169,13 @@ class ChunkMailbox:
     def abort(self, exec_id: int, error: errors.OpError) -> None:
         """Refuses the chunks of ``exec_id``, waiting and to come, with ``error``."""
         with self._cond:
-            self._aborted[exec_id] = error
-            while len(self._aborted) > _ABORTED_KEPT:
-                self._aborted.popitem(last=False)
-            self._cond.notify_all()
+            self._abort_locked(exec_id, error)
+
+    def _abort_locked(self, exec_id: int, error: errors.OpError) -> None:
+        self._aborted[exec_id] = error
+        while len(self._aborted) > _ABORTED_KEPT:
+            self._aborted.popitem(last=False)
+        self._cond.notify_all()
 
     def poke(self) -> None:
         """Wakes waiting deliveries (a pusher hung up)."""

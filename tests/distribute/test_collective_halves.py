@@ -13,8 +13,11 @@ array."""
 
 from __future__ import annotations
 
+import gc
 import os
 import socket
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -24,7 +27,7 @@ import nbdist as nd
 from nbdist import errors
 from nbdist.ops import collective_ops
 from nbdist.runtime import collective, samehost
-from nbdist.runtime.samehost import wire
+from nbdist.runtime.samehost import collective_push, wire
 from nbdist.runtime.samehost.collective_push import shared_flat, shared_span
 
 LARGE = (1 << 19) + 7  # float32: just over 2 MiB, an odd number of elements
@@ -110,9 +113,17 @@ def test_a_member_with_a_smaller_tensor_fails_clearly(pair):
                     return e
                 return None
 
+    clear = 0
     for error in in_threads(2, task):
-        assert isinstance(error, errors.InvalidArgumentError), error
-        assert "must have the same shape and dtype" in error.message, error.message
+        assert isinstance(error, (errors.InvalidArgumentError, errors.CancelledError)), \
+            error
+        if isinstance(error, errors.InvalidArgumentError):
+            assert "must have the same shape and dtype" in error.message, error.message
+            clear += 1
+        else:  # it saw the mismatch second: its peer's run had already failed
+            assert "its sender's run of this collective failed" in error.message, \
+                error.message
+    assert clear >= 1
 
 
 def test_a_member_left_alone_times_out_and_the_pair_runs_again(pair):
@@ -269,8 +280,17 @@ def test_a_connection_keeps_a_bounded_number_of_peer_results():
         receiver_sock.close()
 
 
+def _unsealed_result(nbytes):
+    """A result as ``shared_flat`` makes one, but its memfd can shrink."""
+    fd = os.memfd_create("unsealed", os.MFD_CLOEXEC)
+    os.ftruncate(fd, nbytes)
+    m = collective_push.SharedResult(fd, nbytes)
+    m.fd, m.result_id = fd, -7
+    return m
+
+
 @pytest.mark.parametrize("lie", ["span larger than the chunk", "result never sent",
-                                 "span outside the result"])
+                                 "span outside the result", "result can shrink"])
 def test_a_push_naming_a_bad_answer_span_is_refused_and_the_task_serves_on(pair, lie):
     ch = samehost.client_channel(pair[1].target.removeprefix("grpc://"), None)
     assert ch is not None
@@ -280,8 +300,11 @@ def test_a_push_naming_a_bad_answer_span_is_refused_and_the_task_serves_on(pair,
     out.add("chunk", value)
     span = {"span larger than the chunk": (0, 2 * value.nbytes),
             "result never sent": (0, value.nbytes),
-            "span outside the result": (result.nbytes, value.nbytes)}[lie]
-    shared, _ = shared_span(result)
+            "span outside the result": (result.nbytes, value.nbytes),
+            "result can shrink": None}[lie]
+    span = span if lie != "result can shrink" else (0, value.nbytes)
+    shared = shared_span(result)[0] if lie != "result can shrink" else \
+        _unsealed_result(result.nbytes)
     out.answer_into(shared, *span)
     header = {"exec": 12345, "key": "k", "t": out.entries, "timeout_ms": 2000}
     try:
@@ -306,6 +329,8 @@ def test_a_push_naming_a_bad_answer_span_is_refused_and_the_task_serves_on(pair,
             np.testing.assert_array_equal(got, x + x)
     finally:
         ch.close()
+        if lie == "result can shrink":
+            os.close(shared.fd)
 
 
 def test_a_peer_restarted_since_the_last_run_fails_the_next_and_a_new_instance_runs(
@@ -336,3 +361,50 @@ def test_a_peer_restarted_since_the_last_run_fails_the_next_and_a_new_instance_r
             sess.run(op)
     assert "/job:worker/replica:0/task:1" in info.value.message, info.value.message
     run_both(3)
+
+
+def test_a_results_pages_go_with_it_though_a_peer_keeps_its_descriptor():
+    sender_sock, receiver_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    sender, receiver = wire.Link(), wire.Link()
+    result = shared_flat(np.dtype(np.float32), 1 << 16)
+    result[:] = 5.0
+    try:
+        shared, offset = shared_span(result)
+        wire.send_frame(sender_sock, {"op": "cpush"},
+                        _frame_with_answer(shared, offset, result.nbytes), sender)
+        header, _, fds = wire.recv_frame(receiver_sock, 1 << 20)
+        m, at = receiver.peer_result(header["into"], fds)
+        for fd in fds:
+            os.close(fd)
+        seen = np.frombuffer(m, np.float32, count=result.size, offset=at)
+        assert (seen == 5.0).all()
+        del result, shared
+        gc.collect()
+        assert not seen.any()  # freed: what the peer maps reads as zeros now
+        del seen
+    finally:
+        sender.close()
+        receiver.close()
+        sender_sock.close()
+        receiver_sock.close()
+
+
+def test_a_chunk_its_pusher_withdrew_fails_the_run_waiting_for_the_next():
+    from nbdist.executor.step import StepContext
+    from nbdist.runtime.collective_mailbox import ChunkMailbox
+
+    box = ChunkMailbox()
+    hung_up = threading.Event()
+    hung_up.set()  # the pusher's run failed and closed its connection
+    with pytest.raises(errors.CancelledError, match="went away"):
+        box.deliver(7, "first", np.ones(3), {}, 30.0, hung_up)
+    start = time.monotonic()
+    with pytest.raises(errors.CancelledError, match="sender's run of this collective"):
+        box.take(StepContext(1), 7, "second", lambda v, meta: v, "a chunk")
+    assert time.monotonic() - start < 10  # at once, not at a deadline
+    # Another execution is untouched.
+    t = threading.Thread(target=box.deliver, args=(8, "k", np.ones(2), {}, 30.0,
+                                                    threading.Event()))
+    t.start()
+    assert box.take(StepContext(2), 8, "k", lambda v, meta: v.sum(), "a chunk") == 2
+    t.join(30)

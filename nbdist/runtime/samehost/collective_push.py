@@ -23,6 +23,7 @@ reduce half of the tensor and write it into both results (``collective_ring``'s
 
 from __future__ import annotations
 
+import fcntl
 import itertools
 import math
 import mmap
@@ -61,7 +62,16 @@ def fresh_flat(dtype: np.dtype, size: int) -> np.ndarray:
 
 class SharedResult(mmap.mmap):
     """A ``shared_flat``'s memory: a memfd mapped here, whose descriptor (kept
-    open while the mapping lives) a push hands to peers on this host."""
+    open while the mapping lives) a push hands to peers on this host. Sealed
+    against shrinking (a peer writing into it never faults past its end)."""
+
+    def __del__(self):
+        # Peers keep its descriptor for the next push naming it (a few per
+        # connection): its pages are freed now, not when they let go.
+        try:
+            self.madvise(mmap.MADV_REMOVE)
+        except (AttributeError, OSError, ValueError):
+            pass
 
 
 _result_ids = itertools.count(1)
@@ -72,9 +82,10 @@ def shared_flat(dtype: np.dtype, size: int) -> np.ndarray:
     all-reduce result the peer fills half of). Views of it have it as their
     ``base``, as ``fresh_flat``'s do."""
     nbytes = max(1, size * dtype.itemsize)
-    fd = os.memfd_create("nbdist-result", os.MFD_CLOEXEC)
+    fd = os.memfd_create("nbdist-result", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     try:
         os.ftruncate(fd, nbytes)
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL)
         m = SharedResult(fd, nbytes, flags=mmap.MAP_SHARED | mmap.MAP_POPULATE)
     except BaseException:
         os.close(fd)
@@ -135,6 +146,9 @@ def finish_push(ch, step, sent, task: str) -> float:
         ch.receive(sent)
     except ChannelBroken as e:
         raise went_away(task, "a collective push", e) from None
+    except errors.OpError:
+        link.forget_offers()  # refused before the peer kept what it named
+        raise
     return time.time()
 
 

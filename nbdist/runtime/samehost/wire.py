@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import array
 import collections
+import fcntl
 import json
 import math
 import mmap
@@ -177,6 +178,11 @@ class Link:
             self._results_sent.popitem(last=False)
         return entry, result.fd
 
+    def forget_offers(self) -> None:
+        """Sends the next result named here with its descriptor again (a push
+        was refused: the peer may not have kept the one it carried)."""
+        self._results_sent.clear()
+
     def peer_result(self, entry: dict, fds: list) -> tuple[mmap.mmap, int]:
         """(a writable mapping of the span an ``into`` entry names in the
         peer's result, the span's offset in it). The result's descriptor is
@@ -194,6 +200,13 @@ class Link:
             if os.fstat(fd).st_size < size:
                 raise ValueError(f"a result of {os.fstat(fd).st_size} bytes is "
                                  f"sent for {size}")
+            # Written into: a peer that could shrink it would fault this task.
+            try:
+                seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS)
+            except OSError:  # not a memfd
+                seals = 0
+            if not seals & fcntl.F_SEAL_SHRINK:
+                raise ValueError("a result must be sealed against shrinking")
             self._forget_result(result_id)
             self._peer_results[result_id] = (os.dup(fd), size, {})
             while len(self._peer_results) > PEER_RESULTS_KEPT:
