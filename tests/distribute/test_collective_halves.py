@@ -56,11 +56,14 @@ def _all_reduces(tasks, cases):
             stop()
 
 
+def _same_host_workers(servers, monkeypatch, spec):
+    monkeypatch.setenv("NBDIST_SAME_HOST", "1")
+    return [servers(spec, "worker", i) for i in range(len(spec["worker"]))]
+
+
 @pytest.fixture
 def pair(servers, monkeypatch):
-    monkeypatch.setenv("NBDIST_SAME_HOST", "1")
-    spec = local_cluster(worker=2)
-    return [servers(spec, "worker", i) for i in range(2)]
+    return _same_host_workers(servers, monkeypatch, local_cluster(worker=2))
 
 
 @pytest.mark.parametrize("segment", [16 << 20, 1 << 18], ids=["one piece", "pieces"])
@@ -147,9 +150,7 @@ def test_a_member_left_alone_times_out_and_the_pair_runs_again(pair):
 
 @pytest.fixture
 def trio(servers, monkeypatch):
-    monkeypatch.setenv("NBDIST_SAME_HOST", "1")
-    spec = local_cluster(worker=3)
-    return [servers(spec, "worker", i) for i in range(3)]
+    return _same_host_workers(servers, monkeypatch, local_cluster(worker=3))
 
 
 @pytest.mark.parametrize("segment", [16 << 20, 1 << 18], ids=["one piece", "pieces"])
@@ -337,9 +338,8 @@ def test_a_peer_restarted_since_the_last_run_fails_the_next_and_a_new_instance_r
         servers, monkeypatch):
     # Peers' incarnations are read once per group (as TF's resolver caches a
     # group): a run after a peer restarted fails, naming it; a new one runs.
-    monkeypatch.setenv("NBDIST_SAME_HOST", "1")
     spec = local_cluster(worker=2)
-    tasks = [servers(spec, "worker", i) for i in range(2)]
+    tasks = _same_host_workers(servers, monkeypatch, spec)
     x = np.arange(6, dtype=np.float32)
 
     def run_both(instance):
