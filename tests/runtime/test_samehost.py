@@ -386,3 +386,36 @@ def test_a_taken_socket_name_leaves_the_server_on_grpc(servers, graph, caplog):
         assert samehost.client_channel(cluster["worker"][0], None) is None
     finally:
         squatter.close()
+
+
+def test_ps_updates_a_variable_a_worker_pulled_in_place(servers):
+    """Once a pulled variable is sent, the ps's service holds none of it while it
+    waits for the next request: the update writes into the array (one pass over
+    memory, no new 1 MiB array per step) and the values stay right."""
+    cluster = local_cluster(ps=1, worker=1)
+    ps = servers(cluster, "ps", 0)
+    worker = servers(cluster, "worker", 0)
+    n = 1 << 18  # 1 MiB: sent through the staging segment
+    g = nd.Graph()
+    with g.as_default():
+        with nd.device("/job:ps/task:0"):
+            v = nd.Variable(np.zeros(n, np.float32), name="v")
+            small = nd.Variable(np.zeros(3, np.float32), name="small")  # inline
+        with nd.device("/job:worker/task:0"):
+            # The values themselves travel (a gradient of 1 computed from them).
+            grads = [v.read_value() * 0.0 + 1.0, small.read_value() * 0.0 + 1.0]
+        step = nd.train.GradientDescentOptimizer(0.5).apply_gradients(
+            zip(grads, [v, small]))
+    with g.as_default(), nd.Session(worker.target) as s:
+        s.run(nd.global_variables_initializer())
+        s.run(step)
+        resources = {name: res for _d, _c, name, res in ps._worker.variables()}
+        arrays = {name: resources[name].value for name in ("v", "small")}
+        ids = {name: id(a) for name, a in arrays.items()}
+        del arrays
+        for _ in range(3):
+            s.run(step)
+        assert {name: id(resources[name].value) for name in ids} == ids
+        assert _calls(worker)[("/job:ps/replica:0/task:0", "recv")] >= 4
+        np.testing.assert_array_equal(s.run(v), np.full(n, -2.0, np.float32))
+        np.testing.assert_array_equal(s.run(small), np.full(3, -2.0, np.float32))

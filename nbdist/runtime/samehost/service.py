@@ -233,6 +233,10 @@ class SameHostService:
                     reply, out = self._dispatch(header, payload, fds, conn, link,
                                                 on_hangup)
                     send_frame(conn, reply, out, link)
+                    # Not kept while the next request is awaited: a sent
+                    # variable's array still referenced here could not be
+                    # updated in place (``VariableResource.claim_in_place``).
+                    reply = out = None
         except (OSError, ChannelClosed, ValueError, errors.OpError):
             pass  # the peer went away or broke the protocol: drop the connection
         finally:
