@@ -178,10 +178,17 @@ def test_a_waiting_call_fails_at_its_deadline_and_a_full_class_refuses():
         later = call.future(b"", timeout=30)
         with pytest.raises(grpc.RpcError) as refused:
             call(b"", timeout=10)  # one running and two waiting: full
+        # The server had ``expires`` queued by now, so its deadline there (the
+        # server's clock from when the request arrived, which can be a little
+        # after the client's) ends by this time plus 1 s.
+        server_deadline = time.monotonic() + 1.0
         assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
         assert "serves 1 slow calls and queues 2 more" in refused.value.details()
         assert expires.exception(10).code() == grpc.StatusCode.DEADLINE_EXCEEDED
         assert 0.9 < time.monotonic() - t0 < 3.0
+        # The slot frees only once the server's deadline has passed too (else
+        # under load the call could still have a few ms left there, and run).
+        time.sleep(max(0.0, server_deadline + 0.05 - time.monotonic()))
         gate.set()
         assert first.result(10) == b"done" and later.result(10) == b"done"
         assert len(waited) == 2  # the expired call never ran
