@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+import weakref
 
 import numpy as np
 import pytest
@@ -410,12 +411,12 @@ def test_ps_updates_a_variable_a_worker_pulled_in_place(servers):
         s.run(nd.global_variables_initializer())
         s.run(step)
         resources = {name: res for _d, _c, name, res in ps._worker.variables()}
-        arrays = {name: resources[name].value for name in ("v", "small")}
-        ids = {name: id(a) for name, a in arrays.items()}
-        del arrays
+        # Weak references: the test itself must not hold the arrays (an id
+        # could be reused by a replacing array).
+        before = {name: weakref.ref(resources[name].value) for name in ("v", "small")}
         for _ in range(3):
             s.run(step)
-        assert {name: id(resources[name].value) for name in ids} == ids
+        assert all(resources[name].value is ref() for name, ref in before.items())
         assert _calls(worker)[("/job:ps/replica:0/task:0", "recv")] >= 4
         np.testing.assert_array_equal(s.run(v), np.full(n, -2.0, np.float32))
         np.testing.assert_array_equal(s.run(small), np.full(3, -2.0, np.float32))
