@@ -34,14 +34,39 @@ def parse_key(key: str):
 
 class _Item:
     """A tensor's slot. Its ``threading.Event`` is made only when a receiver
-    has to wait (a Send that comes first, the common case, makes none)."""
+    has to wait (a Send that comes first, the common case, makes none);
+    ``groups``: the ``_Group``s awaiting it with others."""
 
-    __slots__ = ("event", "ready", "value")
+    __slots__ = ("event", "groups", "ready", "value")
 
     def __init__(self):
         self.ready = False
         self.value = None
         self.event: threading.Event | None = None
+        self.groups: list | None = None
+
+
+class _Group:
+    """Keys awaited together (``Rendezvous.wait_sent_all``): one wake, when
+    the last of them is sent, not one per key."""
+
+    __slots__ = ("event", "left")
+
+    def __init__(self, left: int):
+        self.left = left
+        self.event = threading.Event()
+
+
+def _sent(item: _Item) -> list:
+    """The events of ``item``'s groups that it was the last of (under the
+    rendezvous' lock)."""
+    groups, item.groups = item.groups, None
+    done = []
+    for group in groups or ():
+        group.left -= 1
+        if group.left == 0:
+            done.append(group.event)
+    return done
 
 
 class Rendezvous:
@@ -90,8 +115,11 @@ class Rendezvous:
             item.value = value
             item.ready = True
             event = item.event
+            done = _sent(item)
         if event is not None:
             event.set()
+        for group_event in done:
+            group_event.set()
 
     def recv(self, step, key: str):
         """Waits (cancellably) for the value of ``key`` in ``step``."""
@@ -124,10 +152,29 @@ class Rendezvous:
             item = self._items.get((step_id, key))
         return item is not None and item.ready
 
-    def wait_sent(self, step_id: int, key: str, timeout_s: float) -> bool:
-        """Waits up to ``timeout_s`` for ``key`` to be sent in ``step_id``."""
-        item, event = self._waitable(step_id, key)
-        return item.ready or event.wait(max(timeout_s, 0.0))
+    def wait_sent_all(self, step_id: int, keys, timeout_s: float) -> bool:
+        """Waits up to ``timeout_s`` for every one of ``keys`` to be sent in
+        ``step_id`` (or the step to be aborted); the waiter wakes once, when
+        the last comes. False when time ran out first."""
+        with self._lock:
+            if step_id in self._aborted:
+                return True
+            pending = []
+            for key in keys:
+                item = self._items.get((step_id, key))
+                if item is None:
+                    item = self._items[(step_id, key)] = _Item()
+                    self._created.setdefault(step_id, time.monotonic())
+                if not item.ready:
+                    pending.append(item)
+            if not pending:
+                return True
+            group = _Group(len(pending))
+            for item in pending:
+                if item.groups is None:
+                    item.groups = []
+                item.groups.append(group)
+        return group.event.wait(max(timeout_s, 0.0))
 
     def take_ready(self, step_id: int, keys) -> dict:
         """Takes those of ``keys`` already sent in ``step_id`` (a batched remote
@@ -162,6 +209,9 @@ class Rendezvous:
                     item.ready = True
                     if item.event is not None:
                         events.append(item.event)
+                    if item.groups:
+                        events.extend(g.event for g in item.groups)
+                        item.groups = None
         for event in events:
             event.set()
 

@@ -412,21 +412,15 @@ class Worker:
         if skip:
             self._linger_skips[group] = skip - 1
             linger_s = 0.0
-        got: dict = {}
-        end = time.monotonic() + linger_s
-        while rest:
-            for k, v in self.rendezvous.take_ready(step_id, rest).items():
-                got[k] = v
-                rest.remove(k)
-            if not rest:
-                break
-            if not self.rendezvous.wait_sent(step_id, rest[0], end - time.monotonic()):
-                if linger_s:
-                    if len(self._linger_skips) > 4096:
-                        self._linger_skips.clear()
-                    self._linger_skips[group] = _LINGER_BACKOFF
-                break
-        return got
+        if not rest:
+            return {}
+        # One wait for the group (a wake per sibling would take the GIL from
+        # the step producing them, once per tensor).
+        if not self.rendezvous.wait_sent_all(step_id, rest, linger_s) and linger_s:
+            if len(self._linger_skips) > 4096:
+                self._linger_skips.clear()
+            self._linger_skips[group] = _LINGER_BACKOFF
+        return self.rendezvous.take_ready(step_id, rest)
 
     def variables(self):
         """(device, container, name, VariableResource) for every variable here."""

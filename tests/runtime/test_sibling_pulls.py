@@ -1,0 +1,113 @@
+"""What a remote pull of one tensor brings along (``Worker.take_siblings``):
+the step's other tensors for the same consumer, sent while it lingers; none
+of an aborted step; and a sibling that missed the linger stays for its own
+pull."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from nbdist import errors
+from nbdist.executor.rendezvous import Rendezvous, make_key
+from nbdist.runtime.worker import Worker
+
+PS = "/job:ps/replica:0/task:0"
+WORKER_DEVICE = "/job:worker/replica:0/task:0/device:CPU:0"
+STEP = 0x5EED
+LINGER_S = 30.0  # generous: every test here ends long before it, or fails
+
+
+def keys(worker: Worker, n: int) -> list[str]:
+    src = f"{PS}/device:CPU:0"
+    return [make_key(src, worker.incarnation, WORKER_DEVICE, f"grad_{i}:0")
+            for i in range(n)]
+
+
+@pytest.fixture
+def worker():
+    return Worker(PS)
+
+
+def test_a_pull_brings_the_siblings_sent_while_it_lingers(worker):
+    first, *rest = keys(worker, 4)
+    worker.rendezvous.send(STEP, first, 0)
+    started = threading.Event()
+    taken: dict = {}
+
+    def pull():
+        started.set()
+        taken.update(worker.take_siblings(STEP, first, [first, *rest], LINGER_S))
+
+    puller = threading.Thread(target=pull)
+    puller.start()
+    assert started.wait(LINGER_S)
+    for i, k in enumerate(rest, 1):  # produced one by one, as a backward pass does
+        worker.rendezvous.send(STEP, k, i)
+    puller.join(LINGER_S)
+    assert not puller.is_alive(), "the pull kept lingering after its last sibling came"
+    assert taken == {k: i for i, k in enumerate(rest, 1)}
+
+
+def test_a_pull_of_an_aborted_step_brings_nothing_and_returns(worker):
+    first, *rest = keys(worker, 3)
+    worker.rendezvous.send(STEP, first, 0)
+    worker.rendezvous.send(STEP, rest[0], 1)
+    worker.abort_step(STEP, errors.CancelledError(None, None, "the master gave up"))
+    done = threading.Event()
+    taken: dict = {}
+
+    def pull():
+        taken.update(worker.take_siblings(STEP, first, [first, *rest], LINGER_S))
+        done.set()
+
+    # A daemon: were the pull to spin on the aborted step, it must not outlive
+    # the test (its failure says so).
+    threading.Thread(target=pull, daemon=True).start()
+    assert done.wait(LINGER_S / 2), "a pull of an aborted step did not return"
+    assert taken == {}
+
+
+def test_a_sibling_that_missed_the_linger_stays_for_its_own_pull(worker):
+    first, early, late = keys(worker, 3)
+    worker.rendezvous.send(STEP, first, 0)
+    worker.rendezvous.send(STEP, early, 1)
+    taken = worker.take_siblings(STEP, first, [first, early, late], 0.05)
+    assert taken == {early: 1}
+    worker.rendezvous.send(STEP, late, 2)
+    assert worker.recv_tensor(STEP, late, LINGER_S, lambda: False) == 2
+
+
+def test_rendezvous_waits_for_a_group_until_its_last_key_is_sent():
+    rendezvous = Rendezvous()
+    group = [f"k{i}" for i in range(3)]
+    rendezvous.send(STEP, group[0], 0)
+    rendezvous.send(STEP, group[1], 1)
+    assert rendezvous.wait_sent_all(STEP, group, 0.0) is False
+    answered = threading.Event()
+    results = []
+
+    def wait():
+        results.append(rendezvous.wait_sent_all(STEP, group, LINGER_S))
+        answered.set()
+
+    threading.Thread(target=wait, daemon=True).start()
+    rendezvous.send(STEP, group[2], 2)
+    assert answered.wait(LINGER_S)
+    assert results == [True]
+    assert rendezvous.take_ready(STEP, group) == {"k0": 0, "k1": 1, "k2": 2}
+
+
+def test_rendezvous_group_wait_ends_when_the_step_is_aborted():
+    rendezvous = Rendezvous()
+    answered = threading.Event()
+
+    def wait():
+        rendezvous.wait_sent_all(STEP, ["a", "b"], LINGER_S)
+        answered.set()
+
+    threading.Thread(target=wait, daemon=True).start()
+    rendezvous.abort_step(STEP, errors.AbortedError(None, None, "gone"))
+    assert answered.wait(LINGER_S)
+    assert rendezvous.take_ready(STEP, ["a", "b"]) == {}
