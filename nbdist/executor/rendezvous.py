@@ -57,6 +57,9 @@ class _Group:
         self.event = threading.Event()
 
 
+_NOT_SENT = _Item()  # what a key nobody sent or awaited yet looks like
+
+
 def _sent(item: _Item) -> list:
     """The events of ``item``'s groups that it was the last of (under the
     rendezvous' lock)."""
@@ -159,6 +162,9 @@ class Rendezvous:
         with self._lock:
             if step_id in self._aborted:
                 return True
+            if timeout_s <= 0:  # a look, leaving nothing behind
+                return all(self._items.get((step_id, key), _NOT_SENT).ready
+                           for key in keys)
             pending = []
             for key in keys:
                 item = self._items.get((step_id, key))
@@ -174,7 +180,13 @@ class Rendezvous:
                 if item.groups is None:
                     item.groups = []
                 item.groups.append(group)
-        return group.event.wait(max(timeout_s, 0.0))
+        if group.event.wait(timeout_s):
+            return True
+        with self._lock:  # gave up: the keys still to come no longer count it
+            for item in pending:
+                if item.groups and group in item.groups:
+                    item.groups = [g for g in item.groups if g is not group] or None
+            return group.left == 0
 
     def take_ready(self, step_id: int, keys) -> dict:
         """Takes those of ``keys`` already sent in ``step_id`` (a batched remote

@@ -6,6 +6,7 @@ pull."""
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -50,6 +51,16 @@ def test_a_pull_brings_the_siblings_sent_while_it_lingers(worker):
     assert taken == {k: i for i, k in enumerate(rest, 1)}
 
 
+def awaited(rendezvous: Rendezvous, step_id: int, key: str) -> bool:
+    """Whether a wait has registered for ``key`` (polled, bounded)."""
+    for _ in range(int(LINGER_S / 0.002)):
+        item = rendezvous._items.get((step_id, key))
+        if item is not None and (getattr(item, "groups", None) or item.event):
+            return True
+        time.sleep(0.002)
+    return False
+
+
 def test_a_pull_of_an_aborted_step_brings_nothing_and_returns(worker):
     first, *rest = keys(worker, 3)
     worker.rendezvous.send(STEP, first, 0)
@@ -66,6 +77,24 @@ def test_a_pull_of_an_aborted_step_brings_nothing_and_returns(worker):
     # the test (its failure says so).
     threading.Thread(target=pull, daemon=True).start()
     assert done.wait(LINGER_S / 2), "a pull of an aborted step did not return"
+    assert taken == {}
+
+
+def test_a_pull_lingering_when_its_step_is_aborted_returns_at_once(worker):
+    first, *rest = keys(worker, 3)
+    worker.rendezvous.send(STEP, first, 0)
+    worker.rendezvous.send(STEP, rest[0], 1)
+    done = threading.Event()
+    taken: dict = {}
+
+    def pull():
+        taken.update(worker.take_siblings(STEP, first, [first, *rest], LINGER_S))
+        done.set()
+
+    threading.Thread(target=pull, daemon=True).start()
+    assert awaited(worker.rendezvous, STEP, rest[1]), "the pull never lingered"
+    worker.abort_step(STEP, errors.CancelledError(None, None, "the master gave up"))
+    assert done.wait(LINGER_S / 2), "a lingering pull outlived its aborted step"
     assert taken == {}
 
 
@@ -102,12 +131,28 @@ def test_rendezvous_waits_for_a_group_until_its_last_key_is_sent():
 def test_rendezvous_group_wait_ends_when_the_step_is_aborted():
     rendezvous = Rendezvous()
     answered = threading.Event()
+    results = []
 
     def wait():
-        rendezvous.wait_sent_all(STEP, ["a", "b"], LINGER_S)
+        results.append(rendezvous.wait_sent_all(STEP, ["a", "b"], LINGER_S))
         answered.set()
 
     threading.Thread(target=wait, daemon=True).start()
+    assert awaited(rendezvous, STEP, "b")
     rendezvous.abort_step(STEP, errors.AbortedError(None, None, "gone"))
     assert answered.wait(LINGER_S)
+    assert results == [True]
     assert rendezvous.take_ready(STEP, ["a", "b"]) == {}
+
+
+def test_a_group_look_or_timed_out_wait_leaves_nothing_behind():
+    """A look (no time to wait) registers nothing; a wait that ran out leaves
+    no group on the keys still to come (they are sent later, every step)."""
+    rendezvous = Rendezvous()
+    assert rendezvous.wait_sent_all(STEP, ["a", "b"], 0.0) is False
+    assert rendezvous._items == {}
+    assert rendezvous.wait_sent_all(STEP, ["a", "b"], 0.01) is False
+    assert all(not item.groups for item in rendezvous._items.values())
+    rendezvous.send(STEP, "a", 1)
+    rendezvous.send(STEP, "b", 2)
+    assert rendezvous.wait_sent_all(STEP, ["a", "b"], 0.0) is True
