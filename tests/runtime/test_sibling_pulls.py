@@ -61,21 +61,25 @@ def awaited(rendezvous: Rendezvous, step_id: int, key: str) -> bool:
     return False
 
 
-def test_a_pull_of_an_aborted_step_brings_nothing_and_returns(worker):
-    first, *rest = keys(worker, 3)
-    worker.rendezvous.send(STEP, first, 0)
-    worker.rendezvous.send(STEP, rest[0], 1)
-    worker.abort_step(STEP, errors.CancelledError(None, None, "the master gave up"))
-    done = threading.Event()
-    taken: dict = {}
+def start_pull(worker: Worker, first: str, rest: list) -> tuple[threading.Event, dict]:
+    """A pull of ``first`` bringing ``rest`` along, on a daemon thread (were it
+    to spin, it must not outlive the test: the test's failure says so)."""
+    done, taken = threading.Event(), {}
 
     def pull():
         taken.update(worker.take_siblings(STEP, first, [first, *rest], LINGER_S))
         done.set()
 
-    # A daemon: were the pull to spin on the aborted step, it must not outlive
-    # the test (its failure says so).
     threading.Thread(target=pull, daemon=True).start()
+    return done, taken
+
+
+def test_a_pull_of_an_aborted_step_brings_nothing_and_returns(worker):
+    first, *rest = keys(worker, 3)
+    worker.rendezvous.send(STEP, first, 0)
+    worker.rendezvous.send(STEP, rest[0], 1)
+    worker.abort_step(STEP, errors.CancelledError(None, None, "the master gave up"))
+    done, taken = start_pull(worker, first, rest)
     assert done.wait(LINGER_S / 2), "a pull of an aborted step did not return"
     assert taken == {}
 
@@ -84,14 +88,7 @@ def test_a_pull_lingering_when_its_step_is_aborted_returns_at_once(worker):
     first, *rest = keys(worker, 3)
     worker.rendezvous.send(STEP, first, 0)
     worker.rendezvous.send(STEP, rest[0], 1)
-    done = threading.Event()
-    taken: dict = {}
-
-    def pull():
-        taken.update(worker.take_siblings(STEP, first, [first, *rest], LINGER_S))
-        done.set()
-
-    threading.Thread(target=pull, daemon=True).start()
+    done, taken = start_pull(worker, first, rest)
     assert awaited(worker.rendezvous, STEP, rest[1]), "the pull never lingered"
     worker.abort_step(STEP, errors.CancelledError(None, None, "the master gave up"))
     assert done.wait(LINGER_S / 2), "a lingering pull outlived its aborted step"
