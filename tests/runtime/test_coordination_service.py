@@ -278,9 +278,11 @@ def test_config_and_stop_ends_watchers():
     assert s.coordination_service.heartbeat_interval_ms == 250
     with pytest.raises(ValueError, match="heartbeat_interval_ms"):
         nd.Server.create_local_server(coordination_config={"heartbeat_interval_ms": -1})
-    w = watch_events(s.target)
     for i in range(10):
         s.coordination_service.publish("custom", "", {"i": i})
+    # Started after the events: a watch already streaming would also get them
+    # live, from whichever it caught first (its call can arrive mid-publish).
+    w = watch_events(s.target)
     got = []
     wait_for(lambda: got.append(w.next(0.1)) or len([g for g in got if g]) >= 5,
              10.0, "the kept events")
