@@ -79,25 +79,24 @@ class Rendezvous:
         self._aborted: dict[int, errors.OpError] = {}
         self._created: dict[int, float] = {}
 
+    def _slot(self, step_id: int, key: str) -> _Item:
+        """The item of ``key`` in ``step_id``, made now if new (under the lock)."""
+        item = self._items.get((step_id, key))
+        if item is None:
+            item = self._items[(step_id, key)] = _Item()
+            self._created.setdefault(step_id, time.monotonic())
+            if step_id in self._aborted:
+                item.ready = True  # a late Recv of an aborted step fails at once
+        return item
+
     def _item(self, step_id: int, key: str) -> _Item:
         with self._lock:
-            item = self._items.get((step_id, key))
-            if item is None:
-                item = self._items[(step_id, key)] = _Item()
-                self._created.setdefault(step_id, time.monotonic())
-                if step_id in self._aborted:
-                    item.ready = True  # a late Recv of an aborted step fails at once
-            return item
+            return self._slot(step_id, key)
 
     def _waitable(self, step_id: int, key: str) -> tuple[_Item, threading.Event]:
         """The item of ``key`` with its event (made now if nobody waited yet)."""
         with self._lock:
-            item = self._items.get((step_id, key))
-            if item is None:
-                item = self._items[(step_id, key)] = _Item()
-                self._created.setdefault(step_id, time.monotonic())
-                if step_id in self._aborted:
-                    item.ready = True
+            item = self._slot(step_id, key)
             event = item.event
             if event is None:
                 event = item.event = threading.Event()
@@ -107,12 +106,7 @@ class Rendezvous:
 
     def send(self, step_id: int, key: str, value):
         with self._lock:
-            item = self._items.get((step_id, key))
-            if item is None:
-                item = self._items[(step_id, key)] = _Item()
-                self._created.setdefault(step_id, time.monotonic())
-                if step_id in self._aborted:
-                    item.ready = True
+            item = self._slot(step_id, key)
             if item.ready:
                 raise errors.InternalError(None, None, f"Duplicated send: {key}")
             item.value = value
@@ -167,10 +161,7 @@ class Rendezvous:
                            for key in keys)
             pending = []
             for key in keys:
-                item = self._items.get((step_id, key))
-                if item is None:
-                    item = self._items[(step_id, key)] = _Item()
-                    self._created.setdefault(step_id, time.monotonic())
+                item = self._slot(step_id, key)
                 if not item.ready:
                     pending.append(item)
             if not pending:
