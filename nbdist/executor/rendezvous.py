@@ -159,21 +159,66 @@ class Rendezvous:
             if timeout_s <= 0:  # a look, leaving nothing behind
                 return all(self._items.get((step_id, key), _NOT_SENT).ready
                            for key in keys)
-            pending = []
-            for key in keys:
-                item = self._slot(step_id, key)
-                if not item.ready:
-                    pending.append(item)
-            if not pending:
-                return True
-            group = _Group(len(pending))
-            for item in pending:
-                if item.groups is None:
-                    item.groups = []
-                item.groups.append(group)
-        if group.event.wait(timeout_s):
+            group, pending = self._await_group(step_id, keys)
+        if group is None or group.event.wait(timeout_s):
             return True
-        with self._lock:  # gave up: the keys still to come no longer count it
+        return self._give_up(group, pending)
+
+    def wait_with_siblings(self, step_id: int, key: str, siblings, timeout_s: float,
+                           linger_s: float, is_cancelled) -> bool:
+        """Waits for ``key`` and ``siblings`` together, as ``wait_sent_all``
+        (one wake when the last is sent, where waking at ``key`` and again at
+        the rest would take the GIL twice from the step producing them), but
+        gives up once ``key`` has waited ``linger_s`` to 2 ``linger_s`` for
+        the rest, after ``timeout_s``, or when ``is_cancelled()``. True when
+        all were sent (or the step was aborted)."""
+        keys = [key, *siblings]
+        with self._lock:
+            if step_id in self._aborted:
+                return True
+            group, pending = self._await_group(step_id, keys)
+            lead = self._items[(step_id, key)]
+        if group is None:
+            return True
+        end = time.monotonic() + timeout_s
+        lead_seen = False
+        while True:
+            left = end - time.monotonic()
+            if left <= 0:
+                break
+            # In slices of linger_s: the lead's arrival wakes nobody, so a
+            # lead sent a slice ago has lingered long enough.
+            if group.event.wait(min(left, linger_s)):
+                return True
+            if is_cancelled():
+                break
+            if lead.ready:
+                if lead_seen:
+                    break
+                lead_seen = True
+        return self._give_up(group, pending)
+
+    def _await_group(self, step_id: int, keys) -> tuple[_Group | None, list]:
+        """A group awaiting those of ``keys`` not yet sent (None: all were),
+        and their items (under the lock)."""
+        pending = []
+        for key in keys:
+            item = self._slot(step_id, key)
+            if not item.ready:
+                pending.append(item)
+        if not pending:
+            return None, pending
+        group = _Group(len(pending))
+        for item in pending:
+            if item.groups is None:
+                item.groups = []
+            item.groups.append(group)
+        return group, pending
+
+    def _give_up(self, group: _Group, pending: list) -> bool:
+        """Detaches a group whose wait ended unfinished: the keys still to
+        come no longer count it. Whether it completed meanwhile."""
+        with self._lock:
             for item in pending:
                 if item.groups and group in item.groups:
                     item.groups = [g for g in item.groups if g is not group] or None

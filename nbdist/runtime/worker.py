@@ -369,8 +369,11 @@ class Worker:
             else:
                 rm.cleanup(None)
 
-    def recv_tensor(self, step_id: int, key: str, timeout_s: float, is_cancelled):
-        """Serves a remote task's pull of a tensor this task sends."""
+    def recv_tensor(self, step_id: int, key: str, timeout_s: float, is_cancelled,
+                    siblings=()):
+        """Serves a remote task's pull of a tensor this task sends. With
+        ``siblings`` (what ``take_siblings`` is asked for next), waits for
+        them together with ``key``: one wake when the last is sent."""
         src, incarnation, _dst, _name = parse_key(key)
         if not src.startswith(self.task_name + "/") and not self._is_alias(src):
             raise errors.InvalidArgumentError(
@@ -379,6 +382,14 @@ class Worker:
             raise errors.AbortedError(
                 None, None, f"Task {self.task_name} restarted: the step expected "
                 f"incarnation {incarnation:x}, this task is {self.incarnation:x}")
+        rest, group = self._sibling_group(key, siblings)
+        if rest and not self._linger_skips.get(group):
+            start = time.monotonic()
+            whole = self.rendezvous.wait_with_siblings(
+                step_id, key, rest, timeout_s, SIBLING_LINGER_S, is_cancelled)
+            if not whole and self.rendezvous.holds(step_id, key):
+                self._linger_missed(group)  # (so take_siblings lingers no more)
+            timeout_s = max(0.0, timeout_s - (time.monotonic() - start))
         return self.rendezvous.recv_blocking(step_id, key, timeout_s, is_cancelled)
 
     def _is_alias(self, device: str) -> bool:
@@ -404,10 +415,7 @@ class Worker:
         within a node or two of each other; where one waits on something else
         (another worker, a queue), lingering only delays: a group whose linger
         ran out skips it for its next ``_LINGER_BACKOFF`` pulls."""
-        own = self.task_name + "/"
-        rest = [k for k in siblings[:MAX_SIBLINGS]
-                if isinstance(k, str) and k != key and k.startswith(own)]
-        group = (key, len(rest))
+        rest, group = self._sibling_group(key, siblings)
         skip = self._linger_skips.get(group, 0)
         if skip:
             self._linger_skips[group] = skip - 1
@@ -417,10 +425,23 @@ class Worker:
         # One wait for the group (a wake per sibling would take the GIL from
         # the step producing them, once per tensor).
         if not self.rendezvous.wait_sent_all(step_id, rest, linger_s) and linger_s:
-            if len(self._linger_skips) > 4096:
-                self._linger_skips.clear()
-            self._linger_skips[group] = _LINGER_BACKOFF
+            self._linger_missed(group)
         return self.rendezvous.take_ready(step_id, rest)
+
+    def _sibling_group(self, key: str, siblings) -> tuple[list, tuple]:
+        """(the siblings this task sends, other than ``key``; the group's name
+        in the linger backoff)."""
+        own = self.task_name + "/"
+        rest = [k for k in itertools.islice(siblings, MAX_SIBLINGS)
+                if isinstance(k, str) and k != key and k.startswith(own)]
+        return rest, (key, len(rest))
+
+    def _linger_missed(self, group: tuple) -> None:
+        """The group's siblings did not come within the linger: its next
+        ``_LINGER_BACKOFF`` pulls do not wait for them."""
+        if len(self._linger_skips) > 4096:
+            self._linger_skips.clear()
+        self._linger_skips[group] = _LINGER_BACKOFF
 
     def variables(self):
         """(device, container, name, VariableResource) for every variable here."""

@@ -153,3 +153,83 @@ def test_a_group_look_or_timed_out_wait_leaves_nothing_behind():
     rendezvous.send(STEP, "a", 1)
     rendezvous.send(STEP, "b", 2)
     assert rendezvous.wait_sent_all(STEP, ["a", "b"], 0.0) is True
+
+
+# -- a pull that names its siblings waits for them together with its key --------------
+def start_grouped_pull(worker: Worker, first: str, rest: list, is_cancelled=None):
+    """``recv_tensor`` of ``first`` naming ``rest`` as its siblings, then the
+    look at them the transports take next, on a daemon thread: (done, result
+    {"value", "extras"} or {"error"})."""
+    done, result = threading.Event(), {}
+
+    def pull():
+        try:
+            result["value"] = worker.recv_tensor(
+                STEP, first, LINGER_S, is_cancelled or (lambda: False),
+                siblings=[first, *rest])
+            result["extras"] = worker.take_siblings(STEP, first, [first, *rest], 0.0)
+        except errors.OpError as e:
+            result["error"] = e
+        done.set()
+
+    threading.Thread(target=pull, daemon=True).start()
+    return done, result
+
+
+def test_a_pull_naming_siblings_wakes_when_the_last_of_them_is_sent(worker, monkeypatch):
+    """The key alone does not end the wait (waking then would take the GIL
+    from the step still producing the rest): the pull returns with all of
+    them, so the look that follows needs no linger."""
+    monkeypatch.setattr("nbdist.runtime.worker.SIBLING_LINGER_S", LINGER_S)
+    first, *rest = keys(worker, 4)
+    done, result = start_grouped_pull(worker, first, rest)
+    assert awaited(worker.rendezvous, STEP, rest[-1]), \
+        "the pull did not wait for its siblings with its key"
+    worker.rendezvous.send(STEP, first, 0)  # the key first, as a backward pass may
+    for i, k in enumerate(rest, 1):
+        worker.rendezvous.send(STEP, k, i)
+    assert done.wait(LINGER_S / 2), "the pull kept waiting after its last sibling"
+    assert result == {"value": 0, "extras": {k: i for i, k in enumerate(rest, 1)}}
+
+
+def test_a_pull_whose_sibling_never_comes_returns_its_key_after_the_linger(
+        worker, monkeypatch):
+    monkeypatch.setattr("nbdist.runtime.worker.SIBLING_LINGER_S", 0.05)
+    first, early, late = keys(worker, 3)
+    done, result = start_grouped_pull(worker, first, [early, late])
+    assert awaited(worker.rendezvous, STEP, late)
+    worker.rendezvous.send(STEP, first, 0)
+    worker.rendezvous.send(STEP, early, 1)
+    assert done.wait(LINGER_S), "a missing sibling held its key back"
+    assert result == {"value": 0, "extras": {early: 1}}
+    worker.rendezvous.send(STEP, late, 2)  # stays for its own pull
+    assert worker.recv_tensor(STEP, late, LINGER_S, lambda: False) == 2
+
+
+def test_a_pull_waiting_with_its_siblings_ends_on_abort_or_cancel(worker, monkeypatch):
+    monkeypatch.setattr("nbdist.runtime.worker.SIBLING_LINGER_S", 0.05)
+    first, *rest = keys(worker, 3)
+    done, result = start_grouped_pull(worker, first, rest)
+    assert awaited(worker.rendezvous, STEP, rest[-1])
+    worker.abort_step(STEP, errors.AbortedError(None, None, "the master gave up"))
+    assert done.wait(LINGER_S / 2), "a grouped pull outlived its aborted step"
+    assert isinstance(result["error"], errors.AbortedError)
+
+    cancelled = threading.Event()
+    step = STEP + 1
+    first, *rest = keys(worker, 3)
+    done, result = threading.Event(), {}
+
+    def pull():
+        try:
+            worker.recv_tensor(step, first, LINGER_S, cancelled.is_set,
+                               siblings=[first, *rest])
+        except errors.OpError as e:
+            result["error"] = e
+        done.set()
+
+    threading.Thread(target=pull, daemon=True).start()
+    assert awaited(worker.rendezvous, step, rest[-1])
+    cancelled.set()  # the puller hung up
+    assert done.wait(LINGER_S / 2), "a grouped pull ignored its caller's cancel"
+    assert isinstance(result["error"], errors.CancelledError)

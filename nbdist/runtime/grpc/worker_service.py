@@ -151,8 +151,9 @@ class WorkerServicer(ServicerBase, worker_service_pb2_grpc.WorkerServiceServicer
 
         return self._serve("SetFaults", request, context, fn)
 
-    def _recv(self, request, context, wait_s: float | None):
-        """The value of a RecvTensor request, or None after ``wait_s``."""
+    def _recv(self, request, context, wait_s: float | None, siblings=()):
+        """The value of a RecvTensor request, or None after ``wait_s``;
+        ``siblings``: what the reply brings along (awaited with it)."""
         if isinstance(request, Malformed):
             raise invalid("RecvTensor", request.error)
         return self.worker_handler.recv_tensor(
@@ -161,6 +162,7 @@ class WorkerServicer(ServicerBase, worker_service_pb2_grpc.WorkerServiceServicer
             left_or_unbounded(context.time_remaining()),
             wait_s,
             lambda: not context.is_active(),
+            siblings,
         )
 
     def RecvTensor(self, request, context):
@@ -177,7 +179,8 @@ class WorkerServicer(ServicerBase, worker_service_pb2_grpc.WorkerServiceServicer
             wait = None
             if not isinstance(request, Malformed) and request.wait_ms > 0:
                 wait = request.wait_ms / 1000.0
-            value = self._recv(request, context, wait)
+            value = self._recv(request, context, wait, () if isinstance(
+                request, Malformed) else request.sibling_key)
             if value is None:
                 return coding.PENDING
             extras = ()

@@ -141,13 +141,14 @@ class InprocTensorTransport:
     def __init__(self, address_of):
         self._address_of = address_of
 
-    def _recv(self, step, src_task: str, step_id: int, key: str):
+    def _recv(self, step, src_task: str, step_id: int, key: str, siblings=()):
         handler = _server_at(self._address_of(src_task)).worker_handler
         while True:  # bounded by the step's time: a pending pull comes back
             if step.cancelled:
                 step.check()
             left = step_time_left(step)
-            value = handler.recv_tensor(step_id, key, left, min(_RECV_POLL_S, left))
+            value = handler.recv_tensor(step_id, key, left, min(_RECV_POLL_S, left),
+                                        siblings=siblings)
             if value is not None:
                 return _copied(value)
             if left <= _RECV_POLL_S:
@@ -165,7 +166,7 @@ class InprocTensorTransport:
     def exchange(self, step, src_task: str, key: str, siblings=()):
         """``(value of key, {sibling: value} already sent)``: as a remote
         pull, the ready siblings come along."""
-        value = self._recv(step, src_task, step.step_id, key)
+        value = self._recv(step, src_task, step.step_id, key, siblings)
         extras = {}
         if siblings:
             handler = _server_at(self._address_of(src_task)).worker_handler

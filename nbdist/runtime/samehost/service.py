@@ -312,12 +312,15 @@ class SameHostService:
     def _recv(self, header):
         step_id, key = int(header["step"]), str(header["key"])
         wait_s = max(1, int(header.get("wait_ms", RECV_POLL_MS))) / 1000.0
-        value = self.handler.recv_tensor(step_id, key, UNBOUNDED_S, wait_s)
+        siblings = header.get("siblings") or []
+        if not isinstance(siblings, list):
+            raise TypeError("siblings must be a list")
+        value = self.handler.recv_tensor(step_id, key, UNBOUNDED_S, wait_s,
+                                         siblings=siblings)
         if value is None:
             return {"pending": True}, None
         out = Outgoing()
         out.add(key, value)
-        siblings = header.get("siblings", ())
         if siblings:
             for k, v in self.handler.take_siblings(step_id, key, siblings).items():
                 out.add(k, v)

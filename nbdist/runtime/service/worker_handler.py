@@ -162,11 +162,12 @@ class WorkerHandler:
 
     # -- tensors ------------------------------------------------------------------
     def recv_tensor(self, step_id: int, key: str, timeout_s: float,
-                    wait_s: float | None = None, is_cancelled=None):
+                    wait_s: float | None = None, is_cancelled=None, siblings=()):
         """The value this task sends as ``key`` in ``step_id``; None (pending)
         when ``wait_s`` passed first. ``timeout_s``: what the caller has left.
         A parked tensor is there or gone: ``NotFoundError`` after
-        ``PARKED_WAIT_S``."""
+        ``PARKED_WAIT_S``. ``siblings``: what ``take_siblings`` is asked for
+        next (awaited together with ``key``)."""
         polling = wait_s is not None and wait_s < timeout_s
         timeout = wait_s if polling else timeout_s
         parked = is_parked_key(key)
@@ -174,7 +175,8 @@ class WorkerHandler:
             timeout = min(timeout, PARKED_WAIT_S)
         try:
             return self.worker.recv_tensor(step_id, key, timeout,
-                                           is_cancelled or _never)
+                                           is_cancelled or _never,
+                                           () if parked else siblings)
         except errors.DeadlineExceededError:
             if parked:
                 raise errors.NotFoundError(
