@@ -48,28 +48,51 @@ class _Item:
 
 class _Group:
     """Keys awaited together (``Rendezvous.wait_sent_all``): one wake, when
-    the last of them is sent, not one per key."""
+    the last of them is sent, not one per key. With ``answer``
+    (``Rendezvous.answer_when_sent``), the sender of the last calls it instead,
+    unless the waiter ``claim``ed the group first; ``event`` is set once it
+    returned (``error``: what it raised)."""
 
-    __slots__ = ("event", "left")
+    __slots__ = ("answer", "claimed", "error", "event", "items", "left")
 
-    def __init__(self, left: int):
-        self.left = left
+    def __init__(self, items: list, answer=None):
+        self.items = items
+        self.left = len(items)
         self.event = threading.Event()
+        self.answer = answer
+        self.claimed = False
+        self.error: BaseException | None = None
 
 
 _NOT_SENT = _Item()  # what a key nobody sent or awaited yet looks like
 
 
-def _sent(item: _Item) -> list:
-    """The events of ``item``'s groups that it was the last of (under the
-    rendezvous' lock)."""
+def _sent(item: _Item) -> tuple[list, list]:
+    """(events to set, groups to answer) of ``item``'s groups that it was the
+    last of (under the rendezvous' lock)."""
     groups, item.groups = item.groups, None
-    done = []
+    events, answers = [], []
     for group in groups or ():
         group.left -= 1
         if group.left == 0:
-            done.append(group.event)
-    return done
+            if group.answer is not None and not group.claimed:
+                group.claimed = True
+                answers.append(group)
+            else:
+                events.append(group.event)
+    return events, answers
+
+
+def _answer(group: _Group) -> None:
+    """Runs a completed group's answer in the sending thread; what it raises
+    is the waiter's, not the sender's."""
+    try:
+        group.answer()
+    except BaseException as e:  # noqa: BLE001 - handed to the waiter
+        group.error = e
+    finally:
+        group.answer = None
+        group.event.set()
 
 
 class Rendezvous:
@@ -112,11 +135,13 @@ class Rendezvous:
             item.value = value
             item.ready = True
             event = item.event
-            done = _sent(item)
+            done, answers = _sent(item)
         if event is not None:
             event.set()
         for group_event in done:
             group_event.set()
+        for group in answers:
+            _answer(group)
 
     def recv(self, step, key: str):
         """Waits (cancellably) for the value of ``key`` in ``step``."""
@@ -159,10 +184,11 @@ class Rendezvous:
             if timeout_s <= 0:  # a look, leaving nothing behind
                 return all(self._items.get((step_id, key), _NOT_SENT).ready
                            for key in keys)
-            group, pending = self._await_group(step_id, keys)
+            group = self._await_group(step_id, keys)
         if group is None or group.event.wait(timeout_s):
             return True
-        return self._give_up(group, pending)
+        self.claim(group)
+        return group.left == 0
 
     def wait_with_siblings(self, step_id: int, key: str, siblings, timeout_s: float,
                            linger_s: float, is_cancelled) -> bool:
@@ -172,57 +198,91 @@ class Rendezvous:
         gives up once ``key`` has waited ``linger_s`` to 2 ``linger_s`` for
         the rest, after ``timeout_s``, or when ``is_cancelled()``. True when
         all were sent (or the step was aborted)."""
-        keys = [key, *siblings]
         with self._lock:
             if step_id in self._aborted:
                 return True
-            group, pending = self._await_group(step_id, keys)
-            lead = self._items[(step_id, key)]
-        if group is None:
+            group = self._await_group(step_id, [key, *siblings])
+        if group is None or self.wait_lingering(
+                group, step_id, key, timeout_s, linger_s, is_cancelled):
             return True
+        self.claim(group)
+        return group.left == 0
+
+    def answer_when_sent(self, step_id: int, keys, answer) -> _Group | None:
+        """Has ``answer()`` called by the thread that sends the last of
+        ``keys`` in ``step_id``, unless the waiter ``claim``s the group
+        first (then it answers itself); the group's ``event`` is set once
+        ``answer`` returned. A server thread serving a pull so is not woken,
+        on the step's path, to answer: on a busy task it would wait for the
+        GIL while the sender ran on. None when nothing is to come (all were
+        sent, or the step was aborted): the caller answers."""
+        with self._lock:
+            if step_id in self._aborted:
+                return None
+            group = self._await_group(step_id, keys, answer)
+        return group
+
+    def wait_lingering(self, group: _Group, step_id: int, lead: str, timeout_s: float,
+                       linger_s: float, is_cancelled) -> bool:
+        """Waits for ``group``'s event (``answer_when_sent``, ``_await_group``)
+        until ``timeout_s``, ``is_cancelled()``, or ``lead`` (one of its keys)
+        was seen sent ``linger_s`` ago with others still to come. Whether the
+        event was set."""
         end = time.monotonic() + timeout_s
         lead_seen = False
         while True:
             left = end - time.monotonic()
             if left <= 0:
-                break
+                return False
             # In slices of linger_s: the lead's arrival wakes nobody, so a
             # lead sent a slice ago has lingered long enough.
             if group.event.wait(min(left, linger_s)):
                 return True
             if is_cancelled():
-                break
-            if lead.ready:
+                return False
+            if self._items.get((step_id, lead), _NOT_SENT).ready:
                 if lead_seen:
-                    break
+                    return False
                 lead_seen = True
-        return self._give_up(group, pending)
 
-    def _await_group(self, step_id: int, keys) -> tuple[_Group | None, list]:
-        """A group awaiting those of ``keys`` not yet sent (None: all were),
-        and their items (under the lock)."""
+    def claim(self, group: _Group) -> bool:
+        """Ends a group's wait: False when its sender claimed it first (to
+        answer it: wait for its event), else True and the keys still to
+        come no longer count it."""
+        with self._lock:
+            if group.claimed:
+                return False
+            group.claimed = True
+            for item in group.items:
+                if item.groups and group in item.groups:
+                    item.groups = [g for g in item.groups if g is not group] or None
+            return True
+
+    def _await_group(self, step_id: int, keys, answer=None) -> _Group | None:
+        """A group awaiting those of ``keys`` not yet sent, None when all
+        were (under the lock)."""
         pending = []
         for key in keys:
             item = self._slot(step_id, key)
             if not item.ready:
                 pending.append(item)
         if not pending:
-            return None, pending
-        group = _Group(len(pending))
+            return None
+        group = _Group(pending, answer)
         for item in pending:
             if item.groups is None:
                 item.groups = []
             item.groups.append(group)
-        return group, pending
+        return group
 
-    def _give_up(self, group: _Group, pending: list) -> bool:
-        """Detaches a group whose wait ended unfinished: the keys still to
-        come no longer count it. Whether it completed meanwhile."""
+    def take(self, step_id: int, key: str):
+        """The value sent as ``key`` in ``step_id``, taken (None if none)."""
         with self._lock:
-            for item in pending:
-                if item.groups and group in item.groups:
-                    item.groups = [g for g in item.groups if g is not group] or None
-            return group.left == 0
+            item = self._items.pop((step_id, key), None)
+        return None if item is None else item.value
+
+    def aborted(self, step_id: int) -> bool:
+        return step_id in self._aborted
 
     def take_ready(self, step_id: int, keys) -> dict:
         """Takes those of ``keys`` already sent in ``step_id`` (a batched remote

@@ -374,14 +374,7 @@ class Worker:
         """Serves a remote task's pull of a tensor this task sends. With
         ``siblings`` (what ``take_siblings`` is asked for next), waits for
         them together with ``key``: one wake when the last is sent."""
-        src, incarnation, _dst, _name = parse_key(key)
-        if not src.startswith(self.task_name + "/") and not self._is_alias(src):
-            raise errors.InvalidArgumentError(
-                None, None, f"RecvTensor for {src} sent to {self.task_name}")
-        if incarnation != self.incarnation:
-            raise errors.AbortedError(
-                None, None, f"Task {self.task_name} restarted: the step expected "
-                f"incarnation {incarnation:x}, this task is {self.incarnation:x}")
+        self._check_pull(key)
         rest, group = self._sibling_group(key, siblings)
         if rest and not self._linger_skips.get(group):
             start = time.monotonic()
@@ -391,6 +384,54 @@ class Worker:
                 self._linger_missed(group)  # (so take_siblings lingers no more)
             timeout_s = max(0.0, timeout_s - (time.monotonic() - start))
         return self.rendezvous.recv_blocking(step_id, key, timeout_s, is_cancelled)
+
+    def answer_pull(self, step_id: int, key: str, siblings, timeout_s: float,
+                    is_cancelled, answer) -> bool:
+        """Serves a remote pull of ``key`` that brings ``siblings`` along by
+        ``answer(value, {sibling: value})``, called in the thread that sends
+        the last of them (``Rendezvous.answer_when_sent``): the serving thread
+        sleeps meanwhile and is not woken on the step's path. True once
+        answered so (raising what ``answer`` raised); False when the caller
+        is to serve it as before (``recv_tensor``, ``take_siblings``): all
+        were sent already, the step was aborted, the siblings lag behind
+        ``key``, ``timeout_s`` passed or ``is_cancelled()``."""
+        self._check_pull(key)
+        rest, group_name = self._sibling_group(key, siblings)
+        if not rest or self._linger_skips.get(group_name):
+            return False
+        rendezvous = self.rendezvous
+
+        def deliver():
+            if rendezvous.aborted(step_id) or not rendezvous.holds(step_id, key):
+                raise errors.AbortedError(None, None, f"step {step_id:x} ended "
+                                          "while its tensors were being sent")
+            value = rendezvous.take(step_id, key)
+            answer(value, rendezvous.take_ready(step_id, rest))
+
+        group = rendezvous.answer_when_sent(step_id, [key, *rest], deliver)
+        if group is None:
+            return False
+        rendezvous.wait_lingering(group, step_id, key, timeout_s, SIBLING_LINGER_S,
+                                  is_cancelled)
+        if rendezvous.claim(group):  # this thread answers, as before
+            if not rendezvous.aborted(step_id) and rendezvous.holds(step_id, key):
+                self._linger_missed(group_name)
+            return False
+        group.event.wait()  # the sender is answering
+        if group.error is not None:
+            raise group.error
+        return True
+
+    def _check_pull(self, key: str) -> None:
+        """Refuses a pull of a key this task (this incarnation) does not send."""
+        src, incarnation, _dst, _name = parse_key(key)
+        if not src.startswith(self.task_name + "/") and not self._is_alias(src):
+            raise errors.InvalidArgumentError(
+                None, None, f"RecvTensor for {src} sent to {self.task_name}")
+        if incarnation != self.incarnation:
+            raise errors.AbortedError(
+                None, None, f"Task {self.task_name} restarted: the step expected "
+                f"incarnation {incarnation:x}, this task is {self.incarnation:x}")
 
     def _is_alias(self, device: str) -> bool:
         """Whether ``device`` is this task's under a propagated session's name."""

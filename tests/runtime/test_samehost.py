@@ -8,6 +8,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 import weakref
 
@@ -115,6 +116,90 @@ def test_a_step_is_one_exchange_each_way_per_task_pair(servers):
     assert steps <= delta(ps, ps_before, (w_task, "recv")) <= steps * 1.25
     assert set(_calls(worker)) | set(_calls(ps)) <= {
         (ps_task, "run"), (ps_task, "recv"), (w_task, "recv")}
+
+
+def test_a_pull_answered_by_the_sending_thread_arrives_whole_and_the_connection_serves_on(
+        servers):
+    """A pull that arrives before its tensors is answered by the thread that
+    sends the last of them (``Worker.answer_pull``), through the
+    connection's segment; the connection's own thread then serves the next."""
+    cluster = local_cluster(worker=1)
+    server = servers(cluster, "worker", 0, token="s3cret")
+    address, worker = cluster["worker"][0], server._worker
+    names = [f"{worker.task_name}/device:CPU:0;{worker.incarnation:x};x;t{i};0:0"
+             for i in range(3)]
+    values = [np.arange(1 << 20, dtype=np.float32), np.ones(3, np.int64),
+              np.float32(2.5)]
+    step = 11
+    with _raw_connect(address) as sock:
+        client_handshake(sock, address, cluster_key("s3cret"))
+        send_frame(sock, {"op": "recv", "step": step, "key": names[0],
+                          "siblings": names, "wait_ms": 30000})
+        for _ in range(3000):  # bounded: the pull's group is registered
+            item = worker.rendezvous._items.get((step, names[2]))
+            if item is not None and item.groups:
+                break
+            time.sleep(0.005)
+        sender = threading.Thread(target=lambda: [
+            worker.rendezvous.send(step, k, v) for k, v in zip(names, values)])
+        sender.start()
+        sender.join(30)
+        link = Link()
+        header, payload, fds = recv_frame(sock, 1 << 30)
+        got = dict(decode_tensors(header["t"], payload, fds, header.get("seg"), link))
+        assert set(got) == set(names)
+        for k, v in zip(names, values):
+            np.testing.assert_array_equal(got[k], v)
+        again = f"{worker.task_name}/device:CPU:0;{worker.incarnation:x};x;t9;0:0"
+        worker.rendezvous.send(step, again, np.arange(4))
+        send_frame(sock, {"op": "recv", "step": step, "key": again})
+        header, payload, fds = recv_frame(sock, 1 << 30)
+        (_, value), = decode_tensors(header["t"], payload, fds, header.get("seg"),
+                                     link)
+        np.testing.assert_array_equal(value, np.arange(4))
+        link.close()
+
+
+def test_pulls_whose_answer_could_block_its_sender_are_answered_whole(servers):
+    """An answer with much inline, or to a peer that has not read its last
+    reply, is sent by the connection's thread (a step's thread must not wait
+    on a peer): both arrive whole, in order."""
+    cluster = local_cluster(worker=1)
+    server = servers(cluster, "worker", 0, token="s3cret")
+    address, worker = cluster["worker"][0], server._worker
+
+    def name(i):
+        return f"{worker.task_name}/device:CPU:0;{worker.incarnation:x};x;u{i};0:0"
+
+    step = 12
+    first = np.arange(30_000, dtype=np.float32)  # 120 kB: inline
+    worker.rendezvous.send(step, name(0), first)
+    later = [name(i) for i in (1, 2, 3)]
+    values = [np.full(20_000, i, np.float32) for i in (1, 2, 3)]  # 240 kB inline
+    with _raw_connect(address) as sock:
+        client_handshake(sock, address, cluster_key("s3cret"))
+        send_frame(sock, {"op": "recv", "step": step, "key": name(0)})  # not read yet
+        send_frame(sock, {"op": "recv", "step": step, "key": later[0],
+                          "siblings": later, "wait_ms": 30000})
+        for _ in range(3000):  # bounded: the second pull's group is registered
+            item = worker.rendezvous._items.get((step, later[2]))
+            if item is not None and item.groups:
+                break
+            time.sleep(0.005)
+        sender = threading.Thread(target=lambda: [
+            worker.rendezvous.send(step, k, v) for k, v in zip(later, values)])
+        sender.start()
+        sender.join(30)
+        assert not sender.is_alive(), "the step's thread waited on the peer"
+        link = Link()
+        for expected in ({name(0): first}, dict(zip(later, values))):
+            header, payload, fds = recv_frame(sock, 1 << 30)
+            got = dict(decode_tensors(header["t"], payload, fds, header.get("seg"),
+                                      link))
+            assert set(got) == set(expected)
+            for k, v in expected.items():
+                np.testing.assert_array_equal(got[k], v)
+        link.close()
 
 
 def _byte_pattern(n):

@@ -233,3 +233,98 @@ def test_a_pull_waiting_with_its_siblings_ends_on_abort_or_cancel(worker, monkey
     cancelled.set()  # the puller hung up
     assert done.wait(LINGER_S / 2), "a grouped pull ignored its caller's cancel"
     assert isinstance(result["error"], errors.CancelledError)
+
+
+# -- a pull answered by the thread that sends the last of its tensors ----------------
+def start_answered_pull(worker: Worker, first: str, rest: list, answer=None):
+    """``answer_pull`` of ``first`` with ``rest`` on a daemon thread: (done,
+    result {"answered": bool} or {"error"}, answers [(thread id, value, extras)])."""
+    done, result, answers = threading.Event(), {}, []
+
+    def record(value, extras):
+        answers.append((threading.get_ident(), value, extras))
+
+    def serve():
+        try:
+            result["answered"] = worker.answer_pull(
+                STEP, first, [first, *rest], LINGER_S, lambda: False, answer or record)
+        except Exception as e:  # noqa: BLE001 - the test looks at it
+            result["error"] = e
+        done.set()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return done, result, answers
+
+
+def test_the_thread_sending_the_last_sibling_answers_the_pull(worker):
+    """The serving thread sleeps; the step's own thread, sending the last
+    tensor, answers (no wake of the server on the step's path)."""
+    first, *rest = keys(worker, 3)
+    done, result, answers = start_answered_pull(worker, first, rest)
+    assert awaited(worker.rendezvous, STEP, rest[-1])
+    producer = {}
+
+    def produce():
+        producer["id"] = threading.get_ident()
+        for i, k in enumerate([first, *rest]):
+            worker.rendezvous.send(STEP, k, i)
+
+    thread = threading.Thread(target=produce)
+    thread.start()
+    thread.join(LINGER_S)
+    assert done.wait(LINGER_S / 2)
+    assert result == {"answered": True}
+    assert answers == [(producer["id"], 0, {rest[0]: 1, rest[1]: 2})]
+    assert not worker.rendezvous.holds(STEP, first)  # taken by the answer
+
+
+def test_a_pull_with_nothing_to_come_is_left_to_its_caller(worker):
+    first, *rest = keys(worker, 3)
+    for i, k in enumerate([first, *rest]):
+        worker.rendezvous.send(STEP, k, i)
+    assert worker.answer_pull(STEP, first, [first, *rest], LINGER_S, lambda: False,
+                              lambda *a: pytest.fail("answered")) is False
+    assert worker.rendezvous.holds(STEP, first)  # for the caller to take
+    worker.abort_step(STEP + 1, errors.AbortedError(None, None, "gone"))
+    assert worker.answer_pull(STEP + 1, first, [first, *rest], LINGER_S,
+                              lambda: False, lambda *a: pytest.fail("answered")) is False
+
+
+def test_an_answer_that_fails_fails_the_pull_not_the_step(worker):
+    first, *rest = keys(worker, 2)
+
+    def broken(value, extras):
+        raise BrokenPipeError("the puller hung up")
+
+    done, result, _ = start_answered_pull(worker, first, rest, broken)
+    assert awaited(worker.rendezvous, STEP, rest[-1])
+    worker.rendezvous.send(STEP, first, 0)
+    worker.rendezvous.send(STEP, rest[0], 1)  # the step's thread: no error here
+    assert done.wait(LINGER_S / 2)
+    assert isinstance(result["error"], BrokenPipeError)
+
+
+def test_a_pull_whose_sibling_lags_is_left_to_its_caller_without_more_linger(
+        worker, monkeypatch):
+    monkeypatch.setattr("nbdist.runtime.worker.SIBLING_LINGER_S", 0.05)
+    first, early, late = keys(worker, 3)
+    done, result, answers = start_answered_pull(worker, first, [early, late])
+    assert awaited(worker.rendezvous, STEP, late)
+    worker.rendezvous.send(STEP, first, 0)
+    worker.rendezvous.send(STEP, early, 1)
+    assert done.wait(LINGER_S), "a lagging sibling held its key back"
+    assert result == {"answered": False} and answers == []
+    # The caller serves it as before, and does not linger for the late one again.
+    assert worker.recv_tensor(STEP, first, LINGER_S, lambda: False,
+                              siblings=[first, early, late]) == 0
+    looked, taken = threading.Event(), {}
+
+    def look():
+        taken.update(worker.take_siblings(STEP, first, [first, early, late], LINGER_S))
+        looked.set()
+
+    threading.Thread(target=look, daemon=True).start()
+    assert looked.wait(LINGER_S / 2), "the caller lingered for the late sibling again"
+    assert taken == {early: 1}
+    worker.rendezvous.send(STEP, late, 2)
+    assert worker.recv_tensor(STEP, late, LINGER_S, lambda: False) == 2

@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import select
 import socket
+import struct
+import termios
 import threading
 
 from nbdist import errors
@@ -117,6 +120,27 @@ _OTHER = "samehost"  # what an unknown call counts as
 def _values_nbytes(answer) -> int:
     values = answer[0].values() if isinstance(answer[0], dict) else answer[0]
     return sum(int(getattr(v, "nbytes", 0)) for v in values)
+
+
+_ANSWERED = {"answered": True}  # a reply the producing thread already sent
+# A producing thread sends an answer with at most this inline (large tensors go
+# through the segment): far under a Unix socket's send buffer, so it never waits.
+_ANSWER_INLINE_BYTES = 1 << 16
+
+
+def _unread_bytes(conn: socket.socket) -> int:
+    """Bytes sent on ``conn`` its peer has not read yet (``SIOCOUTQ``)."""
+    return struct.unpack("i", fcntl.ioctl(conn.fileno(), termios.TIOCOUTQ,
+                                          b"\0\0\0\0"))[0]
+
+
+def _recv_answer(key: str, value, extras: dict) -> tuple[dict, Outgoing]:
+    """The reply to a pull: ``key``'s value and the siblings that came along."""
+    out = Outgoing()
+    out.add(key, value)
+    for k, v in extras.items():
+        out.add(k, v)
+    return {"t": out.entries}, out
 
 
 class SameHostService:
@@ -232,7 +256,8 @@ class SameHostService:
                     header, payload, fds = recv_frame(conn, self._max_payload)
                     reply, out = self._dispatch(header, payload, fds, conn, link,
                                                 on_hangup)
-                    send_frame(conn, reply, out, link)
+                    if reply is not _ANSWERED:
+                        send_frame(conn, reply, out, link)
                     # Not kept while the next request is awaited: a sent
                     # variable's array still referenced here could not be
                     # updated in place (``VariableResource.claim_in_place``).
@@ -281,7 +306,7 @@ class SameHostService:
             if op == "run":
                 return self._run(header, tensors, on_hangup)
             if op == "recv":
-                return self._recv(header)
+                return self._recv(header, conn, link)
             if op == "abort":
                 self.handler.cleanup_graph(int(header["step"]), errors.make_error(
                     int(header.get("code", 1)), str(header.get("message", ""))))
@@ -309,22 +334,34 @@ class SameHostService:
             for fd in fds:
                 close_fd(fd)
 
-    def _recv(self, header):
+    def _recv(self, header, conn, link):
         step_id, key = int(header["step"]), str(header["key"])
         wait_s = max(1, int(header.get("wait_ms", RECV_POLL_MS))) / 1000.0
         siblings = header.get("siblings") or []
         if not isinstance(siblings, list):
             raise TypeError("siblings must be a list")
+        if siblings and link.shares_memory:
+            # Answered by the thread that sends the last of them (its tensors
+            # staged in this connection's segment, which it alone uses now) when
+            # the frame cannot block it: small, to a peer that read what it was
+            # sent before. Else this thread sends what that one made.
+            held = []
+
+            def answer(value, extras):
+                reply, out = _recv_answer(key, value, extras)
+                if out.size > _ANSWER_INLINE_BYTES or _unread_bytes(conn):
+                    held.append((reply, out))
+                else:
+                    send_frame(conn, reply, out, link)
+
+            if self.handler.answer_pull(step_id, key, siblings, wait_s, answer):
+                return held[0] if held else (_ANSWERED, None)
         value = self.handler.recv_tensor(step_id, key, UNBOUNDED_S, wait_s,
                                          siblings=siblings)
         if value is None:
             return {"pending": True}, None
-        out = Outgoing()
-        out.add(key, value)
-        if siblings:
-            for k, v in self.handler.take_siblings(step_id, key, siblings).items():
-                out.add(k, v)
-        return {"t": out.entries}, out
+        extras = self.handler.take_siblings(step_id, key, siblings) if siblings else {}
+        return _recv_answer(key, value, extras)
 
     def _once(self, method: str, header, fn):
         """``fn()``, once per request id ``rid`` (a retried request gets the

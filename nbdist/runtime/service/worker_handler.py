@@ -186,6 +186,16 @@ class WorkerHandler:
                 return None
             raise
 
+    def answer_pull(self, step_id: int, key: str, siblings, timeout_s: float,
+                    answer, is_cancelled=None) -> bool:
+        """``Worker.answer_pull``: whether the pull of ``key`` with its
+        ``siblings`` was answered by ``answer(value, extras)`` in the thread
+        that sent the last of them (never for a parked tensor)."""
+        if is_parked_key(key):
+            return False
+        return self.worker.answer_pull(step_id, key, siblings, timeout_s,
+                                       is_cancelled or _never, answer)
+
     def take_siblings(self, step_id: int, key: str, siblings) -> dict:
         return self.worker.take_siblings(step_id, key, list(siblings))
 
