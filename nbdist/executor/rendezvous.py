@@ -275,11 +275,22 @@ class Rendezvous:
             item.groups.append(group)
         return group
 
-    def take(self, step_id: int, key: str):
-        """The value sent as ``key`` in ``step_id``, taken (None if none)."""
+    def take_with(self, step_id: int, key: str, siblings) -> tuple | None:
+        """(value of ``key``, {sibling: value} of those of ``siblings`` sent),
+        all taken at once; None (nothing taken) when ``key`` is not there:
+        never sent, taken, aborted or cleaned up."""
         with self._lock:
-            item = self._items.pop((step_id, key), None)
-        return None if item is None else item.value
+            item = self._items.get((step_id, key))
+            if step_id in self._aborted or item is None or not item.ready:
+                return None
+            del self._items[(step_id, key)]
+            extras = {}
+            for k in siblings:
+                sibling = self._items.get((step_id, k))
+                if sibling is not None and sibling.ready:
+                    del self._items[(step_id, k)]
+                    extras[k] = sibling.value
+        return item.value, extras
 
     def aborted(self, step_id: int) -> bool:
         return step_id in self._aborted

@@ -402,11 +402,11 @@ class Worker:
         rendezvous = self.rendezvous
 
         def deliver():
-            if rendezvous.aborted(step_id) or not rendezvous.holds(step_id, key):
+            taken = rendezvous.take_with(step_id, key, rest)
+            if taken is None:
                 raise errors.AbortedError(None, None, f"step {step_id:x} ended "
                                           "while its tensors were being sent")
-            value = rendezvous.take(step_id, key)
-            answer(value, rendezvous.take_ready(step_id, rest))
+            answer(*taken)
 
         group = rendezvous.answer_when_sent(step_id, [key, *rest], deliver)
         if group is None:

@@ -118,52 +118,92 @@ def test_a_step_is_one_exchange_each_way_per_task_pair(servers):
         (ps_task, "run"), (ps_task, "recv"), (w_task, "recv")}
 
 
+def _frame_senders(monkeypatch) -> list:
+    """The threads that send the same-host service's frames, as they do."""
+    from nbdist.runtime.samehost import service
+
+    senders, send = [], service.send_frame
+
+    def recorded(*args, **kw):
+        senders.append(threading.get_ident())
+        return send(*args, **kw)
+
+    monkeypatch.setattr(service, "send_frame", recorded)
+    return senders
+
+
+def _await_group(worker, step: int, key: str) -> None:
+    for _ in range(3000):  # bounded: a pull's group is registered on ``key``
+        item = worker.rendezvous._items.get((step, key))
+        if item is not None and item.groups:
+            return
+        time.sleep(0.005)
+    pytest.fail("the pull never waited for its tensors")
+
+
+def _send_from_thread(worker, step: int, named: dict) -> int:
+    """Sends ``named`` tensors in ``step`` from a thread of its own (as a
+    step's executor does); that thread's id."""
+    ident = []
+
+    def send():
+        ident.append(threading.get_ident())
+        for k, v in named.items():
+            worker.rendezvous.send(step, k, v)
+
+    sender = threading.Thread(target=send)
+    sender.start()
+    sender.join(30)
+    assert not sender.is_alive(), "the step's thread waited on the peer"
+    return ident[0]
+
+
+def _read_answer(sock, link, expected: dict) -> None:
+    header, payload, fds = recv_frame(sock, 1 << 30)
+    got = dict(decode_tensors(header["t"], payload, fds, header.get("seg"), link))
+    assert set(got) == set(expected)
+    for k, v in expected.items():
+        np.testing.assert_array_equal(got[k], v)
+
+
 def test_a_pull_answered_by_the_sending_thread_arrives_whole_and_the_connection_serves_on(
-        servers):
+        servers, monkeypatch):
     """A pull that arrives before its tensors is answered by the thread that
     sends the last of them (``Worker.answer_pull``), through the
     connection's segment; the connection's own thread then serves the next."""
+    monkeypatch.setattr("nbdist.runtime.worker.SIBLING_LINGER_S", 30.0)
+    senders = _frame_senders(monkeypatch)
     cluster = local_cluster(worker=1)
     server = servers(cluster, "worker", 0, token="s3cret")
     address, worker = cluster["worker"][0], server._worker
     names = [f"{worker.task_name}/device:CPU:0;{worker.incarnation:x};x;t{i};0:0"
-             for i in range(3)]
+             for i in range(4)]
     values = [np.arange(1 << 20, dtype=np.float32), np.ones(3, np.int64),
               np.float32(2.5)]
     step = 11
     with _raw_connect(address) as sock:
         client_handshake(sock, address, cluster_key("s3cret"))
         send_frame(sock, {"op": "recv", "step": step, "key": names[0],
-                          "siblings": names, "wait_ms": 30000})
-        for _ in range(3000):  # bounded: the pull's group is registered
-            item = worker.rendezvous._items.get((step, names[2]))
-            if item is not None and item.groups:
-                break
-            time.sleep(0.005)
-        sender = threading.Thread(target=lambda: [
-            worker.rendezvous.send(step, k, v) for k, v in zip(names, values)])
-        sender.start()
-        sender.join(30)
+                          "siblings": names[:3], "wait_ms": 30000})
+        _await_group(worker, step, names[2])
+        sender = _send_from_thread(worker, step, dict(zip(names, values)))
+        assert senders == [sender]
         link = Link()
-        header, payload, fds = recv_frame(sock, 1 << 30)
-        got = dict(decode_tensors(header["t"], payload, fds, header.get("seg"), link))
-        assert set(got) == set(names)
-        for k, v in zip(names, values):
-            np.testing.assert_array_equal(got[k], v)
-        again = f"{worker.task_name}/device:CPU:0;{worker.incarnation:x};x;t9;0:0"
-        worker.rendezvous.send(step, again, np.arange(4))
-        send_frame(sock, {"op": "recv", "step": step, "key": again})
-        header, payload, fds = recv_frame(sock, 1 << 30)
-        (_, value), = decode_tensors(header["t"], payload, fds, header.get("seg"),
-                                     link)
-        np.testing.assert_array_equal(value, np.arange(4))
+        _read_answer(sock, link, dict(zip(names, values)))
+        worker.rendezvous.send(step, names[3], np.arange(4))
+        send_frame(sock, {"op": "recv", "step": step, "key": names[3]})
+        _read_answer(sock, link, {names[3]: np.arange(4)})
+        assert len(senders) == 2 and senders[1] != sender
         link.close()
 
 
-def test_pulls_whose_answer_could_block_its_sender_are_answered_whole(servers):
-    """An answer with much inline, or to a peer that has not read its last
-    reply, is sent by the connection's thread (a step's thread must not wait
-    on a peer): both arrive whole, in order."""
+def test_pulls_whose_answer_could_block_its_sender_are_answered_whole(
+        servers, monkeypatch):
+    """An answer to a peer that has not read its last reply, or with much
+    inline, is sent by the connection's thread (a step's thread must not wait
+    on a peer): each arrives whole, in order."""
+    monkeypatch.setattr("nbdist.runtime.worker.SIBLING_LINGER_S", 30.0)
+    senders = _frame_senders(monkeypatch)
     cluster = local_cluster(worker=1)
     server = servers(cluster, "worker", 0, token="s3cret")
     address, worker = cluster["worker"][0], server._worker
@@ -172,33 +212,26 @@ def test_pulls_whose_answer_could_block_its_sender_are_answered_whole(servers):
         return f"{worker.task_name}/device:CPU:0;{worker.incarnation:x};x;u{i};0:0"
 
     step = 12
-    first = np.arange(30_000, dtype=np.float32)  # 120 kB: inline
-    worker.rendezvous.send(step, name(0), first)
-    later = [name(i) for i in (1, 2, 3)]
-    values = [np.full(20_000, i, np.float32) for i in (1, 2, 3)]  # 240 kB inline
+    first = {name(0): np.arange(30_000, dtype=np.float32)}  # 120 kB inline
+    worker.rendezvous.send(step, name(0), first[name(0)])
+    small = {name(i): np.full(3, i, np.float32) for i in (1, 2, 3)}
+    large = {name(i): np.full(20_000, i, np.float32) for i in (4, 5, 6)}  # 240 kB
     with _raw_connect(address) as sock:
         client_handshake(sock, address, cluster_key("s3cret"))
-        send_frame(sock, {"op": "recv", "step": step, "key": name(0)})  # not read yet
-        send_frame(sock, {"op": "recv", "step": step, "key": later[0],
-                          "siblings": later, "wait_ms": 30000})
-        for _ in range(3000):  # bounded: the second pull's group is registered
-            item = worker.rendezvous._items.get((step, later[2]))
-            if item is not None and item.groups:
-                break
-            time.sleep(0.005)
-        sender = threading.Thread(target=lambda: [
-            worker.rendezvous.send(step, k, v) for k, v in zip(later, values)])
-        sender.start()
-        sender.join(30)
-        assert not sender.is_alive(), "the step's thread waited on the peer"
         link = Link()
-        for expected in ({name(0): first}, dict(zip(later, values))):
-            header, payload, fds = recv_frame(sock, 1 << 30)
-            got = dict(decode_tensors(header["t"], payload, fds, header.get("seg"),
-                                      link))
-            assert set(got) == set(expected)
-            for k, v in expected.items():
-                np.testing.assert_array_equal(got[k], v)
+        send_frame(sock, {"op": "recv", "step": step, "key": name(0)})  # unread
+        send_frame(sock, {"op": "recv", "step": step, "key": name(1),
+                          "siblings": list(small), "wait_ms": 30000})
+        _await_group(worker, step, name(3))
+        assert _send_from_thread(worker, step, small) not in senders
+        _read_answer(sock, link, first)
+        _read_answer(sock, link, small)
+        send_frame(sock, {"op": "recv", "step": step, "key": name(4),
+                          "siblings": list(large), "wait_ms": 30000})
+        _await_group(worker, step, name(6))
+        assert _send_from_thread(worker, step, large) not in senders
+        _read_answer(sock, link, large)
+        assert len(senders) == 3
         link.close()
 
 

@@ -198,8 +198,8 @@ def test_a_pull_whose_sibling_never_comes_returns_its_key_after_the_linger(
     first, early, late = keys(worker, 3)
     done, result = start_grouped_pull(worker, first, [early, late])
     assert awaited(worker.rendezvous, STEP, late)
+    worker.rendezvous.send(STEP, early, 1)  # before the key: its linger cannot miss it
     worker.rendezvous.send(STEP, first, 0)
-    worker.rendezvous.send(STEP, early, 1)
     assert done.wait(LINGER_S), "a missing sibling held its key back"
     assert result == {"value": 0, "extras": {early: 1}}
     worker.rendezvous.send(STEP, late, 2)  # stays for its own pull
@@ -256,9 +256,10 @@ def start_answered_pull(worker: Worker, first: str, rest: list, answer=None):
     return done, result, answers
 
 
-def test_the_thread_sending_the_last_sibling_answers_the_pull(worker):
+def test_the_thread_sending_the_last_sibling_answers_the_pull(worker, monkeypatch):
     """The serving thread sleeps; the step's own thread, sending the last
     tensor, answers (no wake of the server on the step's path)."""
+    monkeypatch.setattr("nbdist.runtime.worker.SIBLING_LINGER_S", LINGER_S)
     first, *rest = keys(worker, 3)
     done, result, answers = start_answered_pull(worker, first, rest)
     assert awaited(worker.rendezvous, STEP, rest[-1])
@@ -290,7 +291,8 @@ def test_a_pull_with_nothing_to_come_is_left_to_its_caller(worker):
                               lambda: False, lambda *a: pytest.fail("answered")) is False
 
 
-def test_an_answer_that_fails_fails_the_pull_not_the_step(worker):
+def test_an_answer_that_fails_fails_the_pull_not_the_step(worker, monkeypatch):
+    monkeypatch.setattr("nbdist.runtime.worker.SIBLING_LINGER_S", LINGER_S)
     first, *rest = keys(worker, 2)
 
     def broken(value, extras):
@@ -310,8 +312,8 @@ def test_a_pull_whose_sibling_lags_is_left_to_its_caller_without_more_linger(
     first, early, late = keys(worker, 3)
     done, result, answers = start_answered_pull(worker, first, [early, late])
     assert awaited(worker.rendezvous, STEP, late)
+    worker.rendezvous.send(STEP, early, 1)  # before the key: its linger cannot miss it
     worker.rendezvous.send(STEP, first, 0)
-    worker.rendezvous.send(STEP, early, 1)
     assert done.wait(LINGER_S), "a lagging sibling held its key back"
     assert result == {"answered": False} and answers == []
     # The caller serves it as before, and does not linger for the late one again.

@@ -11,6 +11,7 @@ import socket
 import struct
 import termios
 import threading
+import time
 
 from nbdist import errors
 from nbdist.proto import config_pb2
@@ -126,6 +127,7 @@ _ANSWERED = {"answered": True}  # a reply the producing thread already sent
 # A producing thread sends an answer with at most this inline (large tensors go
 # through the segment): far under a Unix socket's send buffer, so it never waits.
 _ANSWER_INLINE_BYTES = 1 << 16
+_ANSWER_MAX_TENSORS = 64  # ... and this many tensors (its header grows with them)
 
 
 def _unread_bytes(conn: socket.socket) -> int:
@@ -349,13 +351,19 @@ class SameHostService:
 
             def answer(value, extras):
                 reply, out = _recv_answer(key, value, extras)
-                if out.size > _ANSWER_INLINE_BYTES or _unread_bytes(conn):
+                if (out.size > _ANSWER_INLINE_BYTES or
+                        len(out.entries) > _ANSWER_MAX_TENSORS or
+                        _unread_bytes(conn)):
                     held.append((reply, out))
                 else:
                     send_frame(conn, reply, out, link)
 
+            start = time.monotonic()
             if self.handler.answer_pull(step_id, key, siblings, wait_s, answer):
                 return held[0] if held else (_ANSWERED, None)
+            # What is left of the pull's wait (a key still not there is
+            # "pending" now, not after a second wait).
+            wait_s = max(0.001, wait_s - (time.monotonic() - start))
         value = self.handler.recv_tensor(step_id, key, UNBOUNDED_S, wait_s,
                                          siblings=siblings)
         if value is None:
