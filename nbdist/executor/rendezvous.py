@@ -56,7 +56,7 @@ class _Group:
     __slots__ = ("answer", "claimed", "error", "event", "items", "left")
 
     def __init__(self, items: list, answer=None):
-        self.items = items
+        self.items = items  # [(step_id, key), item] of the keys still to come
         self.left = len(items)
         self.event = threading.Event()
         self.answer = answer
@@ -83,6 +83,14 @@ def _sent(item: _Item) -> tuple[list, list]:
     return events, answers
 
 
+def _taken(item: _Item):
+    """An item's value, taken: the item (which a finished group may still
+    list) no longer refers to it, so a sent variable's array is the
+    variable's alone again and its next update can write in place."""
+    value, item.value = item.value, None
+    return value
+
+
 def _answer(group: _Group) -> None:
     """Runs a completed group's answer in the sending thread; what it raises
     is the waiter's, not the sender's."""
@@ -92,6 +100,7 @@ def _answer(group: _Group) -> None:
         group.error = e
     finally:
         group.answer = None
+        group.items = []
         group.event.set()
 
 
@@ -253,9 +262,14 @@ class Rendezvous:
             if group.claimed:
                 return False
             group.claimed = True
-            for item in group.items:
+            for name, item in group.items:
                 if item.groups and group in item.groups:
                     item.groups = [g for g in item.groups if g is not group] or None
+                # A slot made only for this wait goes with it: a pull naming
+                # keys never sent (a hostile one names thousands) leaves none.
+                if not item.ready and item.groups is None and item.event is None \
+                        and self._items.get(name) is item:
+                    del self._items[name]
             return True
 
     def _await_group(self, step_id: int, keys, answer=None) -> _Group | None:
@@ -265,11 +279,11 @@ class Rendezvous:
         for key in keys:
             item = self._slot(step_id, key)
             if not item.ready:
-                pending.append(item)
+                pending.append(((step_id, key), item))
         if not pending:
             return None
         group = _Group(pending, answer)
-        for item in pending:
+        for _name, item in pending:
             if item.groups is None:
                 item.groups = []
             item.groups.append(group)
@@ -289,8 +303,8 @@ class Rendezvous:
                 sibling = self._items.get((step_id, k))
                 if sibling is not None and sibling.ready:
                     del self._items[(step_id, k)]
-                    extras[k] = sibling.value
-        return item.value, extras
+                    extras[k] = _taken(sibling)
+            return _taken(item), extras
 
     def aborted(self, step_id: int) -> bool:
         return step_id in self._aborted
@@ -306,13 +320,13 @@ class Rendezvous:
                 item = self._items.get((step_id, key))
                 if item is not None and item.ready:
                     del self._items[(step_id, key)]
-                    out[key] = item.value
+                    out[key] = _taken(item)
         return out
 
     def _take(self, step_id, key, item):
         with self._lock:
             self._items.pop((step_id, key), None)
-        return item.value
+            return _taken(item)
 
     def _raise_if_aborted(self, step_id):
         err = self._aborted.get(step_id)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 import time
 
+import numpy as np
 import pytest
 
 from nbdist import errors
@@ -149,7 +150,7 @@ def test_a_group_look_or_timed_out_wait_leaves_nothing_behind():
     assert rendezvous.wait_sent_all(STEP, ["a", "b"], 0.0) is False
     assert rendezvous._items == {}
     assert rendezvous.wait_sent_all(STEP, ["a", "b"], 0.01) is False
-    assert all(not item.groups for item in rendezvous._items.values())
+    assert rendezvous._items == {}  # its slots went with it
     rendezvous.send(STEP, "a", 1)
     rendezvous.send(STEP, "b", 2)
     assert rendezvous.wait_sent_all(STEP, ["a", "b"], 0.0) is True
@@ -330,3 +331,34 @@ def test_a_pull_whose_sibling_lags_is_left_to_its_caller_without_more_linger(
     assert taken == {early: 1}
     worker.rendezvous.send(STEP, late, 2)
     assert worker.recv_tensor(STEP, late, LINGER_S, lambda: False) == 2
+
+
+def test_pulls_naming_keys_never_sent_leave_no_slots_behind(worker):
+    """A pull that names thousands of siblings nobody sends (hostile, or a
+    step that never ran) costs nothing once it gave up: no slot of it stays
+    in the rendezvous for later steps to walk."""
+    first, *rest = keys(worker, 4096)
+    with pytest.raises(errors.DeadlineExceededError):
+        worker.recv_tensor(STEP, first, 0.05, lambda: False, siblings=[first, *rest])
+    assert worker.answer_pull(STEP + 1, first, [first, *rest], 0.05, lambda: False,
+                              lambda *a: pytest.fail("answered")) is False
+    assert not [k for k in worker.rendezvous._items if k[1] in rest]
+
+
+def test_an_answered_group_keeps_no_tensor_alive():
+    """A finished group the waiter still holds (a busy task has not run it
+    yet) refers to none of the tensors it answered with: a sent variable's
+    array is the variable's alone again, so its update writes in place."""
+    import weakref
+
+    rendezvous = Rendezvous()
+    answered = []
+    group = rendezvous.answer_when_sent(STEP, ["a", "b"], lambda: answered.append(
+        sorted(rendezvous.take_with(STEP, "a", ["b"])[1])))
+    value = np.arange(8.0)
+    alive = weakref.ref(value)
+    rendezvous.send(STEP, "a", value)
+    rendezvous.send(STEP, "b", np.zeros(2))
+    del value
+    assert answered == [["b"]] and group.event.is_set()
+    assert alive() is None, "the answered group still holds a sent tensor"
