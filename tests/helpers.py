@@ -263,6 +263,22 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def nbdist_memfds(pid: int) -> int:
+    """nbdist's tensor segments that ``pid`` maps or holds a descriptor of."""
+    inodes = set()
+    with open(f"/proc/{pid}/maps") as f:
+        for line in f:
+            if "memfd:nbdist-tensor" in line:
+                inodes.add(int(line.split()[4]))
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            if "memfd:nbdist-tensor" in os.readlink(f"/proc/{pid}/fd/{fd}"):
+                inodes.add(os.stat(f"/proc/{pid}/fd/{fd}").st_ino)
+        except OSError:
+            pass  # closed meanwhile
+    return len(inodes)
+
+
 def local_cluster(**jobs: int) -> dict[str, list[str]]:
     """{"ps": 2, "worker": 1} -> a cluster dict on free ports of 127.0.0.1."""
     return {

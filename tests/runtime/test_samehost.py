@@ -14,7 +14,7 @@ import weakref
 
 import numpy as np
 import pytest
-from helpers import local_cluster
+from helpers import local_cluster, nbdist_memfds
 
 import nbdist as nd
 from nbdist.runtime import samehost
@@ -261,22 +261,6 @@ def test_a_1_gib_tensor_arrives_byte_for_byte(servers, monkeypatch, setting):
     assert (sum(_calls(worker).values()) > 0) == (setting == "1")
 
 
-def _nbdist_memfds(pid: int) -> int:
-    """nbdist's tensor segments that ``pid`` maps or holds a descriptor of."""
-    inodes = set()
-    with open(f"/proc/{pid}/maps") as f:
-        for line in f:
-            if "memfd:nbdist-tensor" in line:
-                inodes.add(int(line.split()[4]))
-    for fd in os.listdir(f"/proc/{pid}/fd"):
-        try:
-            if "memfd:nbdist-tensor" in os.readlink(f"/proc/{pid}/fd/{fd}"):
-                inodes.add(os.stat(f"/proc/{pid}/fd/{fd}").st_ino)
-        except OSError:
-            pass  # closed meanwhile
-    return len(inodes)
-
-
 def test_segments_are_freed_after_the_step_and_when_a_task_dies(spawn, servers):
     """Segments are memfds: no name in /dev/shm, gone with their last holder."""
     shm_before = set(os.listdir("/dev/shm"))
@@ -301,12 +285,12 @@ def test_segments_are_freed_after_the_step_and_when_a_task_dies(spawn, servers):
         # many steps ran.
         for _ in range(10):
             s.run(total)
-        assert 1 <= _nbdist_memfds(os.getpid()) <= 2
+        assert 1 <= nbdist_memfds(os.getpid()) <= 2
         ps.kill()
         with pytest.raises(nd.errors.OpError):
             s.run(total, options=nd.RunOptions(timeout_in_ms=20000))
     deadline = time.monotonic() + 30  # a pull in flight when the ps died ends
-    while _nbdist_memfds(os.getpid()):
+    while nbdist_memfds(os.getpid()):
         assert time.monotonic() < deadline, "a dead peer's segment stayed mapped"
         time.sleep(0.05)
     assert set(os.listdir("/dev/shm")) == shm_before

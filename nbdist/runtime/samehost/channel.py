@@ -111,6 +111,8 @@ class SameHostChannel:
             conn = self.connect()
         sock, link = conn
         header["op"] = op
+        if link.returns:  # the peer's segments this side read in place, done with
+            header["ret"] = link.take_returns()
         self._calls[(self.task, op)] += 1
         try:
             current = sock.gettimeout()
@@ -132,7 +134,7 @@ class SameHostChannel:
         sock, link = conn
         try:
             reply, payload, fds = recv_frame(sock, 1 << 62)
-            # Copied out before the connection is reused (and its segment with it).
+            # Large tensors are views of the peer's lent segment (wire.Link).
             tensors = decode_tensors(reply.get("t", ()), payload, fds,
                                      reply.get("seg"), link)
         except (OSError, ChannelClosed, ValueError) as e:

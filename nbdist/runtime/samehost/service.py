@@ -249,13 +249,14 @@ class SameHostService:
                              name="nbdist-samehost-conn").start()
 
     def _serve(self, conn: socket.socket):
-        link = Link(shares_memory=conn.family == socket.AF_UNIX)
+        link = Link(shares_memory=conn.family == socket.AF_UNIX, serves=True)
         on_hangup = None
         try:
             if self._hello(conn):
                 on_hangup = self._hangups.watch(conn)
                 while True:
                     header, payload, fds = recv_frame(conn, self._max_payload)
+                    link.returned(header.get("ret"))
                     reply, out = self._dispatch(header, payload, fds, conn, link,
                                                 on_hangup)
                     if reply is not _ANSWERED:

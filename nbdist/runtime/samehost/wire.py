@@ -3,14 +3,15 @@ shared-memory segments passed as file descriptors.
 
 A frame is ``u32 header length, u64 payload length, header, payload``. Tensors
 under ``SEGMENT_MIN_BYTES`` travel in the payload, read straight into the
-receiver's array. Larger ones go through the sending side's staging segment: a
-``memfd`` owned by the connection (a ``Link``), sent to the peer once
-(``SCM_RIGHTS``) and mapped by both; the sender copies a tensor in, the
-receiver copies it out into a fresh array (transparent huge pages): one copy
-each side, into memory that is already faulted in. The segment is reused once
-the peer's next frame arrives (it has copied out by then); it is freed with its
-connection, and one over ``KEEP_SEGMENT_BYTES`` (or beyond the process's
-budget) is used for one frame only. A memfd has no name in ``/dev/shm``: the
+receiver's array. Larger ones go through the sending side's staging segments:
+``memfd``s owned by the connection (a ``Link``), each sent to the peer once
+(``SCM_RIGHTS``) and mapped by both; the sender copies a tensor in. A request's
+tensors are copied out into fresh arrays (transparent huge pages); an answer's
+are read in place: its segment is lent to the client until the client's views
+of it are gone and a later request names it back (``ret``), and meanwhile the
+connection's other segment carries the next answer. Segments are freed with
+their connection, and one over ``KEEP_SEGMENT_BYTES`` (or beyond the process's
+budget) is used for one frame only (its tensors, too, read in place). A memfd has no name in ``/dev/shm``: the
 kernel frees it when its last descriptor and mapping go, so a process that dies
 leaks nothing, and only a peer it was sent to (over a connection whose ends
 proved the cluster's secret: ``samehost.handshake``) can reach it. Nothing is pickled: headers are JSON, string tensors
@@ -29,6 +30,7 @@ import os
 import socket
 import struct
 import threading
+import weakref
 
 import numpy as np
 
@@ -44,6 +46,10 @@ _MADV_HUGEPAGE = getattr(mmap, "MADV_HUGEPAGE", None)
 MAX_HEADER_BYTES = 1 << 20
 MAX_FDS = 64  # segments in one frame
 PEER_RESULTS_KEPT = 4  # peers' result buffers a connection keeps mapped
+# Kept staging segments per connection: while the peer reads one frame's
+# tensors in place (lent), the next frame goes through the other.
+POOL_SEGMENTS = 2
+MAX_RETURNS = 64  # segment ids a request's ``ret`` may name
 _WINDOWS_KEPT = 8  # spans of one peer result kept mapped (its pieces)
 _PREFIX = struct.Struct("<IQ")
 _ALIGN = 64
@@ -114,38 +120,91 @@ class _Staging:
 _staging = _Staging(STAGING_BUDGET_BYTES)
 
 
-class Link:
-    """One connection's shared memory: the segment this side sends through
-    (reused frame after frame) and the peer's, mapped here. A link of a TCP
-    connection (``shares_memory=False``: the peer is on another host) has none:
-    every tensor travels in the frame's payload."""
+class _Segment:
+    """A kept staging segment of a ``Link``: ``sent`` once its descriptor went
+    to the peer, ``lent`` while the peer still reads a frame staged in it."""
 
-    def __init__(self, shares_memory: bool = True):
+    __slots__ = ("fd", "id", "lent", "m", "sent", "size")
+
+    def __init__(self, fd: int, m: mmap.mmap, size: int, seg_id: int):
+        self.fd, self.m, self.size, self.id = fd, m, size, seg_id
+        self.sent = self.lent = False
+
+
+class Link:
+    """One connection's shared memory: the segments this side sends through
+    (kept, reused frame after frame) and the peer's, mapped here. A link of a TCP
+    connection (``shares_memory=False``: the peer is on another host) has none:
+    every tensor travels in the frame's payload.
+
+    The serving side of a connection (``serves``) lends its answers' segments:
+    the client keeps the tensors as views of the segment, without a copy, and
+    names the segment in a later request's ``ret`` once nothing uses them. A
+    lent segment is not written meanwhile: the next answer goes through the
+    link's other kept segment, or a one-off one."""
+
+    def __init__(self, shares_memory: bool = True, serves: bool = False):
         self.shares_memory = shares_memory
-        self._send: tuple | None = None  # (fd, mmap, size, id, kept)
-        self._sent_id = 0  # the id of the segment the peer has
+        self.serves = serves
+        self._pool: list[_Segment] = []
         self._ids = 0
-        self._recv: tuple | None = None  # (mmap, size, id)
+        self._peer_segments: collections.OrderedDict = collections.OrderedDict()
+        # Lent segments of the peer this side no longer reads (appended by
+        # finalizers, on whichever thread drops the last view).
+        self.returns: collections.deque = collections.deque()
         self._results_sent: collections.OrderedDict = collections.OrderedDict()
         self._peer_results: collections.OrderedDict = collections.OrderedDict()
 
     def stage(self, nbytes: int) -> tuple[mmap.mmap, dict, int | None, bool]:
         """(segment to copy into, header entry, fd to attach or None, one-off)."""
-        seg = self._send
-        if seg is not None and seg[2] >= nbytes:
-            fd, m, size, seg_id, _ = seg
-            attach = fd if self._sent_id != seg_id else None
-            self._sent_id = seg_id
-            return m, {"id": seg_id, "size": size}, attach, False
-        self._drop_send()
+        seg = next((s for s in self._pool if not s.lent and s.size >= nbytes), None)
+        if seg is None:
+            seg = self._new_kept(nbytes)
+        if seg is None:  # too large to keep, over the budget, or every kept one lent
+            fd, m = _new_segment(max(nbytes, SEGMENT_MIN_BYTES))
+            self._ids += 1
+            return m, {"id": self._ids, "size": len(m), "once": True}, fd, True
+        entry = {"id": seg.id, "size": seg.size}
+        attach = None if seg.sent else seg.fd
+        seg.sent = True
+        # Lent only when the frame fills half of it: a client keeping a small
+        # tensor would otherwise hold a large segment's memory.
+        if self.serves and 2 * nbytes >= seg.size:
+            seg.lent = True
+            entry["lend"] = 1
+        return seg.m, entry, attach, False
+
+    def _new_kept(self, nbytes: int) -> _Segment | None:
+        for seg in [s for s in self._pool if not s.lent and s.size < nbytes]:
+            self._drop(seg)  # too small for this frame: made again, larger
         size = max(nbytes, SEGMENT_MIN_BYTES)
-        keep = size <= KEEP_SEGMENT_BYTES and _staging.reserve(size)
-        fd, m = _new_segment(size)
+        if len(self._pool) >= POOL_SEGMENTS or size > KEEP_SEGMENT_BYTES or \
+                not _staging.reserve(size):
+            return None
+        try:
+            fd, m = _new_segment(size)
+        except BaseException:
+            _staging.release(size)
+            raise
         self._ids += 1
-        if keep:
-            self._send = (fd, m, size, self._ids, True)
-            self._sent_id = self._ids
-        return m, {"id": self._ids, "size": size, "once": not keep}, fd, not keep
+        self._pool.append(_Segment(fd, m, size, self._ids))
+        return self._pool[-1]
+
+    def returned(self, ids) -> None:
+        """The peer no longer reads these lent segments (a request's ``ret``;
+        anything else there is ignored)."""
+        if isinstance(ids, list):
+            ids = {i for i in ids[:MAX_RETURNS] if isinstance(i, int)}
+            for seg in self._pool:
+                if seg.id in ids:
+                    seg.lent = False
+
+    def take_returns(self) -> list[int]:
+        """The peer's lent segments to name in the next request's ``ret``."""
+        ids = []
+        while self.returns:  # only this connection's user takes
+            ids.append(self.returns.popleft())
+        return ids
 
     def receive(self, seg: dict, fds: list) -> mmap.mmap:
         """The mapping a frame's ``seg`` entry names (its fd, if new, in ``fds``)."""
@@ -158,12 +217,19 @@ class Link:
             m = mmap.mmap(fd, size, flags=mmap.MAP_SHARED | mmap.MAP_POPULATE)
             if seg.get("once"):
                 return m
-            self._drop_recv()
-            self._recv = (m, size, seg_id)
+            old = self._peer_segments.pop(seg_id, None)
+            if old is not None:
+                _close_mapping(old)
+            self._peer_segments[seg_id] = m
+            # The peer keeps POOL_SEGMENTS, each sent when made: older ones
+            # are gone there (views of them keep their memory here).
+            while len(self._peer_segments) > POOL_SEGMENTS:
+                _close_mapping(self._peer_segments.popitem(last=False)[1])
             return m
-        if self._recv is None or self._recv[2] != seg_id:
+        m = self._peer_segments.get(seg_id)
+        if m is None:
             raise ValueError(f"segment {seg_id} was never sent on this connection")
-        return self._recv[0]
+        return m
 
     def offer_result(self, result) -> tuple[dict, int | None]:
         """(header entry, fd to attach or None) naming ``result`` (a
@@ -237,23 +303,17 @@ class Link:
                 _close_mapping(m)
             os.close(fd)
 
-    def _drop_send(self):
-        seg, self._send = self._send, None
-        if seg is not None:
-            fd, m, size, _, kept = seg
-            _close_mapping(m)
-            os.close(fd)
-            if kept:
-                _staging.release(size)
-
-    def _drop_recv(self):
-        seg, self._recv = self._recv, None
-        if seg is not None:
-            _close_mapping(seg[0])
+    def _drop(self, seg: _Segment) -> None:
+        self._pool.remove(seg)
+        _close_mapping(seg.m)
+        os.close(seg.fd)
+        _staging.release(seg.size)
 
     def close(self):
-        self._drop_send()
-        self._drop_recv()
+        for seg in list(self._pool):
+            self._drop(seg)
+        while self._peer_segments:
+            _close_mapping(self._peer_segments.popitem()[1])
         for result_id in list(self._peer_results):
             self._forget_result(result_id)
 
@@ -436,9 +496,15 @@ def decode_tensors(entries, payload: np.ndarray, fds: list, seg=None,
                    link: Link | None = None) -> list[tuple[str, object]]:
     """[(name, array)] of a frame's tensor entries (``seg``: its staging
     segment, mapped through ``link``); closes ``fds``. Raises ValueError for an
-    entry that does not fit the frame."""
+    entry that does not fit the frame.
+
+    A tensor of a segment lent to this side (an answer to a client) or used
+    for this frame only is a view of it, not a copy, when it fills at least a
+    quarter of the segment; a lent segment goes back (``link.returns``) when
+    the last view of it is gone."""
     out = []
-    m = None
+    m = base = None
+    in_place = False
     try:
         for e in entries:
             name, kind, nbytes = str(e["k"]), e["d"], int(e["n"])
@@ -462,9 +528,17 @@ def decode_tensors(entries, payload: np.ndarray, fds: list, seg=None,
                     if seg is None or link is None:
                         raise ValueError(f"tensor {name} names no segment")
                     m = link.receive(seg, fds)
+                    in_place = bool(seg.get("once")) or (
+                        bool(seg.get("lend")) and not link.serves)
                 start = int(e["g"])
                 if start < 0 or start + nbytes > len(m) or start % _ALIGN:
                     raise ValueError(f"tensor {name} lies outside its segment")
+                if in_place and 4 * nbytes >= len(m):
+                    if base is None:  # every view's base: its life is theirs
+                        base = np.frombuffer(m, np.uint8)
+                    out.append((name, base[start:start + nbytes].view(dtype)
+                                .reshape(shape)))
+                    continue
                 value = fresh_array(dtype, shape)
                 src = np.frombuffer(m, dtype=dtype, count=math.prod(shape),
                                     offset=start)
@@ -482,8 +556,14 @@ def decode_tensors(entries, payload: np.ndarray, fds: list, seg=None,
     except (KeyError, TypeError, IndexError) as e:
         raise ValueError(f"malformed tensor entry: {e!r}") from None
     finally:
-        if m is not None and seg is not None and seg.get("once"):
-            m.close()
+        if m is not None and seg.get("lend") and not link.serves:
+            if base is None:
+                link.returns.append(int(seg["id"]))
+            else:
+                weakref.finalize(base, link.returns.append, int(seg["id"]))
+        if m is not None and seg.get("once"):
+            _close_mapping(m)  # a view's mapping goes with the view
+        base = None
         for fd in fds:
             os.close(fd)
     return out

@@ -1,0 +1,192 @@
+"""Answers read in place: a client keeps a same-host answer's large tensors as
+views of the serving side's segment (no copy), and the serving side writes no
+frame into that segment until the client names it back in a request's ``ret``."""
+
+from __future__ import annotations
+
+import gc
+import os
+import socket
+
+import numpy as np
+import pytest
+from helpers import local_cluster, nbdist_memfds
+
+import nbdist as nd
+from nbdist.runtime.samehost import wire
+from nbdist.runtime.samehost.wire import (
+    Link,
+    Outgoing,
+    decode_tensors,
+    recv_frame,
+    send_frame,
+)
+
+N = 1 << 18  # float32: 1 MiB, through the segment
+
+
+@pytest.fixture
+def pair():
+    """(serving end, its link, client end, its link) of one real connection."""
+    served, client = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    links = Link(serves=True), Link()
+    yield served, links[0], client, links[1]
+    for end in (served, client):
+        end.close()
+    for link in links:
+        link.close()
+
+
+def _answer(sock, link, *values):
+    out = Outgoing()
+    for i, v in enumerate(values):
+        out.add(f"t{i}", v)
+    send_frame(sock, {"t": out.entries}, out, link)
+
+
+def _read(sock, link):
+    """(header, [values]) as ``SameHostChannel`` reads an answer."""
+    header, payload, fds = recv_frame(sock, 1 << 40)
+    return header, [v for _, v in decode_tensors(header["t"], payload, fds,
+                                                 header.get("seg"), link)]
+
+
+def _request(sock, link):
+    """A client's next request: it names the segments it is done with."""
+    header = {"op": "pull"}
+    if link.returns:
+        header["ret"] = link.take_returns()
+    send_frame(sock, header, None, link)
+
+
+def _serve_request(sock, link):
+    header, _, _ = recv_frame(sock, 1 << 20)
+    link.returned(header.get("ret"))
+
+
+def test_a_held_answer_is_never_overwritten_and_its_segment_is_reused_once_back(pair):
+    served, s_link, client, c_link = pair
+    _answer(served, s_link, np.full(N, 1.0, np.float32))
+    header, (first,) = _read(client, c_link)
+    assert header["seg"].get("lend") == 1
+    np.testing.assert_array_equal(first, 1.0)
+    first += 1.0  # the client's to write while it holds it
+    seg_id = header["seg"]["id"]
+    for k in range(2, 6):  # held: every further answer goes elsewhere
+        _request(client, c_link)
+        _serve_request(served, s_link)
+        _answer(served, s_link, np.full(N, float(k), np.float32))
+        header, (later,) = _read(client, c_link)
+        assert header["seg"]["id"] != seg_id
+        np.testing.assert_array_equal(later, float(k))
+        del later
+    np.testing.assert_array_equal(first, 2.0)
+    del first
+    gc.collect()
+    _request(client, c_link)  # names the segment back
+    _serve_request(served, s_link)
+    _answer(served, s_link, np.full(N, 9.0, np.float32))
+    header, (value,) = _read(client, c_link)
+    np.testing.assert_array_equal(value, 9.0)
+    # Reused: no new descriptor, and the link kept at most its pool.
+    assert "fd" not in header["seg"] and not header["seg"].get("once")
+    assert len(s_link._pool) <= wire.POOL_SEGMENTS
+
+
+def test_a_client_keeping_every_answer_gets_each_intact(pair):
+    served, s_link, client, c_link = pair
+    kept = []
+    for k in range(8):
+        if k:
+            _request(client, c_link)
+            _serve_request(served, s_link)
+        _answer(served, s_link, np.arange(N, dtype=np.float32) + k,
+                np.full(3, k, np.int64))
+        kept.append(_read(client, c_link)[1])
+    for k, (big, small) in enumerate(kept):
+        np.testing.assert_array_equal(big, np.arange(N, dtype=np.float32) + k)
+        np.testing.assert_array_equal(small, [k, k, k])
+    assert len(s_link._pool) <= wire.POOL_SEGMENTS
+    kept.clear()
+    gc.collect()
+    assert sorted(c_link.take_returns()) == [s.id for s in s_link._pool]
+
+
+def test_a_small_tensor_of_a_large_segment_is_copied_and_the_segment_given_back(pair):
+    served, s_link, client, c_link = pair
+    _answer(served, s_link, np.zeros(4 * N, np.float32))  # a 4 MiB segment
+    header, values = _read(client, c_link)
+    del values
+    gc.collect()
+    _request(client, c_link)
+    _serve_request(served, s_link)
+    _answer(served, s_link, np.full(N // 2, 7.0, np.float32))  # 512 KiB of it
+    header, (small,) = _read(client, c_link)
+    assert "lend" not in header["seg"]  # not lent: a copy, the segment free
+    assert not c_link.returns
+    _answer(served, s_link, np.full(4 * N, 3.0, np.float32))  # into it again
+    header, (big,) = _read(client, c_link)
+    assert "fd" not in header["seg"]
+    np.testing.assert_array_equal(small, 7.0)
+    np.testing.assert_array_equal(big, 3.0)
+
+
+def test_returns_naming_anything_else_are_ignored(pair):
+    served, s_link, client, c_link = pair
+    _answer(served, s_link, np.ones(N, np.float32))
+    header, (held,) = _read(client, c_link)
+    for ret in ("1", {"1": 1}, [None, "x", 1.5], list(range(10, 5000))):
+        send_frame(client, {"op": "pull", "ret": ret})
+        _serve_request(served, s_link)
+        assert all(s.lent for s in s_link._pool if s.id == header["seg"]["id"])
+    np.testing.assert_array_equal(held, 1.0)
+
+
+def _ps_variable(servers):
+    """(worker server, a 1 MiB variable on the ps, an op adding 1 to it)."""
+    cluster = local_cluster(ps=1, worker=1)
+    servers(cluster, "ps", 0)
+    worker = servers(cluster, "worker", 0)
+    with nd.device("/job:ps/task:0"):
+        v = nd.Variable(np.zeros(N, np.float32), name="v")
+        bump = nd.assign_add(v, np.ones(N, np.float32))
+    return worker, v, bump
+
+
+def test_a_task_keeps_fetched_values_of_a_variable_it_goes_on_updating(servers, graph):
+    """End to end: values a session fetched through the same-host path stay as
+    they were fetched while the ps updates the variable and answers again."""
+    worker, v, bump = _ps_variable(servers)
+    with nd.device("/job:worker/task:0"):
+        doubled = v.read_value() * 2.0
+    with nd.Session(worker.target) as s:
+        s.run(v.initializer)
+        fetched = []
+        for _ in range(6):
+            fetched.append(s.run([v, doubled]))
+            s.run(bump)
+        for k, (value, twice) in enumerate(fetched):
+            np.testing.assert_array_equal(value, float(k))
+            np.testing.assert_array_equal(twice, 2.0 * k)
+        fetched.clear()
+        gc.collect()
+        for k in range(6, 9):  # given back: the steps go on right
+            np.testing.assert_array_equal(s.run(v), float(k))
+            s.run(bump)
+
+
+def test_memfds_stay_bounded_over_many_steps(servers, graph):
+    """Lent segments come back: a long run maps no more segments than a short
+    one (one per connection's pool side, however many steps)."""
+    worker, v, bump = _ps_variable(servers)
+    with nd.device("/job:worker/task:0"):
+        total = nd.reduce_sum(v.read_value())
+    with nd.Session(worker.target) as s:
+        s.run(v.initializer)
+        for _ in range(5):
+            s.run([bump, total])
+        early = nbdist_memfds(os.getpid())
+        for k in range(5, 60):
+            s.run(bump)
+            assert s.run(total) == float(N * (k + 1))
+        assert nbdist_memfds(os.getpid()) <= early + 1
