@@ -498,10 +498,10 @@ def decode_tensors(entries, payload: np.ndarray, fds: list, seg=None,
     segment, mapped through ``link``); closes ``fds``. Raises ValueError for an
     entry that does not fit the frame.
 
-    A tensor of a segment lent to this side (an answer to a client) or used
-    for this frame only is a view of it, not a copy, when it fills at least a
-    quarter of the segment; a lent segment goes back (``link.returns``) when
-    the last view of it is gone."""
+    A tensor of a segment lent to this side (an answer to a client) or of a
+    one-off segment of 2 MiB or more is a view of it, not a copy, when it
+    fills at least a quarter of the segment; a lent segment goes back
+    (``link.returns``) when the last view of it is gone."""
     out = []
     m = base = None
     in_place = False
@@ -528,7 +528,9 @@ def decode_tensors(entries, payload: np.ndarray, fds: list, seg=None,
                     if seg is None or link is None:
                         raise ValueError(f"tensor {name} names no segment")
                     m = link.receive(seg, fds)
-                    in_place = bool(seg.get("once")) or (
+                    # A one-off segment under 2 MiB is copied as a lent one
+                    # is not: each kept view would be a mapping of its own.
+                    in_place = (bool(seg.get("once")) and len(m) >= _HUGE_BYTES) or (
                         bool(seg.get("lend")) and not link.serves)
                 start = int(e["g"])
                 if start < 0 or start + nbytes > len(m) or start % _ALIGN:
