@@ -175,18 +175,29 @@ def test_a_task_keeps_fetched_values_of_a_variable_it_goes_on_updating(servers, 
             s.run(bump)
 
 
-def test_memfds_stay_bounded_over_many_steps(servers, graph):
-    """Lent segments come back: a long run maps no more segments than a short
-    one (one per connection's pool side, however many steps)."""
+def test_a_long_run_makes_no_new_segments(servers, graph, monkeypatch):
+    """Lent segments come back: once warm, step after step goes through the
+    same segments (no new memfd per answer), and no more stay mapped."""
     worker, v, bump = _ps_variable(servers)
     with nd.device("/job:worker/task:0"):
         total = nd.reduce_sum(v.read_value())
+    made = []
+    memfd_create = os.memfd_create
+
+    def counted(*args):
+        made.append(args[0])
+        return memfd_create(*args)
+
     with nd.Session(worker.target) as s:
         s.run(v.initializer)
         for _ in range(5):
             s.run([bump, total])
         early = nbdist_memfds(os.getpid())
+        monkeypatch.setattr(os, "memfd_create", counted)
         for k in range(5, 60):
             s.run(bump)
             assert s.run(total) == float(N * (k + 1))
+        # At most one more: the pool's second segment, when an answer came
+        # before the previous one's views were gone.
+        assert len(made) <= 1, made
         assert nbdist_memfds(os.getpid()) <= early + 1
