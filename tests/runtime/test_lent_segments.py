@@ -131,6 +131,49 @@ def test_a_small_tensor_of_a_large_segment_is_copied_and_the_segment_given_back(
     np.testing.assert_array_equal(big, 3.0)
 
 
+def test_a_segment_regrown_while_another_is_lent_leaves_the_lent_one_mapped(pair):
+    """The serving side drops the free segment that is too small for a larger
+    answer while the client still holds the other: the client forgets the
+    dropped one, keeps the held one, and reads it again once it is reused."""
+    served, s_link, client, c_link = pair
+
+    def exchange(n, value):
+        if c_link.returns or exchange.calls:
+            _request(client, c_link)
+            _serve_request(served, s_link)
+        exchange.calls += 1
+        _answer(served, s_link, np.full(n, value, np.float32))
+        return _read(client, c_link)
+
+    exchange.calls = 0
+    _, (held,) = exchange(N, 1.0)  # segment A, lent and held
+    _, values = exchange(N, 2.0)  # segment B, lent, then given back
+    del values
+    _, (large,) = exchange(4 * N, 3.0)  # B is too small: dropped, C made
+    del large, held  # A and C given back
+    for k in range(4, 8):  # A and C reused, no descriptor sent again
+        header, (value,) = exchange(N if k % 2 else 4 * N, float(k))
+        assert "fd" not in header["seg"]
+        np.testing.assert_array_equal(value, float(k))
+        del value
+    assert len(c_link._peer_segments) <= wire.POOL_SEGMENTS
+
+
+def test_a_request_is_copied_out_even_from_a_one_off_segment(pair, monkeypatch):
+    """The serving side never keeps a view of a client's segment: the client
+    could still write into it, or shrink it under the server."""
+    served, s_link, client, c_link = pair
+    monkeypatch.setattr(wire, "KEEP_SEGMENT_BYTES", 1 << 20)  # 4 MiB: one-off
+    out = Outgoing()
+    out.add("feed", np.full(4 * N, 5.0, np.float32))
+    send_frame(client, {"op": "run", "t": out.entries}, out, c_link)
+    header, payload, fds = recv_frame(served, 1 << 20)
+    assert header["seg"].get("once")
+    (_, value), = decode_tensors(header["t"], payload, fds, header["seg"], s_link)
+    assert nbdist_memfds(os.getpid()) == 0  # nothing of the segment kept
+    np.testing.assert_array_equal(value, 5.0)
+
+
 def test_returns_naming_anything_else_are_ignored(pair):
     served, s_link, client, c_link = pair
     _answer(served, s_link, np.ones(N, np.float32))
@@ -197,7 +240,8 @@ def test_a_long_run_makes_no_new_segments(servers, graph, monkeypatch):
         for k in range(5, 60):
             s.run(bump)
             assert s.run(total) == float(N * (k + 1))
-        # At most one more: the pool's second segment, when an answer came
-        # before the previous one's views were gone.
-        assert len(made) <= 1, made
-        assert nbdist_memfds(os.getpid()) <= early + 1
+        # Not one per answer (55 if lent segments never came back); a few at
+        # most: the step's two connections to the ps may swap roles under
+        # load, each with its pool.
+        assert len(made) <= 2 * wire.POOL_SEGMENTS, made
+        assert nbdist_memfds(os.getpid()) <= early + 2 * wire.POOL_SEGMENTS

@@ -20,6 +20,7 @@ import nbdist as nd
 from nbdist.runtime import samehost
 from nbdist.runtime.samehost.handshake import client_handshake, cluster_key
 from nbdist.runtime.samehost.wire import (
+    POOL_SEGMENTS,
     Link,
     Outgoing,
     decode_tensors,
@@ -281,11 +282,11 @@ def test_segments_are_freed_after_the_step_and_when_a_task_dies(spawn, servers):
             assert s.run(total) == (i + 1) * (1 << 22)
         assert _calls(worker)[("/job:ps/replica:0/task:0", "recv")] >= 3
         # Staging segments are per connection, reused by every step: at most
-        # one per connection a step uses (its RunGraph and its pull), however
-        # many steps ran.
+        # a pool per connection a step uses (its RunGraph and its pull),
+        # however many steps ran.
         for _ in range(10):
             s.run(total)
-        assert 1 <= nbdist_memfds(os.getpid()) <= 2
+        assert 1 <= nbdist_memfds(os.getpid()) <= 2 * POOL_SEGMENTS
         ps.kill()
         with pytest.raises(nd.errors.OpError):
             s.run(total, options=nd.RunOptions(timeout_in_ms=20000))

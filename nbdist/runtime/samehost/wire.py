@@ -11,7 +11,7 @@ are read in place: its segment is lent to the client until the client's views
 of it are gone and a later request names it back (``ret``), and meanwhile the
 connection's other segment carries the next answer. Segments are freed with
 their connection, and one over ``KEEP_SEGMENT_BYTES`` (or beyond the process's
-budget) is used for one frame only (its tensors, too, read in place). A memfd has no name in ``/dev/shm``: the
+budget) is used for one frame only (an answer's, from 2 MiB, read in place too). A memfd has no name in ``/dev/shm``: the
 kernel frees it when its last descriptor and mapping go, so a process that dies
 leaks nothing, and only a peer it was sent to (over a connection whose ends
 proved the cluster's secret: ``samehost.handshake``) can reach it. Nothing is pickled: headers are JSON, string tensors
@@ -165,8 +165,11 @@ class Link:
             self._ids += 1
             return m, {"id": self._ids, "size": len(m), "once": True}, fd, True
         entry = {"id": seg.id, "size": seg.size}
-        attach = None if seg.sent else seg.fd
-        seg.sent = True
+        attach = None
+        if not seg.sent:
+            attach, seg.sent = seg.fd, True
+            # What the peer keeps mapped: a segment dropped here is gone there.
+            entry["live"] = [s.id for s in self._pool]
         # Lent only when the frame fills half of it: a client keeping a small
         # tensor would otherwise hold a large segment's memory.
         if self.serves and 2 * nbytes >= seg.size:
@@ -217,13 +220,13 @@ class Link:
             m = mmap.mmap(fd, size, flags=mmap.MAP_SHARED | mmap.MAP_POPULATE)
             if seg.get("once"):
                 return m
-            old = self._peer_segments.pop(seg_id, None)
-            if old is not None:
-                _close_mapping(old)
+            live = seg.get("live")
+            live = set(live[:POOL_SEGMENTS]) if isinstance(live, list) else set()
+            for old_id in list(self._peer_segments):  # (views keep their memory)
+                if old_id == seg_id or old_id not in live:
+                    _close_mapping(self._peer_segments.pop(old_id))
             self._peer_segments[seg_id] = m
-            # The peer keeps POOL_SEGMENTS, each sent when made: older ones
-            # are gone there (views of them keep their memory here).
-            while len(self._peer_segments) > POOL_SEGMENTS:
+            while len(self._peer_segments) > POOL_SEGMENTS:  # a peer naming more
                 _close_mapping(self._peer_segments.popitem(last=False)[1])
             return m
         m = self._peer_segments.get(seg_id)
@@ -498,8 +501,8 @@ def decode_tensors(entries, payload: np.ndarray, fds: list, seg=None,
     segment, mapped through ``link``); closes ``fds``. Raises ValueError for an
     entry that does not fit the frame.
 
-    A tensor of a segment lent to this side (an answer to a client) or of a
-    one-off segment of 2 MiB or more is a view of it, not a copy, when it
+    A tensor of an answer (on a client's link) in a lent segment, or in a
+    one-off segment of 2 MiB or more, is a view of it, not a copy, when it
     fills at least a quarter of the segment; a lent segment goes back
     (``link.returns``) when the last view of it is gone."""
     out = []
@@ -530,8 +533,10 @@ def decode_tensors(entries, payload: np.ndarray, fds: list, seg=None,
                     m = link.receive(seg, fds)
                     # A one-off segment under 2 MiB is copied as a lent one
                     # is not: each kept view would be a mapping of its own.
-                    in_place = (bool(seg.get("once")) and len(m) >= _HUGE_BYTES) or (
-                        bool(seg.get("lend")) and not link.serves)
+                    # A request's tensors are copied: a client could still
+                    # write into (or shrink) the segment it sent them in.
+                    in_place = not link.serves and (bool(seg.get("lend")) or (
+                        bool(seg.get("once")) and len(m) >= _HUGE_BYTES))
                 start = int(e["g"])
                 if start < 0 or start + nbytes > len(m) or start % _ALIGN:
                     raise ValueError(f"tensor {name} lies outside its segment")
