@@ -257,6 +257,15 @@ def test_an_all_reduce_over_tcp_matches_numpy(servers, tcp):
     tasks = [servers(cluster, "worker", i) for i in range(2)]
     rng = np.random.default_rng(3)
     xs = [rng.standard_normal(50_000).astype(np.float32) for _ in range(2)]
+    # Worker 0 knows worker 1's TCP endpoint first (looked up in the
+    # background: a busy machine may still be on gRPC at the all-reduce).
+    with nd.Graph().as_default():
+        with nd.device("/job:worker/task:1"):
+            there = nd.constant(1.0) + 1.0
+        with nd.Session(tasks[0].target) as s:
+            _until_over_tcp(lambda: s.run(there), tasks[0],
+                            "/job:worker/replica:0/task:1")
+
     def member(i):
         with nd.Graph().as_default():
             r = collective_ops.all_reduce(xs[i], 2, 1, 1, merge_op="Add", final_op="Id")
