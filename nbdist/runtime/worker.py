@@ -163,7 +163,12 @@ class Worker:
         if self._transport is None:
             raise errors.InternalError(None, None, f"No route to {src_device}")
         siblings = self._step_siblings.get(step.step_id, _NO_SIBLINGS).get(key, ())
-        return self._transport.recv(step, task_of(src_device), key, siblings)
+        try:
+            return self._transport.recv(step, task_of(src_device), key, siblings)
+        except errors.OpError:
+            if step.cancelled:  # its cancel is the error, not what a peer then said
+                step.check()  # (a closed session's peer answers "session deleted")
+            raise
 
     def pull(self, ref, timeout_s: float, on_cancel=None):
         """A tensor another task parked for this one (a large feed by reference)."""
