@@ -13,6 +13,12 @@ for _m in (
     "nbdist.ops.array_ops",
     "nbdist.ops.random_ops",
     "nbdist.ops.clip_ops",
+    "nbdist.ops.elementary_math_ops",
+    "nbdist.ops.special_math_ops",
+    "nbdist.ops.segment_ops",
+    "nbdist.ops.cumulative_ops",
+    "nbdist.ops.sort_ops",
+    "nbdist.ops.statistics_ops",
 ):
     try:
         _mod = importlib.import_module(_m)

@@ -44,6 +44,8 @@ KERNEL_MODULES = (
     "parsing_kernels", "reader_kernels", "string_kernels",
     "conv_kernels", "norm_kernels", "image_kernels",
     "lookup_kernels",
+    "elementary_math_kernels", "special_math_kernels", "segment_kernels",
+    "cumulative_kernels", "statistics_kernels",
 )
 
 _loaded = False

@@ -34,6 +34,12 @@ OP_MODULES = (
     "nbdist.ops.nn_norm_ops",
     "nbdist.ops.image_ops",
     "nbdist.ops.lookup_ops",
+    "nbdist.ops.elementary_math_ops",
+    "nbdist.ops.special_math_ops",
+    "nbdist.ops.segment_ops",
+    "nbdist.ops.cumulative_ops",
+    "nbdist.ops.statistics_ops",
+    "nbdist.ops.sobol_ops",
 )
 
 
