@@ -129,3 +129,7 @@ __all__ = [
     "weighted_cross_entropy_with_logits",
     "zero_fraction",
 ]
+
+from nbdist.ops.elementary_math_ops import softsign  # noqa: E402  (tf.nn.softsign)
+
+__all__.append("softsign")

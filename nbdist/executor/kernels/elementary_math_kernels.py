@@ -113,7 +113,7 @@ def check_numerics_kernel(node):
         x = np.asarray(x)
         if not np.isfinite(x).all():
             nan, inf = bool(np.isnan(x).any()), bool(np.isinf(x).any())
-            what = "NaN and Inf" if nan and inf else "NaN" if nan else "Inf"
+            what = "Inf and NaN" if nan and inf else "NaN" if nan else "Inf"
             raise op_error(node, f"{message} : Tensor had {what} values")
         return x.copy()
 

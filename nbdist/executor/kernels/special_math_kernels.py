@@ -35,7 +35,9 @@ _UNARY = {
     "Erfinv": "erfinv", "Ndtri": "ndtri", "BesselI0": "i0", "BesselI0e": "i0e",
     "BesselI1": "i1", "BesselI1e": "i1e", "BesselJ0": "j0", "BesselJ1": "j1",
     "BesselY0": "y0", "BesselY1": "y1", "BesselK0": "k0", "BesselK0e": "k0e",
-    "BesselK1": "k1", "BesselK1e": "k1e", "Dawsn": "dawsn", "Expint": "expi",
+    "BesselK1": "k1", "BesselK1e": "k1e", "Dawsn": "dawsn",
+    # Ei(x) for x >= 0 only: TF gives NaN below 0 (SciPy the real part of Ei)
+    "Expint": lambda sp: lambda x: np.where(np.asarray(x) < 0, np.nan, sp.expi(x)),
     "FresnelCos": lambda sp: lambda x: sp.fresnel(x)[1],
     "FresnelSin": lambda sp: lambda x: sp.fresnel(x)[0],
     "Spence": "spence",
