@@ -9,9 +9,11 @@ them). Rows with a negative id (dropped by the unsorted ops) get 0.
 
 from __future__ import annotations
 
+import numpy as np
+
 from nbdist.framework import dtypes
 from nbdist.framework.gradient_registry import register_gradient
-from nbdist.framework.ops import convert_to_tensor
+from nbdist.framework.ops import _static_value, convert_to_tensor
 from nbdist.ops import array_ops as A
 from nbdist.ops import math_ops as M
 from nbdist.ops import segment_ops as S
@@ -20,6 +22,9 @@ from nbdist.ops import segment_ops as S
 def _gather_rows(params, ids, like):
     """``params[ids]``, shaped like ``like`` (the op's data), 0 where an id is
     negative."""
+    known = _static_value(ids)
+    if known is not None and (np.asarray(known) >= 0).all():
+        return A.gather(params, ids)
     zero = convert_to_tensor(0, dtype=ids.dtype.base_dtype)
     gathered = A.gather(params, M.maximum(ids, zero))
     keep = M.greater_equal(ids, zero)
@@ -42,6 +47,11 @@ def _reducer(op):
         n = op.inputs[2]
         return lambda x: S.unsorted_segment_sum(x, ids, n)
     return lambda x: S.segment_sum(x, ids)
+
+
+@register_gradient("UnsortedSegmentSum")
+def _unsorted_segment_sum_grad(op, grad):
+    return [_gather_rows(grad, op.inputs[1], op.inputs[0]), None, None]
 
 
 @register_gradient("SegmentSum")

@@ -86,11 +86,12 @@ def confusion_matrix(labels, predictions, num_classes=None, dtype=dtypes.int32,
             convert_to_tensor(predictions, name="predictions"))
         labels = M.cast(labels, dtypes.int32)
         predictions = M.cast(predictions, dtypes.int32)
+        zero = convert_to_tensor(0, dtype=dtypes.int32)
         checks = [
-            check_ops.assert_non_negative(
-                labels, message="`labels` contains negative values"),
-            check_ops.assert_non_negative(
-                predictions, message="`predictions` contains negative values"),
+            check_ops.assert_less_equal(
+                zero, labels, message="`labels` contains negative values"),
+            check_ops.assert_less_equal(
+                zero, predictions, message="`predictions` contains negative values"),
         ]
         if num_classes is None:
             n = M.add(M.maximum(M.reduce_max(labels), M.reduce_max(predictions)), 1)
