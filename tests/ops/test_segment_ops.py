@@ -89,9 +89,10 @@ def test_bad_sorted_ids_fail_with_tf_wording(ids, message):
 
 
 def test_bad_unsorted_ids_and_counts_fail_with_tf_wording():
-    with pytest.raises(errors.InvalidArgumentError,
-                       match=r"segment_ids\[1\] = 5 is out of range \[0, 3\)"):
-        run(nd.unsorted_segment_max([1.0, 2.0, 3.0], [0, 5, 1], 3))
+    for fn in (nd.unsorted_segment_max, nd.unsorted_segment_sum):
+        with pytest.raises(errors.InvalidArgumentError,
+                           match=r"segment_ids\[1\] = 5 is out of range \[0, 3\)"):
+            run(fn([1.0, 2.0, 3.0], [0, 5, 1], 3))
     with pytest.raises(ValueError, match="must be non-negative but is -1"):
         nd.unsorted_segment_prod([1.0, 2.0], [0, 1], -1)
     with pytest.raises(ValueError, match="'SegmentSum'"):

@@ -232,6 +232,7 @@ BINARY_GRADIENTS = [
     (nd.igamma, [A3, [0.4, 2.0, 2.5]], None),
     (nd.igammac, [A3, [0.4, 2.0, 2.5]], None),
     (lambda a, x: nd.igamma(a, x), [[2.0], [0.4, 2.0, 6.5]], None),
+    (nd.igamma, [[900.0, 1500.0], [950.0, 1480.0]], None),  # far in the tail
     (nd.zeta, [[2.0, 3.0, 4.5], [0.5, 1.0, 2.0]], [1]),
     (nd.polygamma, [[0.0, 1.0, 2.0], [0.5, 1.0, 2.0]], [1]),
     (lambda a, b, x: nd.betainc(a, b, x), [A3, [2.0, 0.5, 1.5], [0.2, 0.5, 0.9]],

@@ -1,5 +1,5 @@
 """Kernels of the segment reductions (``nbdist.ops.segment_ops``): sorted
-``Segment{Sum,Mean,Max,Min,Prod}`` and ``UnsortedSegment{Max,Min,Prod}``.
+``Segment{Sum,Mean,Max,Min,Prod}`` and ``UnsortedSegment{Sum,Max,Min,Prod}``.
 
 Each scatters the rows of ``data`` into their segment's row of the output
 with the reduction's ufunc (``np.maximum.at`` ...), starting from its identity.
@@ -102,5 +102,5 @@ def _unsorted_factory(kind):
 
 for _kind in ("Sum", "Mean", "Max", "Min", "Prod"):
     register_kernel(f"Segment{_kind}")(_sorted_factory(_kind))
-for _kind in ("Max", "Min", "Prod"):
+for _kind in ("Sum", "Max", "Min", "Prod"):
     register_kernel(f"UnsortedSegment{_kind}")(_unsorted_factory(_kind))

@@ -63,28 +63,42 @@ def _polygamma(sp, a, x):
     return out
 
 
-def _igamma_grad_a(sp, a, x, max_terms=100_000):
-    """dP(a, x)/da from the series P = sum_n x**(a+n) e**-x / Gamma(a+n+1),
-    differentiated term by term: sum_n term_n * (log x - psi(a+n+1))."""
+def _igamma_grad_a(sp, a, x, series_below=1000.0):
+    """dP(a, x)/da. For x below ``series_below``, from the series P = sum_n
+    x**(a+n) e**-x / Gamma(a+n+1) differentiated term by term (sum_n term_n *
+    (log x - psi(a+n+1))), whose terms peak near n = x; above, where that
+    series would need thousands of terms, by Richardson-extrapolated central
+    differences of ``gammainc``."""
     a, x = np.broadcast_arrays(np.asarray(a, np.float64), np.asarray(x, np.float64))
+    shape = a.shape
     a, x = a.ravel(), x.ravel()
     out = np.zeros(a.shape)
-    live = (x > 0) & (a > 0) & np.isfinite(x)
     out[~((x >= 0) & (a > 0))] = np.nan
+    far = (a > 0) & (x >= series_below) & np.isfinite(x)
+    if far.any():
+        af, xf = a[far], x[far]
+
+        def slope(h):
+            return (sp.gammainc(af + h, xf) - sp.gammainc(af - h, xf)) / (2 * h)
+
+        h = 1e-3 * np.minimum(af, 1.0)
+        out[far] = (4 * slope(h / 2) - slope(h)) / 3
+    live = (x > 0) & (a > 0) & (x < series_below)
     log_x = np.log(np.where(live, x, 1.0))
-    # The terms grow until n ~ x, then fall fast: sum until they are negligible.
-    for n in range(max_terms):
+    terms = int(series_below + 12 * np.sqrt(series_below) + 60)
+    for n in range(terms):
         if not live.any():
             break
-        an = a[live] + n
-        log_term = an * log_x[live] - x[live] - sp.gammaln(an + 1)
-        term = np.exp(log_term) * (log_x[live] - sp.psi(an + 1))
-        out[live] += term
         idx = np.flatnonzero(live)
-        done = (an > x[live]) & (np.abs(term) <= 1e-17 * np.maximum(np.abs(
-            out[live]), 1e-300))
+        an = a[idx] + n
+        log_term = an * log_x[idx] - x[idx] - sp.gammaln(an + 1)
+        term = np.exp(log_term) * (log_x[idx] - sp.psi(an + 1))
+        out[idx] += term
+        # Past the peak (n > x) the terms only shrink: stop once negligible.
+        done = (an > x[idx]) & (np.abs(term) <= 1e-17 * np.abs(out[idx]))
+        done |= (an > x[idx]) & (log_term < -745)  # exp underflows to 0
         live[idx[done]] = False
-    return out
+    return out.reshape(shape)
 
 
 def _same_dtype(fn):
