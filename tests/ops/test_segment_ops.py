@@ -132,6 +132,12 @@ def test_product_gradients_with_zeros_in_a_segment(data):
                    [data])
 
 
+@pytest.mark.parametrize("name", ["sum", "mean", "sqrt_n"])
+def test_sparse_segment_gradients_match_finite_differences(name):
+    fn = getattr(nd, f"sparse_segment_{name}")
+    check_gradient(lambda d: fn(d, [0, 2, 2, 1], [0, 0, 1, 1]), [DATA[:3]])
+
+
 def test_ties_share_a_max_gradient():
     x = nd.constant([1.0, 3.0, 3.0, 2.0])
     (g,) = nd.gradients(nd.segment_max(x, [0, 0, 0, 1]), [x])
