@@ -26,7 +26,10 @@ from nbdist.framework.op_util import (
 )
 from nbdist.framework.constant_op import identity
 from nbdist.framework.ops import convert_to_tensor
+from nbdist.framework.tensor_shape import TensorShape
+from nbdist.ops import array_ops
 from nbdist.ops import math_ops as M
+from nbdist.ops.indexed_slices import IndexedSlices
 from nbdist.ops.math_ops_elementwise import (
     _TRUEDIV_CAST,
     _binary,
@@ -34,6 +37,7 @@ from nbdist.ops.math_ops_elementwise import (
     _unary,
     _unary_infer,
 )
+from nbdist.ops.nn_ops import softplus
 
 _T = {"T": ("type", None)}
 
@@ -233,8 +237,6 @@ def check_numerics(tensor, message, name=None):
 def scalar_mul(scalar, x, name=None):
     """``scalar * x`` for a scalar (0-D) ``scalar``; ``x`` may be ``IndexedSlices``
     (only its values are scaled)."""
-    from nbdist.ops.indexed_slices import IndexedSlices
-
     with op_scope(name, "scalar_mul", [x]) as (_g, scope):
         values = x.values if isinstance(x, IndexedSlices) else x
         values = convert_to_tensor(values, name="x")
@@ -257,8 +259,6 @@ def polyval(coeffs, x, name=None):
     with op_scope(name, "polyval", coeffs + [x]) as (_g, scope):
         x = convert_to_tensor(x, name="x")
         if not coeffs:
-            from nbdist.ops import array_ops
-
             return array_ops.zeros_like(x, name=scope)
         p = convert_to_tensor(coeffs[0], dtype=x.dtype.base_dtype)
         for c in coeffs[1:]:
@@ -270,8 +270,6 @@ def polyval(coeffs, x, name=None):
 def accumulate_n(inputs, shape=None, tensor_dtype=None, name=None):
     """The element-wise sum of ``inputs`` (as :func:`nd.add_n`), after checking
     that they share one dtype and a shape compatible with ``shape``."""
-    from nbdist.framework.tensor_shape import TensorShape
-
     if not inputs or not isinstance(inputs, (list, tuple)):
         raise ValueError("inputs must be a list of at least one Tensor/"
                          "IndexedSlices with the same dtype and shape")
@@ -292,16 +290,12 @@ def accumulate_n(inputs, shape=None, tensor_dtype=None, name=None):
 
 def log_sigmoid(x, name=None):
     """``log(1 / (1 + exp(-x)))``, computed as ``-softplus(-x)`` (no overflow)."""
-    from nbdist.ops.nn_ops import softplus
-
     with op_scope(name, "LogSigmoid", [x]) as (_g, scope):
         x = convert_to_tensor(x, name="x")
         return M.negative(softplus(M.negative(x)), name=scope)
 
 
 def _monotonic(x, name, default_name, compare):
-    from nbdist.ops import array_ops
-
     with op_scope(name, default_name, [x]) as (_g, scope):
         x = convert_to_tensor(x, name="x")
         if x.dtype.base_dtype not in NUMERIC:
