@@ -192,23 +192,30 @@ def _sparse_segment(data, indices, segment_ids, num_segments, name, default, sca
                          name=scope)
 
 
-def sparse_segment_sum(data, indices, segment_ids, name=None, num_segments=None):
+def sparse_segment_sum(data, indices, segment_ids, name=None, num_segments=None,
+                       sparse_gradient=False):
     """:func:`segment_sum` of ``gather(data, indices)``: ``segment_ids`` sorted
-    unless ``num_segments`` is given."""
+    unless ``num_segments`` is given. ``data``'s gradient is ``IndexedSlices``
+    (``gather``'s) whatever ``sparse_gradient`` says; it converts to a dense
+    tensor where one is needed."""
+    del sparse_gradient
     return _sparse_segment(data, indices, segment_ids, num_segments, name,
                            "SparseSegmentSum", None)
 
 
-def sparse_segment_mean(data, indices, segment_ids, name=None, num_segments=None):
+def sparse_segment_mean(data, indices, segment_ids, name=None, num_segments=None,
+                        sparse_gradient=False):
     """As :func:`sparse_segment_sum`, divided by each segment's size."""
+    del sparse_gradient
     return _sparse_segment(data, indices, segment_ids, num_segments, name,
                            "SparseSegmentMean", lambda n: n)
 
 
 def sparse_segment_sqrt_n(data, indices, segment_ids, name=None,
-                          num_segments=None):
+                          num_segments=None, sparse_gradient=False):
     """As :func:`sparse_segment_sum`, divided by the square root of each segment's
     size."""
+    del sparse_gradient
     return _sparse_segment(data, indices, segment_ids, num_segments, name,
                            "SparseSegmentSqrtN", M.sqrt)
 
