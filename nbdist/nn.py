@@ -64,6 +64,14 @@ from nbdist.ops.nn_pool_ops import (
     max_pool2d,
     max_pool_with_argmax,
 )
+from nbdist.ops import rnn_cell  # noqa: E402  (nd.nn.rnn_cell, as TF's module)
+from nbdist.ops.rnn import (  # noqa: E402
+    bidirectional_dynamic_rnn,
+    dynamic_rnn,
+    raw_rnn,
+    static_bidirectional_rnn,
+    static_rnn,
+)
 
 
 def sigmoid(x, name=None):
@@ -129,3 +137,5 @@ __all__ = [
     "weighted_cross_entropy_with_logits",
     "zero_fraction",
 ]
+__all__ += ["bidirectional_dynamic_rnn", "dynamic_rnn", "raw_rnn", "rnn_cell",
+            "static_bidirectional_rnn", "static_rnn"]
