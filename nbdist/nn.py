@@ -64,6 +64,15 @@ from nbdist.ops.nn_pool_ops import (
     max_pool2d,
     max_pool_with_argmax,
 )
+from nbdist.ops.candidate_sampling_ops import (  # noqa: E402
+    all_candidate_sampler,
+    compute_accidental_hits,
+    fixed_unigram_candidate_sampler,
+    learned_unigram_candidate_sampler,
+    log_uniform_candidate_sampler,
+    uniform_candidate_sampler,
+)
+from nbdist.ops.nn_sampled_losses import nce_loss, sampled_softmax_loss  # noqa: E402
 from nbdist.ops import rnn_cell  # noqa: E402  (nd.nn.rnn_cell, as TF's module)
 from nbdist.ops.rnn import (  # noqa: E402
     bidirectional_dynamic_rnn,
@@ -139,3 +148,7 @@ __all__ = [
 ]
 __all__ += ["bidirectional_dynamic_rnn", "dynamic_rnn", "raw_rnn", "rnn_cell",
             "static_bidirectional_rnn", "static_rnn"]
+__all__ += ["all_candidate_sampler", "compute_accidental_hits",
+            "fixed_unigram_candidate_sampler", "learned_unigram_candidate_sampler",
+            "log_uniform_candidate_sampler", "nce_loss", "sampled_softmax_loss",
+            "uniform_candidate_sampler"]
