@@ -45,6 +45,7 @@ KERNEL_MODULES = (
     "conv_kernels", "norm_kernels", "image_kernels",
     "lookup_kernels",
     "candidate_sampling_kernels",
+    "script_kernels",
 )
 
 _loaded = False

@@ -35,6 +35,8 @@ OP_MODULES = (
     "nbdist.ops.image_ops",
     "nbdist.ops.lookup_ops",
     "nbdist.ops.candidate_sampling_ops",
+    "nbdist.ops.script_ops",
+    "nbdist.ops.logging_ops",
 )
 
 
