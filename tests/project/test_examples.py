@@ -228,7 +228,8 @@ def test_lstm_lm_between_graph_loss_falls():
     steps = [int(n) for n in re.findall(r"^worker \d done after (\d+) local steps",
                                         out, re.MULTILINE)]
     assert len(steps) == 2 and sum(steps) >= 60, out
-    first, last = map(float, re.search(r"first steps (\S+), of the last steps (\S+)$",
-                                       out, re.MULTILINE).groups())
-    assert first == pytest.approx(np.log(20), abs=0.15), out  # chance: ln(VOCAB)
-    assert last < 0.5 * first, out
+    # Before any update the model is near chance: ln(VOCAB).
+    start = re.search(r"global_step 0 perplexity \S+ loss (\S+)$", out, re.MULTILINE)
+    assert start and float(start.group(1)) == pytest.approx(np.log(20), abs=0.2), out
+    last = float(re.search(r"of the last steps (\S+)$", out, re.MULTILINE).group(1))
+    assert last < 0.5 * np.log(20), out
