@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import FIXTURES
 
 import nbdist as nd
 
@@ -267,7 +268,7 @@ def test_wrappers(graph):
         o, ns, po, ps, xv = s.run([out, new_state, plain_out, plain_state, x])
     dropped = o - xv
     kept = ~np.isclose(dropped, 0, atol=1e-7)
-    np.testing.assert_allclose(dropped[kept], 2 * po[kept], rtol=1e-5)
+    np.testing.assert_allclose(dropped[kept], 2 * po[kept], rtol=1e-5, atol=1e-6)
     assert 0.35 < kept.mean() < 0.65
     np.testing.assert_allclose(ns.c, ps.c, rtol=1e-6)  # c is never dropped
     assert np.isclose(ns.h, 0).mean() > 0.3
@@ -347,3 +348,18 @@ def test_lstm_learns_to_recall_the_first_symbol(graph):
             xs = rng.integers(0, n_sym, (batch, steps))
             losses.append(s.run([loss, train], {x: xs, y: xs[:, 0]})[0])
     assert losses[0] > 0.9 and np.mean(losses[-5:]) < 0.2, losses
+
+
+def test_a_tf_checkpoint_of_the_same_model_loads(graph):
+    """A checkpoint TF wrote for the same model (scripts/make_tf_rnn_fixture.py)
+    restores by name into nbdist's cells and gives TF's outputs."""
+    fixture = FIXTURES / "rnn"
+    x = (np.arange(24, dtype=np.float32).reshape(2, 4, 3) % 7 - 3) / 4
+    cell = rc.MultiRNNCell([rc.LSTMCell(5, use_peepholes=True, num_proj=3),
+                            rc.GRUCell(4)])
+    outputs, _ = nd.nn.dynamic_rnn(cell, nd.constant(x), sequence_length=[4, 2],
+                                   dtype=nd.float32)
+    with nd.Session() as s:
+        nd.train.Saver().restore(s, str(fixture / "model"))
+        got = s.run(outputs)
+    np.testing.assert_allclose(got, np.load(fixture / "outputs.npy"), atol=1e-6)
