@@ -276,6 +276,44 @@ def test_wrappers(graph):
         rc.DropoutWrapper(inner, input_keep_prob=1.5)
 
 
+class EchoCell(rc.RNNCell):
+    """A user's cell: outputs its input, keeps a ``get_variable`` counter."""
+
+    @property
+    def state_size(self):
+        return 5
+
+    @property
+    def output_size(self):
+        return 5
+
+    def call(self, inputs, state):
+        scale = nd.get_variable("scale", [], initializer=nd.ones_initializer())
+        return inputs * scale, state
+
+
+def test_user_cell_and_variational_dropout(graph):
+    x = nd.ones([2, 6, 5])
+    echo = EchoCell()
+    nd.nn.dynamic_rnn(echo, x, dtype=nd.float32)
+    # TF 1.15 names a user's cell's variables after its class, as TF 2.21 does.
+    assert [v.op.name for v in echo.trainable_variables] == ["rnn/echo_cell/scale"]
+    outs = []
+    for variational in (True, False):
+        cell = rc.DropoutWrapper(EchoCell(), input_keep_prob=0.5,
+                                 variational_recurrent=variational, input_size=5,
+                                 dtype=nd.float32, seed=3)
+        outs.append(nd.nn.dynamic_rnn(cell, x, dtype=nd.float32,
+                                      scope=f"v{variational}")[0])
+    with nd.Session() as s:
+        s.run(nd.global_variables_initializer())
+        same, fresh = s.run(outs)
+    assert set(np.unique(same)) <= {0.0, 2.0} and set(np.unique(fresh)) <= {0.0, 2.0}
+    # One mask for every time step (and every batch entry) vs one per step.
+    assert (same == same[:1, :1]).all() and 0 < same[0, 0].sum() < 10
+    assert not (fresh == fresh[:, :1]).all()
+
+
 def test_errors_name_what_was_expected(graph):
     x = nd.zeros([2, 3, 4])
     with pytest.raises(ValueError, match="you must give a dtype"):
