@@ -67,7 +67,8 @@ def _compute_sampled_logits(weights, biases, labels, inputs, num_sampled, num_cl
                                                     for s in sampled_values)
         sampled = math_ops.cast(sampled, dtypes.int64)
         all_ids = array_ops.concat([labels_flat, sampled], 0)
-        all_w = embedding_lookup(weights, all_ids, partition_strategy=partition_strategy)
+        all_w = embedding_lookup(weights, all_ids,
+                                 partition_strategy=partition_strategy)
         if all_w.dtype.base_dtype is not inputs.dtype.base_dtype:
             all_w = math_ops.cast(all_w, inputs.dtype)
         n_true = array_ops.shape(labels_flat)[0]

@@ -27,7 +27,7 @@ from nbdist.framework.ops import Tensor, convert_to_tensor
 from nbdist.framework.tensor_shape import TensorShape, as_shape
 from nbdist.ops import array_ops, math_ops
 from nbdist.ops.control_flow_v2 import while_loop
-from nbdist.ops.rnn_cell_impl import assert_like_rnncell, map_pairs
+from nbdist.ops.rnn_cell_impl import assert_like_rnncell, batch_zeros, map_pairs
 from nbdist.ops.tensor_array_ops import TensorArray
 from nbdist.ops.variables import variable_scope
 
@@ -59,12 +59,6 @@ def _best_effort_batch_size(flat_input, batch_axis=1):
         if b is not None:
             return b
     return array_ops.shape(flat_input[0])[batch_axis]
-
-
-def _zeros(batch_size, size, dtype):
-    from nbdist.ops.rnn_cell_impl import _zeros as cell_zeros
-
-    return cell_zeros(batch_size, size, dtype)
 
 
 def _state_dtype(explicit, state):
@@ -218,7 +212,7 @@ def _dynamic_rnn_loop(cell, inputs, initial_state, parallel_iterations,
     batch_size = _best_effort_batch_size(flat_input)
     out_dtype = _state_dtype(dtype, initial_state)
     zero_output = nest.pack_sequence_as(cell.output_size, [
-        _zeros(batch_size, s, out_dtype) for s in flat_output_size])
+        batch_zeros(batch_size, s, out_dtype) for s in flat_output_size])
     time = constant(0, dtype=dtypes.int32, name="time")
     output_ta = tuple(
         TensorArray(out_dtype, size=time_steps, tensor_array_name=f"output_{i}",
@@ -299,7 +293,7 @@ def static_rnn(cell, inputs, initial_state=None, dtype=None, sequence_length=Non
         if sequence_length is not None:
             out_dtype = _state_dtype(dtype, state)
             zero_output = nest.pack_sequence_as(cell.output_size, [
-                _zeros(batch_size, s, out_dtype)
+                batch_zeros(batch_size, s, out_dtype)
                 for s in nest.flatten(cell.output_size)])
         for time, input_ in enumerate(inputs):
             if time > 0:
@@ -415,8 +409,9 @@ def raw_rnn(cell, loop_fn, parallel_iterations=None, swap_memory=False, scope=No
         state = nest.map_structure(convert_to_tensor, initial_state)
         if emit_structure is not None:
             flat_emit = [convert_to_tensor(e) for e in nest.flatten(emit_structure)]
-            flat_size = [TensorShape(e.shape.as_list()[1:]) if e.shape.is_fully_defined()
-                         else array_ops.shape(e)[1:] for e in flat_emit]
+            flat_size = [TensorShape(e.shape.as_list()[1:])
+                         if e.shape.is_fully_defined() else array_ops.shape(e)[1:]
+                         for e in flat_emit]
             flat_dtypes = [e.dtype.base_dtype for e in flat_emit]
         else:
             emit_structure = cell.output_size
@@ -472,7 +467,7 @@ def raw_rnn(cell, loop_fn, parallel_iterations=None, swap_memory=False, scope=No
 def _emit_zeros(batch_size, size, dtype):
     if isinstance(size, Tensor):
         return array_ops.zeros(array_ops.concat([[batch_size], size], 0), dtype=dtype)
-    return _zeros(batch_size, size, dtype)
+    return batch_zeros(batch_size, size, dtype)
 
 
 __all__ = [

@@ -82,7 +82,7 @@ def map_pairs(fn, a, b):
                                                               nest.flatten(b))])
 
 
-def _zeros(batch_size, size, dtype):
+def batch_zeros(batch_size, size, dtype):
     """A zero tensor of shape [batch_size] + size, with its static shape."""
     tail = as_shape(size).as_list()
     if isinstance(batch_size, Tensor):
@@ -291,7 +291,7 @@ class RNNCell:
         ``state_size``, in a name scope ``<Class>ZeroState``."""
         g = get_default_graph()
         with g.name_scope(type(self).__name__ + "ZeroState"):
-            return nest.map_structure(lambda s: _zeros(batch_size, s, dtype),
+            return nest.map_structure(lambda s: batch_zeros(batch_size, s, dtype),
                                       self.state_size)
 
     def get_config(self):
@@ -308,7 +308,7 @@ class LayerRNNCell(RNNCell):
         return self._layer_call(inputs, state, scope)
 
 
-def _input_depth(inputs_shape, cell):
+def _input_depth(inputs_shape):
     if inputs_shape.rank is None or inputs_shape.as_list()[-1] is None:
         raise ValueError(f"Expected inputs.shape[-1] to be known, saw shape: "
                          f"{inputs_shape}")
@@ -341,7 +341,7 @@ class BasicRNNCell(_UnitsCell):
     """
 
     def build(self, inputs_shape):
-        depth = _input_depth(inputs_shape, self)
+        depth = _input_depth(inputs_shape)
         self._kernel = self.add_variable(WEIGHTS_VARIABLE_NAME,
                                          shape=[depth + self._num_units,
                                                 self._num_units])
@@ -373,7 +373,7 @@ class GRUCell(_UnitsCell):
         self._bias_initializer = bias_initializer
 
     def build(self, inputs_shape):
-        depth = _input_depth(inputs_shape, self)
+        depth = _input_depth(inputs_shape)
         n = self._num_units
         self._gate_kernel = self.add_variable(
             f"gates/{WEIGHTS_VARIABLE_NAME}", shape=[depth + n, 2 * n],
@@ -432,7 +432,7 @@ class BasicLSTMCell(LayerRNNCell):
         return self._num_units
 
     def build(self, inputs_shape):
-        depth = _input_depth(inputs_shape, self)
+        depth = _input_depth(inputs_shape)
         n = self._num_units
         self._kernel = self.add_variable(WEIGHTS_VARIABLE_NAME,
                                          shape=[depth + n, 4 * n])
@@ -499,7 +499,7 @@ class LSTMCell(LayerRNNCell):
         return self._output
 
     def build(self, inputs_shape):
-        depth = _input_depth(inputs_shape, self)
+        depth = _input_depth(inputs_shape)
         n = self._num_units
         unit_part = (fixed_size_partitioner(self._num_unit_shards)
                      if self._num_unit_shards is not None else None)

@@ -49,7 +49,8 @@ def test_expected_counts_follow_tfs_formulas(graph):
         p = log_uniform_p(ids, n)
         tries = tries_of(samp_c.astype(np.float64), p)
         # One number of tries, a whole one, at least num_sampled, explains all.
-        assert np.allclose(tries, np.round(tries[0]), atol=2e-3) and tries[0] >= k - 1e-3
+        assert np.allclose(tries, np.round(tries[0]), atol=2e-3)
+        assert tries[0] >= k - 1e-3
         want_true = -np.expm1(np.round(tries[0]) * np.log1p(-log_uniform_p(TRUE, n)))
         np.testing.assert_allclose(true_c, want_true, rtol=1e-5)
 
@@ -263,6 +264,6 @@ def test_word2vec_style_training_lowers_the_loss(graph):
         s.run(nd.global_variables_initializer())
         for _ in range(150):
             c = rng.integers(0, vocab, batch)
-            losses.append(s.run([loss, train], {centers: c,
-                                                context: ((c + 1) % vocab)[:, None]})[0])
+            feed = {centers: c, context: ((c + 1) % vocab)[:, None]}
+            losses.append(s.run([loss, train], feed)[0])
     assert np.mean(losses[-10:]) < 0.5 * np.mean(losses[:10]), losses
