@@ -80,6 +80,7 @@ from nbdist.ops.rnn import (  # noqa: E402
     raw_rnn,
     static_bidirectional_rnn,
     static_rnn,
+    static_state_saving_rnn,
 )
 
 
@@ -147,7 +148,7 @@ __all__ = [
     "zero_fraction",
 ]
 __all__ += ["bidirectional_dynamic_rnn", "dynamic_rnn", "raw_rnn", "rnn_cell",
-            "static_bidirectional_rnn", "static_rnn"]
+            "static_bidirectional_rnn", "static_rnn", "static_state_saving_rnn"]
 __all__ += ["all_candidate_sampler", "compute_accidental_hits",
             "fixed_unigram_candidate_sampler", "learned_unigram_candidate_sampler",
             "log_uniform_candidate_sampler", "nce_loss", "sampled_softmax_loss",

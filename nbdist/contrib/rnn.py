@@ -8,8 +8,9 @@ True
 
 from __future__ import annotations
 
-from nbdist.ops.rnn import static_bidirectional_rnn, static_rnn
+from nbdist.ops.rnn import (static_bidirectional_rnn, static_rnn,
+                            static_state_saving_rnn)
 from nbdist.ops.rnn_cell import *  # noqa: F401,F403
 from nbdist.ops.rnn_cell import __all__ as _cells
 
-__all__ = [*_cells, "static_bidirectional_rnn", "static_rnn"]
+__all__ = [*_cells, "static_bidirectional_rnn", "static_rnn", "static_state_saving_rnn"]

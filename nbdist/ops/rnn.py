@@ -304,6 +304,39 @@ def static_rnn(cell, inputs, initial_state=None, dtype=None, sequence_length=Non
         return outputs, state
 
 
+def static_state_saving_rnn(cell, inputs, state_saver, state_name,
+                            sequence_length=None, scope=None):
+    """``static_rnn`` whose initial state is ``state_saver.state(name)`` and
+    whose final state is handed to ``state_saver.save_state(name, value)``
+    before the last output (and the state returned) can be read, as
+    ``tf.nn.static_state_saving_rnn``: long sequences in segments, the state
+    carried from one run to the next. ``state_name`` has ``cell.state_size``'s
+    structure."""
+    state_size = cell.state_size
+    is_tuple = nest.is_nested(state_size)
+    if is_tuple != nest.is_nested(state_name):
+        raise ValueError(f"state_name should be the same type as cell.state_size.  "
+                         f"state_name: {state_name}, cell.state_size: {state_size}")
+    names = nest.flatten(state_name) if is_tuple else [state_name]
+    if is_tuple and len(names) != len(nest.flatten(state_size)):
+        raise ValueError(f"#elems(state_name) != #elems(state_size): {len(names)} "
+                         f"vs. {len(nest.flatten(state_size))}")
+    saved = [state_saver.state(n) for n in names]
+    initial = nest.pack_sequence_as(state_size, saved) if is_tuple else saved[0]
+    outputs, state = static_rnn(cell, inputs, initial_state=initial,
+                                sequence_length=sequence_length, scope=scope)
+    flat_state = nest.flatten(state) if is_tuple else [state]
+    saves = [state_saver.save_state(n, v) for n, v in zip(names, flat_state)]
+    g = flat_state[0].graph
+    with g.control_dependencies(saves):
+        last = outputs[-1]
+        outputs[-1] = nest.pack_sequence_as(last, [identity(o)
+                                                   for o in nest.flatten(last)])
+        flat_state = [identity(v) for v in flat_state]
+    state = nest.pack_sequence_as(state, flat_state) if is_tuple else flat_state[0]
+    return outputs, state
+
+
 # -- bidirectional ----------------------------------------------------------------
 def bidirectional_dynamic_rnn(cell_fw, cell_bw, inputs, sequence_length=None,
                               initial_state_fw=None, initial_state_bw=None,
@@ -476,4 +509,5 @@ __all__ = [
     "raw_rnn",
     "static_bidirectional_rnn",
     "static_rnn",
+    "static_state_saving_rnn",
 ]

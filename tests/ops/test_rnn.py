@@ -401,3 +401,38 @@ def test_a_tf_checkpoint_of_the_same_model_loads(graph):
         nd.train.Saver().restore(s, str(fixture / "model"))
         got = s.run(outputs)
     np.testing.assert_allclose(got, np.load(fixture / "outputs.npy"), atol=1e-6)
+
+
+class VariableStateSaver:
+    """A state saver keeping each state in a variable (a one-stream version of
+    the saver TF's batch_sequences_with_states gives)."""
+
+    def __init__(self, sizes):
+        self.vars = {n: nd.Variable(np.zeros((1, s), np.float32), name=n)
+                     for n, s in sizes.items()}
+
+    def state(self, name):
+        return self.vars[name].read_value()
+
+    def save_state(self, name, value):
+        return nd.assign(self.vars[name], value)
+
+
+def test_static_state_saving_rnn_carries_the_state_across_runs(graph):
+    x = RNG.standard_normal((1, 6, 2)).astype(np.float32)
+    part = nd.placeholder(nd.float32, [1, 3, 2])
+    saver = VariableStateSaver({"c": 3, "h": 3})
+    cell = rc.BasicLSTMCell(3)
+    outs, state = nd.nn.static_state_saving_rnn(
+        cell, nd.unstack(part, axis=1), saver, rc.LSTMStateTuple("c", "h"))
+    with nd.variable_scope("rnn", reuse=True):
+        whole, _ = nd.nn.static_rnn(cell, nd.unstack(nd.constant(x), axis=1),
+                                    dtype=nd.float32)
+    with pytest.raises(ValueError, match="same type as cell.state_size"):
+        nd.nn.static_state_saving_rnn(cell, [x[:, 0]], saver, "c")
+    with nd.Session() as s:
+        s.run(nd.global_variables_initializer())
+        first = s.run(outs, {part: x[:, :3]})
+        second = s.run(outs, {part: x[:, 3:]})
+        want = s.run(whole)
+    np.testing.assert_allclose(np.stack(first + second), np.stack(want), atol=1e-6)
