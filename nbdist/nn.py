@@ -147,7 +147,8 @@ __all__ = [
     "weighted_cross_entropy_with_logits",
     "zero_fraction",
 ]
-__all__ += ["bidirectional_dynamic_rnn", "dynamic_rnn", "raw_rnn", "rnn_cell",
+# (``rnn_cell`` is a submodule, as TF's, not one of the functions listed here.)
+__all__ += ["bidirectional_dynamic_rnn", "dynamic_rnn", "raw_rnn",
             "static_bidirectional_rnn", "static_rnn", "static_state_saving_rnn"]
 __all__ += ["all_candidate_sampler", "compute_accidental_hits",
             "fixed_unigram_candidate_sampler", "learned_unigram_candidate_sampler",
