@@ -203,6 +203,13 @@ def __getattr__(name):
         "tables_initializer": ("nbdist.lookup", "tables_initializer"),
         "initialize_all_tables": ("nbdist.lookup", "tables_initializer"),
         "string_to_hash_bucket_fast": ("nbdist.lookup", "string_to_hash_bucket_fast"),
+        "map_fn": ("nbdist.ops.map_fn", "map_fn"),
+        "scan": ("nbdist.ops.map_fn", "scan"),
+        "foldl": ("nbdist.ops.map_fn", "foldl"),
+        "foldr": ("nbdist.ops.map_fn", "foldr"),
+        "py_func": ("nbdist.ops.script_ops", "py_func"),
+        "numpy_function": ("nbdist.ops.script_ops", "numpy_function"),
+        "Print": ("nbdist.ops.logging_ops", "Print"),
     }
     if name in lazy:
         target = lazy[name]

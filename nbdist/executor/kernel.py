@@ -46,6 +46,8 @@ KERNEL_MODULES = (
     "lookup_kernels",
     "elementary_math_kernels", "special_math_kernels", "segment_kernels",
     "cumulative_kernels", "statistics_kernels",
+    "candidate_sampling_kernels",
+    "script_kernels",
 )
 
 _loaded = False

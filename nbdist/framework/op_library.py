@@ -40,6 +40,9 @@ OP_MODULES = (
     "nbdist.ops.cumulative_ops",
     "nbdist.ops.statistics_ops",
     "nbdist.ops.sobol_ops",
+    "nbdist.ops.candidate_sampling_ops",
+    "nbdist.ops.script_ops",
+    "nbdist.ops.logging_ops",
 )
 
 
