@@ -13,12 +13,18 @@
 from __future__ import annotations
 
 import collections
+import logging
+import os
+import time
 
 from nbdist.framework import dtypes, ops
 from nbdist.framework.constant_op import placeholder
 from nbdist.framework.sparse_tensor import SparseTensor
 from nbdist.framework.tensor_shape import TensorShape
 from nbdist.ops.parsing_ops import parse_example
+from nbdist.saved_model import signature_def_utils
+
+_log = logging.getLogger("nbdist.estimator")
 
 __all__ = ["ServingInputReceiver", "TensorServingInputReceiver",
            "build_parsing_serving_input_receiver_fn",
@@ -128,3 +134,48 @@ def build_raw_serving_input_receiver_fn(features, default_batch_size=None):
         return ServingInputReceiver(receiver_tensors, receiver_tensors)
 
     return serving_input_receiver_fn
+
+
+def build_all_signature_defs(receiver_tensors, export_outputs,
+                             receiver_tensors_alternatives=None):
+    """The serving ``SignatureDef``s of ``export_outputs`` over the receiver's
+    tensors (and ``"<alternative>:<output>"`` over each alternative); an output
+    that cannot be served with these inputs is left out, as TF does."""
+    if not isinstance(receiver_tensors, dict):
+        receiver_tensors = {SINGLE_RECEIVER_DEFAULT_NAME: receiver_tensors}
+    if export_outputs is None or not isinstance(export_outputs, dict):
+        raise ValueError(f"export_outputs must be a dict and not{type(export_outputs)}")
+    groups = [("", receiver_tensors)]
+    for name, tensors in (receiver_tensors_alternatives or {}).items():
+        if not isinstance(tensors, dict):
+            tensors = {SINGLE_RECEIVER_DEFAULT_NAME: tensors}
+        groups.append((f"{name or 'None'}:", tensors))
+    signature_def_map = {}
+    for prefix, tensors in groups:
+        for key, output in export_outputs.items():
+            try:
+                signature = output.as_signature_def(tensors)
+            except ValueError as e:
+                _log.info("Signature %r excluded from export: %s", prefix + key, e)
+                continue
+            signature_def_map[f"{prefix}{key or 'None'}"] = signature
+    return {k: v for k, v in signature_def_map.items()
+            if signature_def_utils.is_valid_signature(v)}
+
+
+def get_timestamped_export_dir(export_dir_base) -> bytes:
+    """``<export_dir_base>/<seconds since the epoch>`` as bytes (TF's type), the
+    next free second if that directory exists already."""
+    timestamp = int(time.time())
+    while True:  # bounded by the directories that exist
+        result = os.path.join(os.fsencode(export_dir_base),
+                              str(timestamp).encode())
+        if not os.path.exists(result):
+            return result
+        timestamp += 1
+
+
+def get_temp_export_dir(timestamped_export_dir) -> bytes:
+    """``temp-<timestamp>`` beside the export: written there, then renamed."""
+    dirname, basename = os.path.split(os.fsencode(timestamped_export_dir))
+    return os.path.join(dirname, b"temp-" + basename)
