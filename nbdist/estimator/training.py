@@ -18,6 +18,7 @@ exporters, and returns once it has evaluated the final step.
 from __future__ import annotations
 
 import collections
+import ipaddress
 import logging
 import time
 
@@ -27,6 +28,8 @@ from nbdist.estimator.model_fn import validate_hooks
 from nbdist.estimator.run_config import TaskType
 from nbdist.framework.ops import GraphKeys
 from nbdist.proto.config_pb2 import ConfigProto
+from nbdist.proto.server_def_pb2 import ServerDef
+from nbdist.runtime import env
 from nbdist.runtime.server_lib import Server
 from nbdist.train.hooks import CheckpointSaverListener, SecondOrStepTimer
 
@@ -243,6 +246,28 @@ class _NewCheckpointListenerForEvaluate(CheckpointSaverListener):
                                f"Eval status: {self.eval_result.status}")
 
 
+def _bind_address(config) -> str:
+    """Where this task's server listens: its own host of the cluster when that
+    is beyond loopback (TF listens on every interface), which nbdist allows
+    only with the cluster's ``NBDIST_TOKEN`` set; else 127.0.0.1."""
+    address = config.cluster_spec.task_address(config.task_type, config.task_id)
+    host = address.rpartition(":")[0].strip("[]")
+    if host == "localhost":
+        return ""
+    try:
+        if ipaddress.ip_address(host).is_loopback:
+            return ""
+    except ValueError:
+        pass  # a host name: it may resolve beyond this machine
+    if not env.token():
+        raise RuntimeError(
+            f"Could not start server for /job:{config.task_type}/task:"
+            f"{config.task_id} at {address}: a server reachable beyond loopback "
+            "needs NBDIST_TOKEN set (the same on every task), so that only the "
+            "cluster's tasks can run ops on it.")
+    return host
+
+
 class _TrainingExecutor:
     """Runs the part of ``train_and_evaluate`` of this process's task."""
 
@@ -336,10 +361,12 @@ class _TrainingExecutor:
             raise RuntimeError("Could not start server; be sure to specify master "
                                "in RunConfig or set the TF_CONFIG environment "
                                "variable.")
-        server = Server(config.cluster_spec, job_name=config.task_type,
-                        task_index=config.task_id,
-                        config=ConfigProto(log_device_placement=False),
-                        start=False, protocol=config.protocol)
+        server_def = ServerDef(
+            cluster=config.cluster_spec.as_cluster_def(), job_name=config.task_type,
+            task_index=config.task_id, protocol=config.protocol or "grpc",
+            default_session_config=ConfigProto(log_device_placement=False),
+            bind_address=_bind_address(config))
+        server = Server(server_def, start=False)
         server.start()
         return server
 

@@ -136,3 +136,15 @@ def test_the_evaluator_task_evaluates_the_final_checkpoint_and_returns(
         {"cluster": CLUSTER, "task": {"type": "ps", "index": 0}}))
     with pytest.raises(ValueError, match="Train has been called wrong configuration"):
         estimator(tmp_path / "m").train(dataset, steps=1)
+
+
+def test_a_task_beyond_loopback_needs_the_clusters_token(tmp_path, monkeypatch):
+    # TF's server listens on every interface; nbdist's listens on the task's own
+    # host only with NBDIST_TOKEN set, and refuses to start without it.
+    monkeypatch.delenv("NBDIST_TOKEN", raising=False)
+    monkeypatch.setenv("TF_CONFIG", json.dumps(
+        {"cluster": {"chief": ["192.0.2.1:2222"], "ps": ["192.0.2.2:2222"]},
+         "task": {"type": "chief", "index": 0}}))
+    with pytest.raises(RuntimeError, match="needs NBDIST_TOKEN set"):
+        train_and_evaluate(estimator(tmp_path / "m"),
+                           TrainSpec(dataset, max_steps=1), EvalSpec(dataset))
