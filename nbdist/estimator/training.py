@@ -22,6 +22,9 @@ import ipaddress
 import logging
 import time
 
+from nbdist.distribute.strategies.distribute_coordinator_context import (
+    get_current_worker_context,
+)
 from nbdist.estimator import exporter as exporter_lib
 from nbdist.estimator.estimator import Estimator
 from nbdist.estimator.model_fn import validate_hooks
@@ -372,7 +375,10 @@ class _TrainingExecutor:
 
     def _start_distributed_training(self, saving_listeners=None):
         config = self._estimator.config
-        server = self._start_std_server(config)
+        # In a task's thread of a %%cluster cell the task's server is the
+        # cluster's own process (as TF skips it where a launcher starts one).
+        server = (None if get_current_worker_context() is not None
+                  else self._start_std_server(config))
         delay = 0
         if config.task_type == TaskType.WORKER:
             max_delay = _MAX_DELAY_SECS
