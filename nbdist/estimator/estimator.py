@@ -203,14 +203,14 @@ class Estimator:
             chief_hooks = [hooks_lib.CheckpointSaverHook(
                 self._model_dir, save_secs=self._config.save_checkpoints_secs,
                 save_steps=self._config.save_checkpoints_steps,
-                scaffold=spec.scaffold)]
-            saver_hooks = chief_hooks
-        if saving_listeners:
+                scaffold=spec.scaffold, listeners=list(saving_listeners))]
+        elif saving_listeners:
             if not saver_hooks:
                 raise ValueError(
                     "There should be a CheckpointSaverHook to use saving_listeners. "
                     "Please set one of the RunConfig.save_checkpoints_steps or "
                     "RunConfig.save_checkpoints_secs.")
+            # The model's own saver hook (TF picks the first) hears them too.
             for listener in saving_listeners:
                 if listener not in saver_hooks[0]._listeners:
                     saver_hooks[0]._listeners.append(listener)
