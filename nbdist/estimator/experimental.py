@@ -1,10 +1,13 @@
 """``nd.estimator.experimental`` (TF 1.15's ``tf.estimator.experimental``): the
-early-stopping hooks, ``make_stop_at_checkpoint_step_hook`` and
-``call_logit_fn``."""
+early-stopping hooks, ``InMemoryEvaluatorHook``,
+``make_stop_at_checkpoint_step_hook`` and ``call_logit_fn``."""
 
 from __future__ import annotations
 
-from nbdist.estimator.checkpoint_step_hook import make_stop_at_checkpoint_step_hook
+from nbdist.estimator.hooks import (
+    InMemoryEvaluatorHook,
+    make_stop_at_checkpoint_step_hook,
+)
 from nbdist.estimator.early_stopping import (
     make_early_stopping_hook,
     stop_if_higher_hook,
@@ -14,7 +17,7 @@ from nbdist.estimator.early_stopping import (
 )
 from nbdist.estimator.model_fn import call_logit_fn
 
-__all__ = ["call_logit_fn", "make_early_stopping_hook",
+__all__ = ["InMemoryEvaluatorHook", "call_logit_fn", "make_early_stopping_hook",
            "make_stop_at_checkpoint_step_hook", "stop_if_higher_hook",
            "stop_if_lower_hook", "stop_if_no_decrease_hook",
            "stop_if_no_increase_hook"]

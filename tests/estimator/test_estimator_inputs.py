@@ -161,3 +161,27 @@ def test_a_worker_stops_once_the_chiefs_checkpoint_has_the_last_step(
         worker, last_step=5, wait_after_file_check_secs=0)
     local.train(lambda: dataset(repeat=True), hooks=[waiting], steps=3)
     assert local.get_variable_value("global_step") == 7
+
+
+def test_in_memory_evaluator_evaluates_the_variables_being_trained(tmp_path):
+    import glob
+    import os
+
+    est = make(tmp_path, "in_memory", save_checkpoints_steps=None,
+               save_checkpoints_secs=None)
+    hook = nd.estimator.experimental.InMemoryEvaluatorHook(est, dataset,
+                                                           every_n_iter=2)
+    est.train(lambda: dataset(repeat=True), hooks=[hook], max_steps=5)
+    (events,) = glob.glob(os.path.join(est.eval_dir(), "events.out.tfevents.*"))
+    losses = {e.step: v.simple_value for e in nd.train.summary_iterator(events)
+              if e.HasField("summary") for v in e.summary.value if v.tag == "loss"}
+    # At the start, every 2 steps, and at the end; no checkpoint was involved.
+    assert sorted(losses) == [0, 2, 4, 5]
+    assert not glob.glob(os.path.join(est.model_dir, "model.ckpt-*.index"))
+    w = np.zeros((2, 1))
+    for step in range(5):
+        lo = (step % 2) * 8
+        x, y = X[lo:lo + 8], Y[lo:lo + 8]
+        w -= LR * 2.0 / 8 * x.T @ (x @ w - y)
+    np.testing.assert_allclose(losses[5], np.mean((X @ w - Y) ** 2), rtol=1e-5)
+    assert losses[0] > losses[2] > losses[4] > losses[5]
