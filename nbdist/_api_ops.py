@@ -13,6 +13,11 @@ for _m in (
     "nbdist.ops.array_ops",
     "nbdist.ops.random_ops",
     "nbdist.ops.clip_ops",
+    "nbdist.ops.array_ops_scatter",
+    "nbdist.ops.array_ops_partition",
+    "nbdist.ops.array_ops_space",
+    "nbdist.ops.einsum_ops",
+    "nbdist.ops.linalg_ops_matrix",
 ):
     try:
         _mod = importlib.import_module(_m)

@@ -34,6 +34,12 @@ OP_MODULES = (
     "nbdist.ops.nn_norm_ops",
     "nbdist.ops.image_ops",
     "nbdist.ops.lookup_ops",
+    "nbdist.ops.array_ops_scatter",
+    "nbdist.ops.array_ops_partition",
+    "nbdist.ops.array_ops_space",
+    "nbdist.ops.einsum_ops",
+    "nbdist.ops.linalg_ops_matrix",
+    "nbdist.ops.sparse_ops_reorder",
 )
 
 
