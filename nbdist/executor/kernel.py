@@ -44,7 +44,7 @@ KERNEL_MODULES = (
     "parsing_kernels", "reader_kernels", "string_kernels",
     "conv_kernels", "norm_kernels", "image_kernels",
     "lookup_kernels",
-    "scatter_nd_kernels", "partition_kernels", "space_kernels",
+    "scatter_nd_kernels", "partition_kernels", "sequence_kernels", "space_kernels",
     "linalg_decomposition_kernels", "sparse_reorder_kernels",
 )
 

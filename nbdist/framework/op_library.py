@@ -36,6 +36,7 @@ OP_MODULES = (
     "nbdist.ops.lookup_ops",
     "nbdist.ops.array_ops_scatter",
     "nbdist.ops.array_ops_partition",
+    "nbdist.ops.array_ops_sequence",
     "nbdist.ops.array_ops_space",
     "nbdist.ops.einsum_ops",
     "nbdist.ops.linalg_ops_matrix",
