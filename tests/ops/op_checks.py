@@ -1,4 +1,7 @@
-"""The finite-difference oracle for gradients: ``assert_gradients_match``."""
+"""What the op tests share: ``run`` (a fetch in a fresh in-process session),
+``dynamic`` (a value whose shape the graph does not know, so checks happen at run
+time) and the finite-difference oracle for gradients, ``assert_gradients_match``.
+"""
 
 from __future__ import annotations
 
@@ -42,3 +45,13 @@ def assert_gradients_match(build, *values, eps=1e-6, rtol=1e-4, atol=1e-6,
                     num.flat[j] = (hi - lo) / (2 * eps)
                 np.testing.assert_allclose(got[i], num, rtol=rtol, atol=atol,
                                            err_msg=f"gradient of input {i}")
+
+
+def run(fetches, feed=None):
+    with nd.Session() as s:
+        return s.run(fetches, feed)
+
+
+def dynamic(value):
+    """``value`` behind a ``placeholder_with_default`` of unknown shape."""
+    return nd.placeholder_with_default(np.asarray(value), None)

@@ -8,24 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gradient_check import assert_gradients_match
+from op_checks import assert_gradients_match, dynamic, run
 
 import nbdist as nd
 
 
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    with nd.Graph().as_default():
-        yield
-
-
-def run(t, feed=None):
-    with nd.Session() as s:
-        return s.run(t, feed)
-
-
-def dynamic(value):
-    return nd.placeholder_with_default(np.asarray(value), None)
+pytestmark = pytest.mark.usefixtures("graph")
 
 
 def test_dynamic_partition_and_stitch_round_trip():

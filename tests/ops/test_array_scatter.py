@@ -7,22 +7,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gradient_check import assert_gradients_match
+from op_checks import assert_gradients_match, dynamic, run
 
 import nbdist as nd
 
 P = np.arange(24, dtype=np.float64).reshape(2, 3, 4)
 
 
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    with nd.Graph().as_default():
-        yield
-
-
-def run(t, feed=None):
-    with nd.Session() as s:
-        return s.run(t, feed)
+pytestmark = pytest.mark.usefixtures("graph")
 
 
 @pytest.mark.parametrize("indices", [
@@ -47,7 +39,7 @@ def test_gather_nd_batch_dims_and_batch_gather():
 
 
 def test_gather_nd_errors_use_tf_wording():
-    bad = nd.placeholder_with_default(np.array([[0], [5]]), None)
+    bad = dynamic([[0], [5]])
     with pytest.raises(nd.errors.InvalidArgumentError,
                        match=r"indices\[1\] = \[5\] does not index into param "
                              r"shape \[3\]"):
@@ -65,7 +57,7 @@ def test_scatter_nd_sums_repeats_and_checks_shapes():
     with pytest.raises(ValueError, match=r"Dimensions \[0,1\) of indices\[shape="
                                          r"\[2,1\]\] = \[2\] must match"):
         nd.scatter_nd([[0], [1]], [1.0, 2.0, 3.0], [3])
-    bad = nd.placeholder_with_default(np.array([[0], [5]]), None)
+    bad = dynamic([[0], [5]])
     with pytest.raises(nd.errors.InvalidArgumentError,
                        match=r"indices\[1\] = \[5\] does not index into shape "
                              r"\[3\]"):
