@@ -18,7 +18,10 @@ for _m in (
     "nbdist.ops.array_ops_sequence",
     "nbdist.ops.array_ops_space",
     "nbdist.ops.einsum_ops",
-    "nbdist.ops.linalg_ops_matrix",
+    "nbdist.ops.linalg_ops_diag",
+    "nbdist.ops.linalg_ops",
+    "nbdist.ops.linalg_grad",
+    "nbdist.ops.linalg_impl",
 ):
     try:
         _mod = importlib.import_module(_m)

@@ -39,7 +39,8 @@ OP_MODULES = (
     "nbdist.ops.array_ops_sequence",
     "nbdist.ops.array_ops_space",
     "nbdist.ops.einsum_ops",
-    "nbdist.ops.linalg_ops_matrix",
+    "nbdist.ops.linalg_ops_diag",
+    "nbdist.ops.linalg_grad",
     "nbdist.ops.sparse_ops_reorder",
 )
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from nbdist.framework import dtypes
 from nbdist.framework.gradient_registry import NotDifferentiable, register_gradient
 from nbdist.framework.op_def_registry import register_op
-from nbdist.framework.op_util import INDEX, NUMERIC, check_type, fmt_dims, op_scope
+from nbdist.framework.op_util import INDEX, NUMERIC, check_type, op_scope
 from nbdist.framework.ops import convert_to_tensor
 from nbdist.framework.tensor_shape import TensorShape
 from nbdist.ops import array_ops as A
@@ -36,11 +36,7 @@ def _dims_must_match(c, a: TensorShape, b: TensorShape):
     """TF's message when a leading part of ``b`` must equal ``a``."""
     for x, y in zip(a.dims, b.dims):
         if x is not None and y is not None and x != y:
-            shapes = ", ".join(fmt_dims(s.as_list()) if s.rank is not None else "?"
-                               for s in c.input_shapes)
-            raise ValueError(f"Dimensions must be equal, but are {x} and {y} for "
-                             f"'{c.name}' (op: '{c.op_type}') with input shapes: "
-                             f"{shapes}.")
+            raise ValueError(f"Dimensions must be equal, but are {x} and {y}")
 
 
 # -- DynamicPartition -----------------------------------------------------------------

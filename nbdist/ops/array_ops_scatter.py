@@ -70,7 +70,7 @@ def _gather_nd_infer(c):
         raise ValueError(
             f"indices.shape[-1] must be <= params.rank, but saw indices shape: "
             f"{fmt_dims(indices.as_list())} and params shape: "
-            f"{fmt_dims(params.as_list())} for '{c.name}' (op: 'GatherNd')")
+            f"{fmt_dims(params.as_list())}")
     return [(d, indices[:-1].concatenate(params[k:]))]
 
 
@@ -87,7 +87,7 @@ def check_updates_shape(c, indices: TensorShape, updates: TensorShape,
             f"Dimensions [0,{outer}) of indices[shape={fmt_dims(indices.as_list())}]"
             f" = {fmt_dims(lead_i.as_list())} must match dimensions [0,{outer}) of "
             f"updates[shape={fmt_dims(updates.as_list())}] = "
-            f"{fmt_dims(lead_u.as_list())} for '{c.name}' (op: '{c.op_type}')")
+            f"{fmt_dims(lead_u.as_list())}")
     if target.rank is None:
         return target
     k = indices[-1]
@@ -101,8 +101,7 @@ def check_updates_shape(c, indices: TensorShape, updates: TensorShape,
             f"Dimensions [{k},{target.rank}) of input[shape="
             f"{fmt_dims(target.as_list())}] = {fmt_dims(inner_t.as_list())} must "
             f"match dimensions [{outer},{updates.rank}) of updates[shape="
-            f"{fmt_dims(updates.as_list())}] = {fmt_dims(inner_u.as_list())} for "
-            f"'{c.name}' (op: '{c.op_type}')")
+            f"{fmt_dims(updates.as_list())}] = {fmt_dims(inner_u.as_list())}")
     return target
 
 
@@ -146,7 +145,7 @@ def _ref_scatter_infer(c):
             raise ValueError(
                 f"Shapes must be equal rank, or updates must be a scalar: updates "
                 f"shape {fmt_dims(upd.as_list())} is not indices.shape + "
-                f"ref.shape[1:] = {fmt_dims(want.as_list())} for '{c.name}'")
+                f"ref.shape[1:] = {fmt_dims(want.as_list())}")
     return [(c.input_dtypes[0], var)]
 
 
@@ -180,6 +179,8 @@ def leading_coordinates(like, n: int):
     """An int tensor of ``shape(like) + [n]`` whose ``[..., j]`` is each element's
     position along axis ``j`` of ``like`` (j < n): the batch part of an index."""
     s = A.shape(like, out_type=like.dtype.base_dtype)
+    if n == 0:
+        return A.zeros(A.concat([s, [0]], 0), dtype=like.dtype.base_dtype)
     r = like.shape.rank
     axes = []
     for j in range(n):

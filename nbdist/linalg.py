@@ -1,0 +1,93 @@
+"""``nd.linalg``: TF1's ``tf.linalg`` names over nbdist's linear-algebra ops.
+
+>>> import nbdist as nd
+>>> a = [[4.0, 2.0], [2.0, 3.0]]
+>>> with nd.Session() as s:
+...     round(float(s.run(nd.linalg.det(a))), 4)
+8.0
+
+Left out: the ``LinearOperator`` class family (``LinearOperator``,
+``LinearOperatorFullMatrix``, ``LinearOperatorDiag`` ... 21 classes). Each is a
+lazily-evaluated matrix with its own ``matmul``/``solve``/``determinant``
+specialisations, batch-shape algebra and hints (self-adjoint, positive definite,
+...): a framework of its own of several thousand lines in TF, which no TF1
+program in the issue's list uses; every operation they offer is available here
+on dense matrices. ``experimental`` holds ``conjugate_gradient``.
+"""
+
+from __future__ import annotations
+
+import types
+
+from nbdist.ops.clip_ops import global_norm
+from nbdist.ops.einsum_ops import einsum, tensordot
+from nbdist.ops.linalg_impl import (
+    conjugate_gradient,
+    eigh_tridiagonal,
+    logdet,
+    lstsq,
+    lu_matrix_inverse,
+    lu_reconstruct,
+    lu_solve,
+    matrix_rank,
+    matvec,
+    norm,
+    normalize,
+    pinv,
+    tridiagonal_matmul,
+    tridiagonal_solve,
+)
+from nbdist.ops.linalg_impl import cholesky_solve
+from nbdist.ops.linalg_ops import (
+    cholesky,
+    log_matrix_determinant as slogdet,
+    lu,
+    matrix_determinant as det,
+    matrix_exponential as expm,
+    matrix_inverse as inv,
+    matrix_logarithm as logm,
+    matrix_solve as solve,
+    matrix_square_root as sqrtm,
+    matrix_triangular_solve,
+    qr,
+    self_adjoint_eig as eigh,
+    self_adjoint_eigvals as eigvalsh,
+    svd,
+)
+from nbdist.ops.linalg_ops_diag import (
+    adjoint,
+    cross,
+    diag as tensor_diag,
+    diag_part as tensor_diag_part,
+    eye,
+    matrix_band_part as band_part,
+    matrix_diag as diag,
+    matrix_diag_part as diag_part,
+    matrix_set_diag as set_diag,
+    matrix_transpose,
+    trace,
+)
+from nbdist.ops.math_ops import matmul
+from nbdist.ops.nn_ops import l2_normalize
+
+transpose = matrix_transpose
+experimental = types.SimpleNamespace(conjugate_gradient=conjugate_gradient)
+
+
+def triangular_solve(matrix, rhs, lower=True, adjoint=False, name=None):
+    """``X`` with ``matrix @ X = rhs`` for triangular matrices (only the
+    ``lower`` or upper triangle is read; batch dimensions broadcast)."""
+    return matrix_triangular_solve(matrix, rhs, lower=lower, adjoint=adjoint,
+                                   name=name)
+
+
+__all__ = [
+    "adjoint", "band_part", "cholesky", "cholesky_solve", "cross", "det", "diag",
+    "diag_part", "eigh", "eigh_tridiagonal", "eigvalsh", "einsum", "experimental",
+    "expm", "eye", "global_norm", "inv", "l2_normalize", "logdet", "logm", "lstsq",
+    "lu", "lu_matrix_inverse", "lu_reconstruct", "lu_solve", "matmul",
+    "matrix_rank", "matrix_transpose", "matvec", "norm", "normalize", "pinv", "qr",
+    "set_diag", "slogdet", "solve", "sqrtm", "svd", "tensor_diag",
+    "tensor_diag_part", "tensordot", "trace", "transpose", "triangular_solve",
+    "tridiagonal_matmul", "tridiagonal_solve",
+]
