@@ -1,0 +1,149 @@
+"""NumPy kernels of ``nbdist.ops.array_ops_space``: space/batch and
+space/depth rearrangements and ``ExtractImagePatches``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nbdist.executor.kernel import register_kernel
+from nbdist.executor.kernels.kernel_util import fmt, ints, op_error
+from nbdist.ops import array_ops_space  # noqa: F401  (registers the ops)
+from nbdist.ops.array_ops_space import patch_geometry
+
+
+def _block_args(node, x, block_shape, amounts, what):
+    block = ints(block_shape)
+    pads = np.asarray(amounts, np.int64).reshape(-1, 2) if np.size(amounts) else (
+        np.zeros((0, 2), np.int64))
+    m = len(block)
+    if x.ndim < m + 1:
+        raise op_error(node, f"input rank should be >= {m + 1} instead of {x.ndim}")
+    if pads.shape[0] != m:
+        raise op_error(node, f"{what} should have shape [{m}, 2] instead of "
+                             f"{fmt(pads.shape)}")
+    if any(b < 1 for b in block) or (pads < 0).any():
+        raise op_error(node, f"block_shape must be positive and {what} "
+                             "non-negative")
+    return block, pads
+
+
+@register_kernel("SpaceToBatchND")
+def space_to_batch_kernel(node):
+    def compute(step, x, block_shape, paddings):
+        x = np.asarray(x)
+        block, pads = _block_args(node, x, block_shape, paddings, "paddings")
+        m = len(block)
+        padded = np.pad(x, [(0, 0)] + pads.tolist() + [(0, 0)] * (x.ndim - 1 - m))
+        for i, b in enumerate(block):
+            if padded.shape[1 + i] % b:
+                raise op_error(node, f"padded_shape[{i}]={padded.shape[1 + i]} is "
+                                     f"not divisible by block_shape[{i}]={b}")
+        batch, rest = padded.shape[0], padded.shape[1 + m:]
+        split = [batch]
+        for i, b in enumerate(block):
+            split += [padded.shape[1 + i] // b, b]
+        y = padded.reshape(split + list(rest))
+        perm = ([2 + 2 * i for i in range(m)] + [0] + [1 + 2 * i for i in range(m)]
+                + list(range(1 + 2 * m, y.ndim)))
+        y = y.transpose(perm)
+        return y.reshape([batch * int(np.prod(block))]
+                         + [padded.shape[1 + i] // b for i, b in enumerate(block)]
+                         + list(rest))
+
+    return compute
+
+
+@register_kernel("BatchToSpaceND")
+def batch_to_space_kernel(node):
+    def compute(step, x, block_shape, crops):
+        x = np.asarray(x)
+        block, crop = _block_args(node, x, block_shape, crops, "crops")
+        m = len(block)
+        prod = int(np.prod(block))
+        if x.shape[0] % prod:
+            raise op_error(node, f"Input batch dimension ({x.shape[0]}) is not "
+                                 f"divisible by product of block sizes ({prod})")
+        batch, space, rest = x.shape[0] // prod, x.shape[1:1 + m], x.shape[1 + m:]
+        y = x.reshape(list(block) + [batch] + list(space) + list(rest))
+        perm = [m]
+        for i in range(m):
+            perm += [m + 1 + i, i]
+        perm += list(range(2 * m + 1, y.ndim))
+        y = y.transpose(perm).reshape(
+            [batch] + [s * b for s, b in zip(space, block)] + list(rest))
+        at = [slice(None)]
+        for i, (s, b) in enumerate(zip(space, block)):
+            size = s * b - crop[i, 0] - crop[i, 1]
+            if size < 0:
+                raise op_error(node, f"cropped_shape[{i}]={size} must be "
+                                     "non-negative")
+            at.append(slice(int(crop[i, 0]), int(crop[i, 0]) + size))
+        return np.ascontiguousarray(y[tuple(at)])
+
+    return compute
+
+
+@register_kernel("SpaceToDepth")
+def space_to_depth_kernel(node):
+    b = node.attrs["block_size"]
+
+    def compute(step, x):
+        x = np.asarray(x)
+        if x.ndim != 4:
+            raise op_error(node, f"Input rank should be: 4 instead of: {x.ndim}")
+        n, h, w, c = x.shape
+        if h % b or w % b:
+            raise op_error(node, f"Image width {w} and height {h} should be "
+                                 f"divisible by block_size: {b}")
+        y = x.reshape(n, h // b, b, w // b, b, c).transpose(0, 1, 3, 2, 4, 5)
+        return y.reshape(n, h // b, w // b, b * b * c)
+
+    return compute
+
+
+@register_kernel("DepthToSpace")
+def depth_to_space_kernel(node):
+    b = node.attrs["block_size"]
+
+    def compute(step, x):
+        x = np.asarray(x)
+        if x.ndim != 4:
+            raise op_error(node, f"Input rank should be: 4 instead of: {x.ndim}")
+        n, h, w, c = x.shape
+        if c % (b * b):
+            raise op_error(node, f"Input depth dimension {c} should be divisible "
+                                 f"by: {b * b}")
+        y = x.reshape(n, h, w, b, b, c // (b * b)).transpose(0, 1, 3, 2, 4, 5)
+        return y.reshape(n, h * b, w * b, c // (b * b))
+
+    return compute
+
+
+@register_kernel("ExtractImagePatches")
+def extract_patches_kernel(node):
+    a = node.attrs
+    kr, kc = a["ksizes"][1], a["ksizes"][2]
+    sr, sc = a["strides"][1], a["strides"][2]
+    rr, rc = a["rates"][1], a["rates"][2]
+    pad = a["padding"].decode() if isinstance(a["padding"], bytes) else a["padding"]
+
+    def compute(step, x):
+        x = np.asarray(x)
+        if x.ndim != 4:
+            raise op_error(node, f"input must be 4-dimensional, got {fmt(x.shape)}")
+        n, h, w, c = x.shape
+        oh, top = patch_geometry(h, kr, sr, rr, pad)
+        ow, left = patch_geometry(w, kc, sc, rc, pad)
+        out = np.zeros((n, oh, ow, kr, kc, c), x.dtype)
+        for i in range(kr):
+            rows = np.arange(oh) * sr + i * rr - top
+            ok_r = (rows >= 0) & (rows < h)
+            for j in range(kc):
+                cols = np.arange(ow) * sc + j * rc - left
+                ok_c = (cols >= 0) & (cols < w)
+                block = x[:, np.clip(rows, 0, h - 1)][:, :, np.clip(cols, 0, w - 1)]
+                mask = (ok_r[:, None] & ok_c[None, :])[None, :, :, None]
+                out[:, :, :, i, j] = np.where(mask, block, 0)
+        return out.reshape(n, oh, ow, kr * kc * c)
+
+    return compute
