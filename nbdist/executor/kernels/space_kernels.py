@@ -83,40 +83,35 @@ def batch_to_space_kernel(node):
     return compute
 
 
-@register_kernel("SpaceToDepth")
-def space_to_depth_kernel(node):
-    b = node.attrs["block_size"]
+def _depth_kernel(to_depth: bool):
+    def factory(node):
+        b = node.attrs["block_size"]
 
-    def compute(step, x):
-        x = np.asarray(x)
-        if x.ndim != 4:
-            raise op_error(node, f"Input rank should be: 4 instead of: {x.ndim}")
-        n, h, w, c = x.shape
-        if h % b or w % b:
-            raise op_error(node, f"Image width {w} and height {h} should be "
-                                 f"divisible by block_size: {b}")
-        y = x.reshape(n, h // b, b, w // b, b, c).transpose(0, 1, 3, 2, 4, 5)
-        return y.reshape(n, h // b, w // b, b * b * c)
+        def compute(step, x):
+            x = np.asarray(x)
+            if x.ndim != 4:
+                raise op_error(node, f"Input rank should be: 4 instead of: "
+                                     f"{x.ndim}")
+            n, h, w, c = x.shape
+            if to_depth:
+                if h % b or w % b:
+                    raise op_error(node, f"Image width {w} and height {h} should be "
+                                         f"divisible by block_size: {b}")
+                y = x.reshape(n, h // b, b, w // b, b, c).transpose(0, 1, 3, 2, 4, 5)
+                return y.reshape(n, h // b, w // b, b * b * c)
+            if c % (b * b):
+                raise op_error(node, f"Input depth dimension {c} should be "
+                                     f"divisible by: {b * b}")
+            y = x.reshape(n, h, w, b, b, c // (b * b)).transpose(0, 1, 3, 2, 4, 5)
+            return y.reshape(n, h * b, w * b, c // (b * b))
 
-    return compute
+        return compute
+
+    return factory
 
 
-@register_kernel("DepthToSpace")
-def depth_to_space_kernel(node):
-    b = node.attrs["block_size"]
-
-    def compute(step, x):
-        x = np.asarray(x)
-        if x.ndim != 4:
-            raise op_error(node, f"Input rank should be: 4 instead of: {x.ndim}")
-        n, h, w, c = x.shape
-        if c % (b * b):
-            raise op_error(node, f"Input depth dimension {c} should be divisible "
-                                 f"by: {b * b}")
-        y = x.reshape(n, h, w, b, b, c // (b * b)).transpose(0, 1, 3, 2, 4, 5)
-        return y.reshape(n, h * b, w * b, c // (b * b))
-
-    return compute
+register_kernel("SpaceToDepth")(_depth_kernel(True))
+register_kernel("DepthToSpace")(_depth_kernel(False))
 
 
 @register_kernel("ExtractImagePatches")
