@@ -203,6 +203,10 @@ def __getattr__(name):
         "tables_initializer": ("nbdist.lookup", "tables_initializer"),
         "initialize_all_tables": ("nbdist.lookup", "tables_initializer"),
         "string_to_hash_bucket_fast": ("nbdist.lookup", "string_to_hash_bucket_fast"),
+        "SparseConditionalAccumulator": ("nbdist.ops.accumulator_ops",
+                                         "SparseConditionalAccumulator"),
+        "convert_to_tensor_or_sparse_tensor": ("nbdist.framework.sparse_tensor",
+                                               "convert_to_tensor_or_sparse_tensor"),
     }
     if name in lazy:
         target = lazy[name]

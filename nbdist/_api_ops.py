@@ -22,6 +22,8 @@ for _m in (
     "nbdist.ops.linalg_ops",
     "nbdist.ops.linalg_grad",
     "nbdist.ops.linalg_impl",
+    "nbdist.ops.sparse_ops_transform",
+    "nbdist.ops.sparse_ops_derived",
 ):
     try:
         _mod = importlib.import_module(_m)

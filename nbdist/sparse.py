@@ -5,20 +5,52 @@
 >>> with nd.Session() as s:
 ...     s.run(nd.sparse.to_dense(sp)).tolist()
 [[0.0, 5.0], [0.0, 0.0]]
+
+Left out: ``cross``, ``cross_hashed`` (feature crosses with TF's fingerprint
+hashing) and ``bincount``.
 """
 
 from __future__ import annotations
 
+from nbdist.framework.sparse_tensor import (
+    SparseTensor,
+    SparseTensorValue,
+    sparse_placeholder,
+)
+from nbdist.ops.accumulator_ops import SparseConditionalAccumulator
 from nbdist.ops.sparse_ops import (
     sparse_concat,
     sparse_reduce_sum,
     sparse_tensor_dense_matmul,
     sparse_tensor_to_dense,
 )
-from nbdist.framework.sparse_tensor import (
-    SparseTensor,
-    SparseTensorValue,
-    sparse_placeholder,
+from nbdist.ops.sparse_ops_derived import (
+    expand_dims,
+    eye,
+    from_dense,
+    sparse_mask as mask,
+    sparse_merge as merge,
+    sparse_reset_shape as reset_shape,
+    sparse_retain as retain,
+    sparse_segment_mean as segment_mean,
+    sparse_segment_sqrt_n as segment_sqrt_n,
+    sparse_segment_sum as segment_sum,
+    sparse_to_indicator as to_indicator,
+    sparse_transpose as transpose,
+)
+from nbdist.ops.sparse_ops_transform import (
+    sparse_add as add,
+    sparse_fill_empty_rows as fill_empty_rows,
+    sparse_maximum as maximum,
+    sparse_minimum as minimum,
+    sparse_reduce_max as reduce_max,
+    sparse_reduce_max_sparse as reduce_max_sparse,
+    sparse_reduce_sum_sparse as reduce_sum_sparse,
+    sparse_reorder as reorder,
+    sparse_reshape as reshape,
+    sparse_slice as slice,  # noqa: A004 - TF's name
+    sparse_softmax as softmax,
+    sparse_split as split,
 )
 
 to_dense = sparse_tensor_to_dense
@@ -35,12 +67,11 @@ def concat(axis, sp_inputs, expand_nonconcat_dims=False, name=None):
 
 
 __all__ = [
-    "SparseTensor",
-    "SparseTensorValue",
-    "concat",
-    "matmul",
-    "placeholder",
-    "reduce_sum",
-    "sparse_dense_matmul",
-    "to_dense",
+    "SparseConditionalAccumulator", "SparseTensor", "SparseTensorValue", "add",
+    "concat", "expand_dims", "eye", "fill_empty_rows", "from_dense", "mask",
+    "matmul", "maximum", "merge", "minimum", "placeholder", "reduce_max",
+    "reduce_max_sparse", "reduce_sum", "reduce_sum_sparse", "reorder",
+    "reset_shape", "reshape", "retain", "segment_mean", "segment_sqrt_n",
+    "segment_sum", "slice", "softmax", "sparse_dense_matmul", "split", "to_dense",
+    "to_indicator", "transpose",
 ]

@@ -45,7 +45,7 @@ KERNEL_MODULES = (
     "conv_kernels", "norm_kernels", "image_kernels",
     "lookup_kernels",
     "scatter_nd_kernels", "partition_kernels", "sequence_kernels", "space_kernels",
-    "matrix_diag_kernels", "einsum_kernels", "sparse_reorder_kernels",
+    "matrix_diag_kernels", "einsum_kernels", "sparse_transform_kernels",
 )
 
 _loaded = False

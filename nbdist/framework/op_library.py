@@ -41,7 +41,8 @@ OP_MODULES = (
     "nbdist.ops.einsum_ops",
     "nbdist.ops.linalg_ops_diag",
     "nbdist.ops.linalg_grad",
-    "nbdist.ops.sparse_ops_reorder",
+    "nbdist.ops.sparse_ops_transform",
+    "nbdist.ops.sparse_ops_derived",
 )
 
 

@@ -31,6 +31,8 @@ def assert_gradients_match(build, *values, eps=1e-6, rtol=1e-4, atol=1e-6,
             loss = nd.add_n([nd.reduce_sum(y * w) for y, w in zip(ys, ws)])
             grads = nd.gradients(loss, xs)
             assert all(g is not None for g in grads), grads
+            grads = [nd.unsorted_segment_sum(g.values, g.indices, g.dense_shape[0])
+                     if isinstance(g, nd.IndexedSlices) else g for g in grads]
             got = s.run(grads, dict(zip(xs, values)))
             for i, v in enumerate(values):
                 num = np.zeros_like(v)
