@@ -24,6 +24,7 @@ for _m in (
     "nbdist.ops.linalg_impl",
     "nbdist.ops.sparse_ops_transform",
     "nbdist.ops.sparse_ops_derived",
+    "nbdist.ops.array_ops_shape_utils",
 ):
     try:
         _mod = importlib.import_module(_m)

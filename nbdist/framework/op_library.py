@@ -43,6 +43,7 @@ OP_MODULES = (
     "nbdist.ops.linalg_grad",
     "nbdist.ops.sparse_ops_transform",
     "nbdist.ops.sparse_ops_derived",
+    "nbdist.ops.array_ops_shape_utils",
 )
 
 

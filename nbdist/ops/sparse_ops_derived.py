@@ -1,8 +1,9 @@
 """Sparse ops built from other ops (so differentiable where those are):
 ``sparse_retain``, ``sparse_transpose``, ``sparse_reset_shape``,
 ``sparse_merge``, ``sparse_to_indicator``, ``sparse_mask`` (on
-``IndexedSlices``), ``sparse_segment_sum/mean/sqrt_n``, ``sparse_matmul``, and
-``nd.sparse``'s ``expand_dims``, ``eye`` and ``from_dense``.
+``IndexedSlices``), ``sparse_matmul``, and ``nd.sparse``'s ``expand_dims``,
+``eye``, ``from_dense`` and ``segment_sum/mean/sqrt_n`` (the top-level
+``sparse_segment_*`` names are the math ops').
 
 >>> import nbdist as nd
 >>> sp = nd.SparseTensor([[0, 0], [1, 2]], [1.0, 2.0], [2, 3])
@@ -30,9 +31,6 @@ __all__ = [
     "sparse_merge",
     "sparse_reset_shape",
     "sparse_retain",
-    "sparse_segment_mean",
-    "sparse_segment_sqrt_n",
-    "sparse_segment_sum",
     "sparse_to_indicator",
     "sparse_transpose",
 ]

@@ -90,9 +90,9 @@ def test_split_fill_softmax_reduce_max_indicator_match_tf():
 
 def test_segments_mask_and_dense_add():
     data = np.array([[1.0, 2], [3, 4], [5, 6]])
-    assert run(nd.sparse_segment_sum(data, [0, 2, 2], [0, 0, 1])).tolist() == [
+    assert run(nd.sparse.segment_sum(data, [0, 2, 2], [0, 0, 1])).tolist() == [
         [6, 8], [5, 6]]
-    assert run(nd.sparse_segment_mean(data, [0, 2, 2], [0, 0, 2])).tolist() == [
+    assert run(nd.sparse.segment_mean(data, [0, 2, 2], [0, 0, 2])).tolist() == [
         [3, 4], [0, 0], [5, 6]]
     np.testing.assert_allclose(run(nd.sparse.segment_sqrt_n(data, [0, 2, 2],
                                                             [0, 0, 2])),
@@ -135,7 +135,7 @@ def _sp(values, ind=IND, shape=(3, 3)):
     (lambda v, d: nd.sparse.add(_sp(v), d), [(4,), (3, 3)]),
     (lambda v: nd.sparse_retain(_sp(v), [True, False, True, True]).values, [(4,)]),
     (lambda v: nd.sparse.to_dense(nd.sparse_transpose(_sp(v))), [(4,)]),
-    (lambda d: nd.sparse_segment_mean(d, [0, 2, 2], [0, 0, 1]), [(3, 2)]),
+    (lambda d: nd.sparse.segment_mean(d, [0, 2, 2], [0, 0, 1]), [(3, 2)]),
 ], ids=["reorder", "softmax", "fill_empty_rows", "add", "add_dense", "retain",
         "transpose", "segment_mean"])
 def test_gradients_match_finite_differences(build, shapes):
