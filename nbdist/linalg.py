@@ -6,13 +6,9 @@
 ...     round(float(s.run(nd.linalg.det(a))), 4)
 8.0
 
-Left out: the ``LinearOperator`` class family (``LinearOperator``,
-``LinearOperatorFullMatrix``, ``LinearOperatorDiag`` ... 21 classes). Each is a
-lazily-evaluated matrix with its own ``matmul``/``solve``/``determinant``
-specialisations, batch-shape algebra and hints (self-adjoint, positive definite,
-...): a framework of its own of several thousand lines in TF, which no TF1
-program in the issue's list uses; every operation they offer is available here
-on dense matrices. ``experimental`` holds ``conjugate_gradient``.
+The ``LinearOperator`` classes answer from their dense form where their
+structure gives no cheaper way (``nbdist.ops.linear_operator``).
+``experimental`` holds ``conjugate_gradient``.
 """
 
 from __future__ import annotations
@@ -67,6 +63,10 @@ from nbdist.ops.linalg_ops_diag import (
     matrix_transpose,
     trace,
 )
+from nbdist.ops.linear_operator import *  # noqa: F403 (the operator classes)
+from nbdist.ops.linear_operator import __all__ as _operators
+from nbdist.ops.linear_operator_structured import *  # noqa: F403
+from nbdist.ops.linear_operator_structured import __all__ as _structured
 from nbdist.ops.math_ops import matmul
 from nbdist.ops.nn_ops import l2_normalize
 
@@ -90,4 +90,4 @@ __all__ = [
     "set_diag", "slogdet", "solve", "sqrtm", "svd", "tensor_diag",
     "tensor_diag_part", "tensordot", "trace", "transpose", "triangular_solve",
     "tridiagonal_matmul", "tridiagonal_solve",
-]
+] + _operators + _structured
