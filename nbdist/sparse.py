@@ -5,9 +5,6 @@
 >>> with nd.Session() as s:
 ...     s.run(nd.sparse.to_dense(sp)).tolist()
 [[0.0, 5.0], [0.0, 0.0]]
-
-Left out: ``cross``, ``cross_hashed`` (feature crosses with TF's fingerprint
-hashing) and ``bincount``.
 """
 
 from __future__ import annotations
@@ -23,6 +20,11 @@ from nbdist.ops.sparse_ops import (
     sparse_reduce_sum,
     sparse_tensor_dense_matmul,
     sparse_tensor_to_dense,
+)
+from nbdist.ops.sparse_ops_cross import (
+    sparse_bincount as bincount,
+    sparse_cross as cross,
+    sparse_cross_hashed as cross_hashed,
 )
 from nbdist.ops.sparse_ops_derived import (
     expand_dims,
@@ -68,6 +70,7 @@ def concat(axis, sp_inputs, expand_nonconcat_dims=False, name=None):
 
 __all__ = [
     "SparseConditionalAccumulator", "SparseTensor", "SparseTensorValue", "add",
+    "bincount", "cross", "cross_hashed",
     "concat", "expand_dims", "eye", "fill_empty_rows", "from_dense", "mask",
     "matmul", "maximum", "merge", "minimum", "placeholder", "reduce_max",
     "reduce_max_sparse", "reduce_sum", "reduce_sum_sparse", "reorder",

@@ -44,6 +44,7 @@ OP_MODULES = (
     "nbdist.ops.sparse_ops_transform",
     "nbdist.ops.sparse_ops_derived",
     "nbdist.ops.array_ops_shape_utils",
+    "nbdist.ops.sparse_ops_cross",
 )
 
 

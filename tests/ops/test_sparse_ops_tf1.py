@@ -155,10 +155,32 @@ TF1_SPARSE = [
     'segment_sum', 'slice', 'softmax', 'sparse_dense_matmul', 'split', 'to_dense',
     'to_indicator', 'transpose',
 ]
-# Left out, with the reason in nbdist/sparse.py's docstring.
-LEFT_OUT = {"bincount", "cross", "cross_hashed"}
 
 
 def test_every_tf1_sparse_name_resolves():
-    missing = {n for n in TF1_SPARSE if not hasattr(nd.sparse, n)}
-    assert missing == LEFT_OUT
+    assert [n for n in TF1_SPARSE if not hasattr(nd.sparse, n)] == []
+
+
+def test_cross_and_cross_hashed_match_tf():
+    a = nd.SparseTensor([[0, 0], [1, 0]], ["a", "b"], [2, 1])
+    b = nd.SparseTensor([[0, 0], [0, 1], [1, 0]], ["x", "y", "z"], [2, 2])
+    assert parts(run(nd.sparse.cross([a, b]))) == (
+        [[0, 0], [0, 1], [1, 0]], [b"a_X_x", b"a_X_y", b"b_X_z"], [2, 2])
+    # tf.compat.v1.sparse.cross_hashed gives [92, 47, 60] and, for int and dense
+    # string features, [859, 604].
+    assert run(nd.sparse.cross_hashed([a, b], num_buckets=100)).values.tolist() == [
+        92, 47, 60]
+    mixed = [nd.constant([[1], [2]], nd.int64), nd.constant([["x"], ["y"]])]
+    assert run(nd.sparse.cross_hashed(mixed, num_buckets=1000)).values.tolist() == [
+        859, 604]
+
+
+def test_bincount_matches_tf():
+    x = [[1, 2, 2], [0, 0, 3]]
+    assert parts(run(nd.sparse.bincount(x))) == ([[0], [1], [2], [3]], [2, 1, 2, 1],
+                                                 [4])
+    got = run(nd.sparse.bincount(x, weights=[[1.0, 2, 3], [4, 5, 6]], axis=-1))
+    assert parts(got) == ([[0, 1], [0, 2], [1, 0], [1, 3]], [1.0, 5.0, 9.0, 6.0],
+                          [2, 4])
+    got = run(nd.sparse.bincount(x, axis=-1, binary_output=True, minlength=6))
+    assert parts(got) == ([[0, 1], [0, 2], [1, 0], [1, 3]], [1, 1, 1, 1], [2, 6])
