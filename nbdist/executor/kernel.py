@@ -46,7 +46,7 @@ KERNEL_MODULES = (
     "lookup_kernels",
     "scatter_nd_kernels", "partition_kernels", "sequence_kernels", "space_kernels",
     "matrix_diag_kernels", "einsum_kernels", "sparse_transform_kernels",
-    "shape_utils_kernels", "sparse_cross_kernels",
+    "shape_utils_kernels", "sparse_cross_kernels", "set_kernels",
 )
 
 _loaded = False

@@ -45,6 +45,7 @@ OP_MODULES = (
     "nbdist.ops.sparse_ops_derived",
     "nbdist.ops.array_ops_shape_utils",
     "nbdist.ops.sparse_ops_cross",
+    "nbdist.ops.sets_ops",
 )
 
 

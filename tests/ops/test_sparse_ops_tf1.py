@@ -184,3 +184,19 @@ def test_bincount_matches_tf():
                           [2, 4])
     got = run(nd.sparse.bincount(x, axis=-1, binary_output=True, minlength=6))
     assert parts(got) == ([[0, 1], [0, 2], [1, 0], [1, 3]], [1, 1, 1, 1], [2, 6])
+
+
+def test_sets_match_tf():
+    a, b = [[1, 2, 3], [4, 5, 6]], [[2, 3, 7], [6, 6, 6]]
+    # Each result is tf.compat.v1.sets' for the same inputs.
+    assert parts(run(nd.sets.intersection(a, b))) == (
+        [[0, 0], [0, 1], [1, 0]], [2, 3, 6], [2, 2])
+    assert parts(run(nd.sets.union(a, nd.sparse.from_dense(b)))) == (
+        [[0, 0], [0, 1], [0, 2], [0, 3], [1, 0], [1, 1], [1, 2]],
+        [1, 2, 3, 7, 4, 5, 6], [2, 4])
+    assert parts(run(nd.sets.difference(a, b))) == ([[0, 0], [1, 0], [1, 1]],
+                                                    [1, 4, 5], [2, 2])
+    assert parts(run(nd.sets.set_difference(a, b, aminusb=False))) == (
+        [[0, 0]], [7], [2, 1])
+    assert run(nd.sets.size(nd.sparse.from_dense([[1, 1, 0], [3, 4, 5]]))).tolist() \
+        == [1, 3]
