@@ -1,7 +1,7 @@
 """Ops that trade spatial positions for batch entries or channels:
 ``SpaceToBatchND``/``BatchToSpaceND`` (and TF1's 4-D ``space_to_batch`` /
 ``batch_to_space``), ``SpaceToDepth``/``DepthToSpace`` (NHWC), and
-``ExtractImagePatches``. Each gradient is the inverse op (for patches, a sum of
+``ExtractImagePatches``/``ExtractVolumePatches``. Each gradient is the inverse op (for patches, a sum of
 the patch gradients back onto the pixels they were read from).
 
 The kernels are in ``nbdist/executor/kernels/space_kernels.py``.
@@ -32,6 +32,7 @@ __all__ = [
     "batch_to_space_nd",
     "depth_to_space",
     "extract_image_patches",
+    "extract_volume_patches",
     "required_space_to_batch_paddings",
     "space_to_batch",
     "space_to_batch_nd",
@@ -322,3 +323,39 @@ def _patches_grad(op, grad):
     summed = unsorted_segment_sum(A.transpose(per_read, [1, 0, 2]), ids, h * w + 1)
     image = A.reshape(summed[1:], A.stack([h, w, n, ch]))
     return [A.transpose(image, [2, 0, 1, 3])]
+
+
+def _volume_patches_infer(c):
+    x = c.shape(0)
+    ks, st = list(c.attr("ksizes")), list(c.attr("strides"))
+    if len(ks) != 5 or len(st) != 5 or ks[0] != 1 or ks[4] != 1:
+        raise ValueError(f"ksizes and strides must be [1, p, r, c, 1], got {ks} "
+                         f"and {st}")
+    pad = c.attr("padding")
+    pad = pad.decode() if isinstance(pad, bytes) else pad
+    if x.rank is None:
+        return [(c.dtype(0), TensorShape([None] * 5))]
+    if x.rank != 5:
+        raise ValueError(f"Shape must be rank 5 but is rank {x.rank}")
+    dims = x.as_list()
+    out = [None if d is None else patch_geometry(d, k, s, 1, pad)[0]
+           for d, k, s in zip(dims[1:4], ks[1:4], st[1:4])]
+    depth = None if dims[4] is None else ks[1] * ks[2] * ks[3] * dims[4]
+    return [(c.dtype(0), TensorShape([dims[0]] + out + [depth]))]
+
+
+register_op("ExtractVolumePatches", _volume_patches_infer,
+            attrs={"T": ("type", None), "ksizes": ("list(int)", None),
+                   "strides": ("list(int)", None), "padding": ("string", None)},
+            num_inputs=1)
+
+
+def extract_volume_patches(input, ksizes, strides, padding, name=None):  # noqa: A002
+    """The 3-D form of :func:`extract_image_patches` (NDHWC, no rates)."""
+    with op_scope(name, "ExtractVolumePatches", [input]) as (g, scope):
+        x = convert_to_tensor(input, name="input")
+        return g.create_op("ExtractVolumePatches", [x],
+                           {"T": x.dtype.base_dtype,
+                            "ksizes": [int(v) for v in ksizes],
+                            "strides": [int(v) for v in strides],
+                            "padding": padding}, name=scope).outputs[0]

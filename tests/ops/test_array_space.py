@@ -100,3 +100,16 @@ def test_extract_image_patches_matches_tf():
 ], ids=["s2d", "d2s", "s2b", "b2s", "patches"])
 def test_gradients_match_finite_differences(build, shape):
     assert_gradients_match(build, np.random.default_rng(3).standard_normal(shape))
+
+
+def test_extract_volume_patches_matches_tf():
+    x = np.arange(2 * 3 * 4 * 5 * 2, dtype=np.float32).reshape(2, 3, 4, 5, 2)
+    valid = nd.extract_volume_patches(x, [1, 2, 2, 3, 1], [1, 1, 2, 2, 1], "VALID")
+    same = nd.extract_volume_patches(x, [1, 2, 2, 3, 1], [1, 1, 2, 2, 1], "SAME")
+    assert valid.shape.as_list() == [2, 2, 2, 2, 24]
+    assert same.shape.as_list() == [2, 3, 2, 3, 24]
+    v, s = run([valid, same])
+    # The slices TF 2.21 gives for the same call.
+    assert v[1, 0, 1, 1, :8].tolist() == [144, 145, 146, 147, 148, 149, 154, 155]
+    assert s[1, 0, 1, 1, :8].tolist() == [142, 143, 144, 145, 146, 147, 152, 153]
+    assert s[0, -1, -1, -1, -6:].tolist() == [0] * 6

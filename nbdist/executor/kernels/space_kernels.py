@@ -3,6 +3,8 @@ space/depth rearrangements and ``ExtractImagePatches``."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from nbdist.executor.kernel import register_kernel
@@ -114,31 +116,48 @@ register_kernel("SpaceToDepth")(_depth_kernel(True))
 register_kernel("DepthToSpace")(_depth_kernel(False))
 
 
-@register_kernel("ExtractImagePatches")
-def extract_patches_kernel(node):
-    a = node.attrs
-    kr, kc = a["ksizes"][1], a["ksizes"][2]
-    sr, sc = a["strides"][1], a["strides"][2]
-    rr, rc = a["rates"][1], a["rates"][2]
-    pad = a["padding"].decode() if isinstance(a["padding"], bytes) else a["padding"]
+def extract_patches(x, ksizes, strides, rates, padding):
+    """The patches of ``x`` (``[N, *spatial, D]``) flattened into the last
+    dimension, in kernel-position-major, channel-minor order."""
+    spatial = x.shape[1:-1]
+    geometry = [patch_geometry(size, k, s, r, padding)
+                for size, k, s, r in zip(spatial, ksizes, strides, rates)]
+    out_sizes = [g[0] for g in geometry]
+    out = np.zeros((x.shape[0], *out_sizes, *ksizes, x.shape[-1]), x.dtype)
+    for pos in itertools.product(*[range(k) for k in ksizes]):
+        block, ok = x, np.ones(out_sizes, bool)
+        for d, (p, (n_out, before)) in enumerate(zip(pos, geometry)):
+            at = np.arange(n_out) * strides[d] + p * rates[d] - before
+            valid = (at >= 0) & (at < spatial[d])
+            block = np.take(block, np.clip(at, 0, spatial[d] - 1), axis=1 + d)
+            shape = [1] * len(spatial)
+            shape[d] = n_out
+            ok = ok & valid.reshape(shape)
+        out[(slice(None),) * (1 + len(spatial)) + pos] = np.where(
+            ok[None, ..., None], block, 0)
+    return out.reshape(x.shape[0], *out_sizes, -1)
 
-    def compute(step, x):
-        x = np.asarray(x)
-        if x.ndim != 4:
-            raise op_error(node, f"input must be 4-dimensional, got {fmt(x.shape)}")
-        n, h, w, c = x.shape
-        oh, top = patch_geometry(h, kr, sr, rr, pad)
-        ow, left = patch_geometry(w, kc, sc, rc, pad)
-        out = np.zeros((n, oh, ow, kr, kc, c), x.dtype)
-        for i in range(kr):
-            rows = np.arange(oh) * sr + i * rr - top
-            ok_r = (rows >= 0) & (rows < h)
-            for j in range(kc):
-                cols = np.arange(ow) * sc + j * rc - left
-                ok_c = (cols >= 0) & (cols < w)
-                block = x[:, np.clip(rows, 0, h - 1)][:, :, np.clip(cols, 0, w - 1)]
-                mask = (ok_r[:, None] & ok_c[None, :])[None, :, :, None]
-                out[:, :, :, i, j] = np.where(mask, block, 0)
-        return out.reshape(n, oh, ow, kr * kc * c)
 
-    return compute
+def _patches_kernel(rank: int):
+    def factory(node):
+        a = node.attrs
+        ksizes = list(a["ksizes"][1:-1])
+        strides = list(a["strides"][1:-1])
+        rates = list(a["rates"][1:-1]) if "rates" in a else [1] * rank
+        pad = a["padding"].decode() if isinstance(a["padding"], bytes) else (
+            a["padding"])
+
+        def compute(step, x):
+            x = np.asarray(x)
+            if x.ndim != rank + 2:
+                raise op_error(node, f"input must be {rank + 2}-dimensional, got "
+                                     f"{fmt(x.shape)}")
+            return extract_patches(x, ksizes, strides, rates, pad)
+
+        return compute
+
+    return factory
+
+
+register_kernel("ExtractImagePatches")(_patches_kernel(2))
+register_kernel("ExtractVolumePatches")(_patches_kernel(3))
