@@ -207,6 +207,13 @@ def __getattr__(name):
                                          "SparseConditionalAccumulator"),
         "convert_to_tensor_or_sparse_tensor": ("nbdist.framework.sparse_tensor",
                                                "convert_to_tensor_or_sparse_tensor"),
+        "map_fn": ("nbdist.ops.map_fn", "map_fn"),
+        "scan": ("nbdist.ops.map_fn", "scan"),
+        "foldl": ("nbdist.ops.map_fn", "foldl"),
+        "foldr": ("nbdist.ops.map_fn", "foldr"),
+        "py_func": ("nbdist.ops.script_ops", "py_func"),
+        "numpy_function": ("nbdist.ops.script_ops", "numpy_function"),
+        "Print": ("nbdist.ops.logging_ops", "Print"),
     }
     if name in lazy:
         target = lazy[name]

@@ -25,6 +25,12 @@ for _m in (
     "nbdist.ops.sparse_ops_transform",
     "nbdist.ops.sparse_ops_derived",
     "nbdist.ops.array_ops_shape_utils",
+    "nbdist.ops.elementary_math_ops",
+    "nbdist.ops.special_math_ops",
+    "nbdist.ops.segment_ops",
+    "nbdist.ops.cumulative_ops",
+    "nbdist.ops.sort_ops",
+    "nbdist.ops.statistics_ops",
 ):
     try:
         _mod = importlib.import_module(_m)

@@ -46,6 +46,15 @@ OP_MODULES = (
     "nbdist.ops.array_ops_shape_utils",
     "nbdist.ops.sparse_ops_cross",
     "nbdist.ops.sets_ops",
+    "nbdist.ops.elementary_math_ops",
+    "nbdist.ops.special_math_ops",
+    "nbdist.ops.segment_ops",
+    "nbdist.ops.cumulative_ops",
+    "nbdist.ops.statistics_ops",
+    "nbdist.ops.sobol_ops",
+    "nbdist.ops.candidate_sampling_ops",
+    "nbdist.ops.script_ops",
+    "nbdist.ops.logging_ops",
 )
 
 
