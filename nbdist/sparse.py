@@ -34,11 +34,13 @@ from nbdist.ops.sparse_ops_derived import (
     sparse_merge as merge,
     sparse_reset_shape as reset_shape,
     sparse_retain as retain,
+    sparse_to_indicator as to_indicator,
+    sparse_transpose as transpose,
+)
+from nbdist.ops.segment_ops import (
     sparse_segment_mean as segment_mean,
     sparse_segment_sqrt_n as segment_sqrt_n,
     sparse_segment_sum as segment_sum,
-    sparse_to_indicator as to_indicator,
-    sparse_transpose as transpose,
 )
 from nbdist.ops.sparse_ops_transform import (
     sparse_add as add,

@@ -2,8 +2,7 @@
 ``sparse_retain``, ``sparse_transpose``, ``sparse_reset_shape``,
 ``sparse_merge``, ``sparse_to_indicator``, ``sparse_mask`` (on
 ``IndexedSlices``), ``sparse_matmul``, and ``nd.sparse``'s ``expand_dims``,
-``eye``, ``from_dense`` and ``segment_sum/mean/sqrt_n`` (the top-level
-``sparse_segment_*`` names are the math ops').
+``eye`` and ``from_dense``.
 
 >>> import nbdist as nd
 >>> sp = nd.SparseTensor([[0, 0], [1, 2]], [1.0, 2.0], [2, 3])
@@ -20,7 +19,7 @@ from nbdist.framework.op_util import op_scope
 from nbdist.framework.ops import convert_to_tensor
 from nbdist.framework.sparse_tensor import SparseTensor
 from nbdist.ops import array_ops as A
-from nbdist.ops.math_ops_elementwise import cast, not_equal, sqrt
+from nbdist.ops.math_ops_elementwise import cast, not_equal
 from nbdist.ops.math_ops_reduction import reduce_max
 from nbdist.ops.sparse_ops import _sparse
 from nbdist.ops.sparse_ops_transform import sparse_reorder
@@ -118,49 +117,6 @@ def sparse_mask(a, mask_indices, name=None):
     with op_scope(name, "sparse_mask", [a.indices, mask_indices]):
         kept, positions = setdiff1d(a.indices, mask_indices)
         return IndexedSlices(A.gather(a.values, positions), kept, a.dense_shape)
-
-
-def _segment(data, indices, segment_ids, num_segments, name, scale):
-    from nbdist.ops.nn_ops import unsorted_segment_sum
-
-    with op_scope(name, "SparseSegment", [data, indices, segment_ids]):
-        x = convert_to_tensor(data, name="data")
-        ids = convert_to_tensor(segment_ids, name="segment_ids")
-        rows = A.gather(x, convert_to_tensor(indices, name="indices"))
-        n = (reduce_max(ids) + 1 if num_segments is None else
-             convert_to_tensor(num_segments, dtype=ids.dtype.base_dtype))
-        total = unsorted_segment_sum(rows, ids, n)
-        if scale is None:
-            return total
-        counts = unsorted_segment_sum(A.ones_like(ids, dtype=x.dtype.base_dtype),
-                                      ids, n)
-        counts = scale(A.where(counts > 0, counts, A.ones_like(counts)))
-        shape = A.concat([A.shape(counts), A.ones_like(A.shape(x)[1:])], 0)
-        return total / A.reshape(counts, shape)
-
-
-def sparse_segment_sum(data, indices, segment_ids, name=None, num_segments=None):
-    """``out[s] = sum of data[indices[i]] over the i with segment_ids[i] = s``.
-
-    >>> import nbdist as nd
-    >>> with nd.Session() as s:
-    ...     s.run(nd.sparse_segment_sum([[1, 2], [3, 4], [5, 6]], [0, 2, 2],
-    ...                                 [0, 0, 1])).tolist()
-    [[6, 8], [5, 6]]
-    """
-    return _segment(data, indices, segment_ids, num_segments, name, None)
-
-
-def sparse_segment_mean(data, indices, segment_ids, name=None, num_segments=None):
-    """:func:`sparse_segment_sum` divided by each segment's size."""
-    return _segment(data, indices, segment_ids, num_segments, name, lambda n: n)
-
-
-def sparse_segment_sqrt_n(data, indices, segment_ids, name=None,
-                          num_segments=None):
-    """:func:`sparse_segment_sum` divided by the square root of each segment's
-    size."""
-    return _segment(data, indices, segment_ids, num_segments, name, sqrt)
 
 
 def sparse_matmul(a, b, transpose_a=False, transpose_b=False, a_is_sparse=False,
