@@ -25,6 +25,7 @@ for _m in (
     "nbdist.ops.sparse_ops_transform",
     "nbdist.ops.sparse_ops_derived",
     "nbdist.ops.array_ops_shape_utils",
+    "nbdist.ops.sparse_ops_serialize",
     "nbdist.ops.elementary_math_ops",
     "nbdist.ops.special_math_ops",
     "nbdist.ops.segment_ops",

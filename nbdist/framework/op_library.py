@@ -46,6 +46,7 @@ OP_MODULES = (
     "nbdist.ops.array_ops_shape_utils",
     "nbdist.ops.sparse_ops_cross",
     "nbdist.ops.sets_ops",
+    "nbdist.ops.sparse_ops_serialize",
     "nbdist.ops.elementary_math_ops",
     "nbdist.ops.special_math_ops",
     "nbdist.ops.segment_ops",

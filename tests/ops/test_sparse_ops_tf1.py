@@ -201,3 +201,34 @@ def test_sets_match_tf():
         [[0, 0]], [7], [2, 1])
     assert run(nd.sets.size(nd.sparse.from_dense([[1, 1, 0], [3, 4, 5]]))).tolist() \
         == [1, 3]
+
+
+# tf.compat.v1.serialize_many_sparse(SparseTensor([[0, 0], [1, 2], [1, 3]],
+# [1., 2., 3.], [2, 4])) in TF 2.21.
+TF_SERIALIZED = [
+    [b'\x08\t\x12\x08\x12\x02\x08\x01\x12\x02\x08\x01"\x08\x00\x00\x00\x00\x00\x00'
+     b'\x00\x00', b'\x08\x01\x12\x04\x12\x02\x08\x01"\x04\x00\x00\x80?',
+     b'\x08\t\x12\x04\x12\x02\x08\x01"\x08\x04\x00\x00\x00\x00\x00\x00\x00'],
+    [b'\x08\t\x12\x08\x12\x02\x08\x02\x12\x02\x08\x01"\x10\x02\x00\x00\x00\x00\x00'
+     b'\x00\x00\x03\x00\x00\x00\x00\x00\x00\x00',
+     b'\x08\x01\x12\x04\x12\x02\x08\x02"\x08\x00\x00\x00@\x00\x00@@',
+     b'\x08\t\x12\x04\x12\x02\x08\x01"\x08\x04\x00\x00\x00\x00\x00\x00\x00'],
+]
+
+
+def test_serialized_sparse_round_trips_through_a_queue_and_reads_tf_bytes():
+    sp = nd.SparseTensor([[0, 0], [1, 2], [1, 3]], [1.0, 2.0, 3.0], [2, 4])
+    want = ([[0, 0], [1, 2], [1, 3]], [1.0, 2.0, 3.0], [2, 4])
+    assert run(nd.serialize_sparse(sp)).shape == (3,)
+    q = nd.FIFOQueue(4, [nd.string], shapes=[[3]])
+    enqueue = q.enqueue_many([nd.serialize_many_sparse(sp)])
+    back = nd.deserialize_many_sparse(q.dequeue_many(2), nd.float32, rank=2)
+    assert back.indices.shape.as_list() == [None, 2]
+    with nd.Session() as s:
+        s.run(enqueue)
+        assert parts(s.run(back)) == want
+    from_tf = nd.deserialize_many_sparse(nd.constant(TF_SERIALIZED), nd.float32)
+    assert parts(run(from_tf)) == want
+    with pytest.raises(nd.errors.InvalidArgumentError, match="Requested SparseTensor "
+                                                             "of type int32"):
+        run(nd.deserialize_many_sparse(nd.constant(TF_SERIALIZED), nd.int32))
