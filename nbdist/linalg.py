@@ -18,6 +18,7 @@ import types
 from nbdist.ops.clip_ops import global_norm
 from nbdist.ops.einsum_ops import einsum, tensordot
 from nbdist.ops.linalg_impl import (
+    cholesky_solve,
     conjugate_gradient,
     eigh_tridiagonal,
     logdet,
@@ -33,40 +34,90 @@ from nbdist.ops.linalg_impl import (
     tridiagonal_matmul,
     tridiagonal_solve,
 )
-from nbdist.ops.linalg_impl import cholesky_solve
 from nbdist.ops.linalg_ops import (
     cholesky,
-    log_matrix_determinant as slogdet,
     lu,
-    matrix_determinant as det,
-    matrix_exponential as expm,
-    matrix_inverse as inv,
-    matrix_logarithm as logm,
-    matrix_solve as solve,
-    matrix_square_root as sqrtm,
     matrix_triangular_solve,
     qr,
-    self_adjoint_eig as eigh,
-    self_adjoint_eigvals as eigvalsh,
     svd,
+)
+from nbdist.ops.linalg_ops import (
+    log_matrix_determinant as slogdet,
+)
+from nbdist.ops.linalg_ops import (
+    matrix_determinant as det,
+)
+from nbdist.ops.linalg_ops import (
+    matrix_exponential as expm,
+)
+from nbdist.ops.linalg_ops import (
+    matrix_inverse as inv,
+)
+from nbdist.ops.linalg_ops import (
+    matrix_logarithm as logm,
+)
+from nbdist.ops.linalg_ops import (
+    matrix_solve as solve,
+)
+from nbdist.ops.linalg_ops import (
+    matrix_square_root as sqrtm,
+)
+from nbdist.ops.linalg_ops import (
+    self_adjoint_eig as eigh,
+)
+from nbdist.ops.linalg_ops import (
+    self_adjoint_eigvals as eigvalsh,
 )
 from nbdist.ops.linalg_ops_diag import (
     adjoint,
     cross,
-    diag as tensor_diag,
-    diag_part as tensor_diag_part,
     eye,
-    matrix_band_part as band_part,
-    matrix_diag as diag,
-    matrix_diag_part as diag_part,
-    matrix_set_diag as set_diag,
     matrix_transpose,
     trace,
 )
-from nbdist.ops.linear_operator import *  # noqa: F403 (the operator classes)
-from nbdist.ops.linear_operator import __all__ as _operators
-from nbdist.ops.linear_operator_structured import *  # noqa: F403
-from nbdist.ops.linear_operator_structured import __all__ as _structured
+from nbdist.ops.linalg_ops_diag import (
+    diag as tensor_diag,
+)
+from nbdist.ops.linalg_ops_diag import (
+    diag_part as tensor_diag_part,
+)
+from nbdist.ops.linalg_ops_diag import (
+    matrix_band_part as band_part,
+)
+from nbdist.ops.linalg_ops_diag import (
+    matrix_diag as diag,
+)
+from nbdist.ops.linalg_ops_diag import (
+    matrix_diag_part as diag_part,
+)
+from nbdist.ops.linalg_ops_diag import (
+    matrix_set_diag as set_diag,
+)
+from nbdist.ops.linear_operator import (
+    LinearOperator,
+    LinearOperatorAdjoint,
+    LinearOperatorComposition,
+    LinearOperatorDiag,
+    LinearOperatorFullMatrix,
+    LinearOperatorIdentity,
+    LinearOperatorInversion,
+    LinearOperatorLowerTriangular,
+    LinearOperatorScaledIdentity,
+    LinearOperatorZeros,
+)
+from nbdist.ops.linear_operator_structured import (
+    LinearOperatorBlockDiag,
+    LinearOperatorBlockLowerTriangular,
+    LinearOperatorCirculant,
+    LinearOperatorCirculant2D,
+    LinearOperatorCirculant3D,
+    LinearOperatorHouseholder,
+    LinearOperatorKronecker,
+    LinearOperatorLowRankUpdate,
+    LinearOperatorPermutation,
+    LinearOperatorToeplitz,
+    LinearOperatorTridiag,
+)
 from nbdist.ops.math_ops import matmul
 from nbdist.ops.nn_ops import l2_normalize
 
@@ -82,12 +133,71 @@ def triangular_solve(matrix, rhs, lower=True, adjoint=False, name=None):
 
 
 __all__ = [
-    "adjoint", "band_part", "cholesky", "cholesky_solve", "cross", "det", "diag",
-    "diag_part", "eigh", "eigh_tridiagonal", "eigvalsh", "einsum", "experimental",
-    "expm", "eye", "global_norm", "inv", "l2_normalize", "logdet", "logm", "lstsq",
-    "lu", "lu_matrix_inverse", "lu_reconstruct", "lu_solve", "matmul",
-    "matrix_rank", "matrix_transpose", "matvec", "norm", "normalize", "pinv", "qr",
-    "set_diag", "slogdet", "solve", "sqrtm", "svd", "tensor_diag",
-    "tensor_diag_part", "tensordot", "trace", "transpose", "triangular_solve",
-    "tridiagonal_matmul", "tridiagonal_solve",
-] + _operators + _structured
+    "LinearOperator",
+    "LinearOperatorAdjoint",
+    "LinearOperatorBlockDiag",
+    "LinearOperatorBlockLowerTriangular",
+    "LinearOperatorCirculant",
+    "LinearOperatorCirculant2D",
+    "LinearOperatorCirculant3D",
+    "LinearOperatorComposition",
+    "LinearOperatorDiag",
+    "LinearOperatorFullMatrix",
+    "LinearOperatorHouseholder",
+    "LinearOperatorIdentity",
+    "LinearOperatorInversion",
+    "LinearOperatorKronecker",
+    "LinearOperatorLowRankUpdate",
+    "LinearOperatorLowerTriangular",
+    "LinearOperatorPermutation",
+    "LinearOperatorScaledIdentity",
+    "LinearOperatorToeplitz",
+    "LinearOperatorTridiag",
+    "LinearOperatorZeros",
+    "adjoint",
+    "band_part",
+    "cholesky",
+    "cholesky_solve",
+    "cross",
+    "det",
+    "diag",
+    "diag_part",
+    "eigh",
+    "eigh_tridiagonal",
+    "eigvalsh",
+    "einsum",
+    "experimental",
+    "expm",
+    "eye",
+    "global_norm",
+    "inv",
+    "l2_normalize",
+    "logdet",
+    "logm",
+    "lstsq",
+    "lu",
+    "lu_matrix_inverse",
+    "lu_reconstruct",
+    "lu_solve",
+    "matmul",
+    "matrix_rank",
+    "matrix_transpose",
+    "matvec",
+    "norm",
+    "normalize",
+    "pinv",
+    "qr",
+    "set_diag",
+    "slogdet",
+    "solve",
+    "sqrtm",
+    "svd",
+    "tensor_diag",
+    "tensor_diag_part",
+    "tensordot",
+    "trace",
+    "transpose",
+    "triangular_solve",
+    "tridiagonal_matmul",
+    "tridiagonal_solve",
+]

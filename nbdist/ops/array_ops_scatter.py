@@ -18,8 +18,14 @@ from __future__ import annotations
 from nbdist.framework import dtypes
 from nbdist.framework.gradient_registry import NotDifferentiable, register_gradient
 from nbdist.framework.op_def_registry import register_op
-from nbdist.framework.op_util import (INDEX, check_type, const_ints, fmt_dims,
-                                     is_tensor_like, op_scope)
+from nbdist.framework.op_util import (
+    INDEX,
+    check_type,
+    const_ints,
+    fmt_dims,
+    is_tensor_like,
+    op_scope,
+)
 from nbdist.framework.ops import convert_to_tensor
 from nbdist.framework.tensor_shape import TensorShape
 from nbdist.ops import array_ops as A

@@ -81,7 +81,7 @@ def _axis_or_dim(axis, dim, what):
     return axis if axis is not None else dim
 
 
-def reverse_sequence(input, seq_lengths, seq_axis=None, batch_axis=None,  # noqa: A002
+def reverse_sequence(input, seq_lengths, seq_axis=None, batch_axis=None,
                      name=None, seq_dim=None, batch_dim=None):
     """Reverses the first ``seq_lengths[b]`` elements along ``seq_axis`` of each
     batch entry ``b`` (along ``batch_axis``), leaving the rest in place.
@@ -130,7 +130,7 @@ register_op("Roll", _roll_infer, attrs={"T": ("type", None),
             num_inputs=3)
 
 
-def roll(input, shift, axis, name=None):  # noqa: A002 - TF's name
+def roll(input, shift, axis, name=None):
     """``input`` with its elements shifted by ``shift`` along ``axis`` (both may
     be lists), wrapping around.
 
@@ -369,7 +369,7 @@ def meshgrid(*args, **kwargs):
                                full) for x, ax in zip(xs, axes)]
 
 
-def repeat(input, repeats, axis=None, name=None):  # noqa: A002 - TF's name
+def repeat(input, repeats, axis=None, name=None):
     """Each slice of ``input`` along ``axis`` repeated ``repeats`` times (a
     scalar, or one count per slice); with no axis, of the flattened input.
 

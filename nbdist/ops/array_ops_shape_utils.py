@@ -48,7 +48,7 @@ def ensure_shape(x, shape, name=None):
                            name=scope).outputs[0]
 
 
-def shape_n(input, out_type=dtypes.int32, name=None):  # noqa: A002 - TF's name
+def shape_n(input, out_type=dtypes.int32, name=None):
     """The shapes of the tensors of the list ``input``."""
     with op_scope(name, "ShapeN", list(input)):
         return [A.shape(t, out_type=out_type) for t in input]
@@ -60,7 +60,7 @@ def parallel_stack(values, name="parallel_stack"):
     return A.stack(values, name=name)
 
 
-def guarantee_const(input, name=None):  # noqa: A002 - TF's name
+def guarantee_const(input, name=None):
     """``input`` unchanged (TF's promise that it is constant is a hint only)."""
     from nbdist.framework.constant_op import identity
 
@@ -86,7 +86,7 @@ register_op("Bitcast", _bitcast_infer, attrs={"T": ("type", None),
 NotDifferentiable("Bitcast")
 
 
-def bitcast(input, type, name=None):  # noqa: A002 - TF's names
+def bitcast(input, type, name=None):
     """The bytes of ``input`` read as ``type``: a larger type takes the last
     dimension's elements together, a smaller one adds a last dimension."""
     with op_scope(name, "Bitcast", [input]) as (g, scope):

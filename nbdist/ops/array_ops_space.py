@@ -108,7 +108,7 @@ def _block_op(op_type, input, block_shape, amounts, name, what):
         return g.create_op(op_type, [x, b, p], attrs, name=scope).outputs[0]
 
 
-def space_to_batch_nd(input, block_shape, paddings, name=None):  # noqa: A002
+def space_to_batch_nd(input, block_shape, paddings, name=None):
     """Zero-pads the M spatial dimensions after the batch one by ``paddings``,
     splits each into blocks of ``block_shape`` and moves the block offsets into
     the batch dimension (offsets major, batch minor)."""
@@ -116,7 +116,7 @@ def space_to_batch_nd(input, block_shape, paddings, name=None):  # noqa: A002
                      "paddings")
 
 
-def batch_to_space_nd(input, block_shape, crops, name=None):  # noqa: A002
+def batch_to_space_nd(input, block_shape, crops, name=None):
     """The inverse of :func:`space_to_batch_nd`, then ``crops`` removed from the
     start and end of each spatial dimension.
 
@@ -130,7 +130,7 @@ def batch_to_space_nd(input, block_shape, crops, name=None):  # noqa: A002
     return _block_op("BatchToSpaceND", input, block_shape, crops, name, "crops")
 
 
-def space_to_batch(input, paddings, block_size=None, name=None,  # noqa: A002
+def space_to_batch(input, paddings, block_size=None, name=None,
                    block_shape=None):
     """TF1's 4-D form: :func:`space_to_batch_nd` with a square block."""
     size = block_shape if block_size is None else block_size
@@ -139,7 +139,7 @@ def space_to_batch(input, paddings, block_size=None, name=None,  # noqa: A002
     return space_to_batch_nd(input, [size, size], paddings, name=name)
 
 
-def batch_to_space(input, crops, block_size, name=None, block_shape=None):  # noqa: A002
+def batch_to_space(input, crops, block_size, name=None, block_shape=None):
     """TF1's 4-D form: :func:`batch_to_space_nd` with a square block."""
     size = block_shape if block_size is None else block_size
     return batch_to_space_nd(input, [size, size], crops, name=name)
@@ -222,13 +222,13 @@ def _depth_op(op_type, input, block_size, name, data_format):
                            name=scope).outputs[0]
 
 
-def space_to_depth(input, block_size, name=None, data_format="NHWC"):  # noqa: A002
+def space_to_depth(input, block_size, name=None, data_format="NHWC"):
     """Moves each ``block_size`` x ``block_size`` block of pixels into the
     channels (NHWC)."""
     return _depth_op("SpaceToDepth", input, block_size, name, data_format)
 
 
-def depth_to_space(input, block_size, name=None, data_format="NHWC"):  # noqa: A002
+def depth_to_space(input, block_size, name=None, data_format="NHWC"):
     """The inverse of :func:`space_to_depth`: channels become blocks of pixels."""
     return _depth_op("DepthToSpace", input, block_size, name, data_format)
 
@@ -350,7 +350,7 @@ register_op("ExtractVolumePatches", _volume_patches_infer,
             num_inputs=1)
 
 
-def extract_volume_patches(input, ksizes, strides, padding, name=None):  # noqa: A002
+def extract_volume_patches(input, ksizes, strides, padding, name=None):
     """The 3-D form of :func:`extract_image_patches` (NDHWC, no rates)."""
     with op_scope(name, "ExtractVolumePatches", [input]) as (g, scope):
         x = convert_to_tensor(input, name="input")

@@ -29,12 +29,12 @@ from nbdist.ops.linalg_ops_diag import (
 )
 from nbdist.ops.math_ops import matmul
 from nbdist.ops.math_ops_elementwise import (
-    abs,  # noqa: A004 - TF's name
+    abs,
     cast,
     greater,
     log,
     maximum,
-    pow,  # noqa: A004 - TF's name
+    pow,
     sqrt,
     square,
 )
@@ -87,7 +87,7 @@ lstsq = matrix_solve_ls
 _MATRIX_ORDS = ("euclidean", "fro", 1, 2, np.inf)
 
 
-def norm(tensor, ord="euclidean", axis=None, keepdims=None,  # noqa: A002
+def norm(tensor, ord="euclidean", axis=None, keepdims=None,
          name=None, keep_dims=None):
     """The vector norm (``axis`` None or an int) or matrix norm (``axis`` a
     pair) of ``tensor``: ``ord`` is "euclidean"/"fro", 1, 2, ``np.inf`` or any
@@ -129,7 +129,7 @@ def norm(tensor, ord="euclidean", axis=None, keepdims=None,  # noqa: A002
         return _vector_norm(x, ord, axis, keepdims)
 
 
-def _vector_norm(x, ord, axis, keepdims):  # noqa: A002
+def _vector_norm(x, ord, axis, keepdims):
     if ord in ("euclidean", "fro", 2):
         return sqrt(reduce_sum(square(x), axis, keepdims=keepdims))
     if ord == np.inf:
@@ -140,7 +140,7 @@ def _vector_norm(x, ord, axis, keepdims):  # noqa: A002
     return pow(reduce_sum(pow(abs(x), p), axis, keepdims=keepdims), 1.0 / p)
 
 
-def _matrix_norm(x, ord, axis, keepdims):  # noqa: A002
+def _matrix_norm(x, ord, axis, keepdims):
     rank = x.shape.rank
     if rank is None:
         raise ValueError("norm over a pair of axes needs an input of known rank")
@@ -171,7 +171,7 @@ def _matrix_norm(x, ord, axis, keepdims):  # noqa: A002
     return out if keepdims else A.squeeze(out, [rows, cols])
 
 
-def normalize(tensor, ord="euclidean", axis=None, name=None):  # noqa: A002
+def normalize(tensor, ord="euclidean", axis=None, name=None):
     """(tensor / norm, norm): ``tensor`` scaled to unit norm, and the norm."""
     with op_scope(name, "normalize", [tensor]):
         x = convert_to_tensor(tensor, name="tensor")

@@ -173,13 +173,13 @@ def _unary(op_type, x, name, what="input", **attrs):
         return g.create_op(op_type, [t], attrs, name=scope).outputs
 
 
-def qr(input, full_matrices=False, name=None):  # noqa: A002 - TF's name
+def qr(input, full_matrices=False, name=None):
     """The QR decomposition of (a batch of) matrices: ``q, r = nd.qr(a)`` with
     ``a = q @ r``, ``q`` orthonormal columns and ``r`` upper triangular."""
     return tuple(_unary("Qr", input, name, full_matrices=bool(full_matrices)))
 
 
-def matrix_inverse(input, adjoint=False, name=None):  # noqa: A002
+def matrix_inverse(input, adjoint=False, name=None):
     """The inverse of each square matrix of ``input`` (of its adjoint with
     ``adjoint``); InvalidArgumentError "Input is not invertible." when one is
     singular.
@@ -192,17 +192,17 @@ def matrix_inverse(input, adjoint=False, name=None):  # noqa: A002
     return _unary("MatrixInverse", input, name, adjoint=bool(adjoint))[0]
 
 
-def matrix_determinant(input, name=None):  # noqa: A002
+def matrix_determinant(input, name=None):
     """The determinant of each square matrix of ``input``."""
     return _unary("MatrixDeterminant", input, name)[0]
 
 
-def log_matrix_determinant(input, name=None):  # noqa: A002
+def log_matrix_determinant(input, name=None):
     """(sign, log_abs_determinant) of each square matrix of ``input``."""
     return tuple(_unary("LogMatrixDeterminant", input, name))
 
 
-def cholesky(input, name=None):  # noqa: A002
+def cholesky(input, name=None):
     """The lower-triangular ``L`` with ``L @ L^H = input`` for each Hermitian
     positive definite matrix (only the lower triangle of ``input`` is read).
 
@@ -256,12 +256,12 @@ def self_adjoint_eigvals(tensor, name=None):
     return _unary("SelfAdjointEigV2", tensor, name, compute_v=False)[0]
 
 
-def matrix_exponential(input, name=None):  # noqa: A002
+def matrix_exponential(input, name=None):
     """``exp(input)`` of each square matrix (the power series)."""
     return _unary("MatrixExponential", input, name)[0]
 
 
-def matrix_logarithm(input, name=None):  # noqa: A002
+def matrix_logarithm(input, name=None):
     """The principal logarithm of each complex square matrix of ``input``."""
     t = convert_to_tensor(input, name="input")
     if t.dtype.base_dtype not in COMPLEX:
@@ -271,13 +271,13 @@ def matrix_logarithm(input, name=None):  # noqa: A002
     return _unary("MatrixLogarithm", t, name)[0]
 
 
-def matrix_square_root(input, name=None):  # noqa: A002
+def matrix_square_root(input, name=None):
     """The principal square root ``Y`` (``Y @ Y = input``) of each square
     matrix."""
     return _unary("MatrixSquareRoot", input, name)[0]
 
 
-def lu(input, output_idx_type=dtypes.int32, name=None):  # noqa: A002
+def lu(input, output_idx_type=dtypes.int32, name=None):
     """(lu, p): the LU decomposition with partial pivoting of each square
     matrix: ``input[p] = L @ U`` with ``L`` unit lower triangular (below the
     diagonal of ``lu``) and ``U`` upper triangular (the rest of ``lu``)."""

@@ -85,7 +85,7 @@ register_op("MatrixBandPart", _band_part_infer,
             num_inputs=3)
 
 
-def matrix_band_part(input, num_lower, num_upper, name=None):  # noqa: A002
+def matrix_band_part(input, num_lower, num_upper, name=None):
     """``input`` with every entry outside the band zeroed: kept are the
     ``num_lower`` diagonals below the main one and ``num_upper`` above it (a
     negative count keeps all). ``band_part(x, -1, 0)`` is the lower triangle.
@@ -223,7 +223,7 @@ def matrix_diag(diagonal, name="diag", k=0, num_rows=-1, num_cols=-1,
                            name=scope).outputs[0]
 
 
-def matrix_diag_part(input, name="diag_part", k=0, padding_value=0,  # noqa: A002
+def matrix_diag_part(input, name="diag_part", k=0, padding_value=0,
                      align="RIGHT_LEFT"):
     """Diagonal ``k`` (or the band ``k=(lo, hi)``, padded with
     ``padding_value``) of each matrix of ``input``."""
@@ -236,7 +236,7 @@ def matrix_diag_part(input, name="diag_part", k=0, padding_value=0,  # noqa: A00
                            name=scope).outputs[0]
 
 
-def matrix_set_diag(input, diagonal, name="set_diag", k=0,  # noqa: A002
+def matrix_set_diag(input, diagonal, name="set_diag", k=0,
                     align="RIGHT_LEFT"):
     """``input`` with diagonal ``k`` (or the band ``k=(lo, hi)``) replaced by
     ``diagonal``."""
@@ -263,7 +263,7 @@ def _diag_part_grad(op, grad):
 
 @register_gradient("MatrixSetDiagV3")
 def _set_diag_grad(op, grad):
-    x, d, k = op.inputs
+    _, d, k = op.inputs
     align = op.get_attr("align")
     return [matrix_set_diag(grad, A.zeros_like(d), k=k, align=align),
             matrix_diag_part(grad, k=k, align=align), None]
@@ -300,7 +300,7 @@ def diag(diagonal, name=None):
                            name=scope).outputs[0]
 
 
-def diag_part(input, name=None):  # noqa: A002 - TF's name
+def diag_part(input, name=None):
     """The diagonal of a rank-2k tensor: ``out[i...] = input[i..., i...]``."""
     with op_scope(name, "DiagPart", [input]) as (g, scope):
         x = convert_to_tensor(input, name="input")

@@ -26,6 +26,8 @@ from nbdist.ops import array_ops as A
 from nbdist.ops import linalg_ops as L
 from nbdist.ops.linalg_ops_diag import (
     adjoint as _adjoint,
+)
+from nbdist.ops.linalg_ops_diag import (
     eye,
     matrix_band_part,
     matrix_diag,
@@ -34,7 +36,12 @@ from nbdist.ops.linalg_ops_diag import (
 from nbdist.ops.math_ops import matmul as _matmul
 from nbdist.ops.math_ops_elementwise import abs as _abs
 from nbdist.ops.math_ops_elementwise import log, reciprocal
-from nbdist.ops.math_ops_reduction import reduce_max, reduce_min, reduce_prod, reduce_sum
+from nbdist.ops.math_ops_reduction import (
+    reduce_max,
+    reduce_min,
+    reduce_prod,
+    reduce_sum,
+)
 
 __all__ = ["LinearOperator", "LinearOperatorAdjoint", "LinearOperatorComposition",
            "LinearOperatorDiag", "LinearOperatorFullMatrix", "LinearOperatorIdentity",

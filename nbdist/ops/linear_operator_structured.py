@@ -19,12 +19,12 @@ from nbdist.framework import dtypes
 from nbdist.framework.ops import convert_to_tensor
 from nbdist.framework.tensor_shape import TensorShape
 from nbdist.ops import array_ops as A
+from nbdist.ops.complex_ops import real
 from nbdist.ops.einsum_ops import einsum
 from nbdist.ops.linalg_impl import _tridiagonal_dense
 from nbdist.ops.linalg_ops_diag import eye
 from nbdist.ops.linear_operator import LinearOperator
 from nbdist.ops.math_ops import matmul
-from nbdist.ops.complex_ops import real
 from nbdist.ops.math_ops_elementwise import cast
 from nbdist.ops.math_ops_reduction import reduce_sum
 

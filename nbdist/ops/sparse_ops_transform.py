@@ -19,9 +19,9 @@ from __future__ import annotations
 import numpy as np
 
 from nbdist.framework import dtypes
+from nbdist.framework.constant_op import identity
 from nbdist.framework.gradient_registry import NotDifferentiable, register_gradient
 from nbdist.framework.op_def_registry import register_op
-from nbdist.framework.constant_op import identity
 from nbdist.framework.op_util import op_scope
 from nbdist.framework.ops import convert_to_tensor
 from nbdist.framework.sparse_tensor import SparseTensor

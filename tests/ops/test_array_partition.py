@@ -13,7 +13,6 @@ from test_gradients import check_gradient
 
 import nbdist as nd
 
-
 pytestmark = pytest.mark.usefixtures("graph")
 
 
