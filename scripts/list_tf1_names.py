@@ -110,9 +110,15 @@ def main(argv=None) -> int:
     import tensorflow as tf
 
     v1 = tf.compat.v1
-    out = {"tensorflow_version": tf.__version__, "rules": [
-        {"id": rid, "reason": why} for rid, why, _ in EXCLUDE_RULES],
-        "namespaces": {}}
+    out = {"tensorflow_version": tf.__version__, "generator": "scripts/list_tf1_names.py",
+           "notes": [
+               "A namespace's attributes that are modules are not names: they are "
+               "namespaces, counted on their own where listed here.",
+               "Names starting with '_' are private and left out.",
+               "'listed': the namespaces of issue 34's target; the others are "
+               "reported apart."],
+           "rules": [{"id": rid, "reason": why} for rid, why, _ in EXCLUDE_RULES],
+           "namespaces": {}}
     for ns, listed in NAMESPACES:
         if ns == "estimator":
             names = _golden_names(args.estimator_golden)
