@@ -40,6 +40,8 @@ from nbdist.ops.partitioned_variables import (PartitionedVariable,
                                               min_max_variable_partitioner,
                                               variable_axis_size_partitioner)
 from nbdist.framework.tensor_shape import TensorShape
+from nbdist.framework.tensor_shape import (Dimension, dimension_at_index,
+                                           dimension_value)
 from nbdist.ops.state_ops import assign, assign_add, assign_sub
 from nbdist.ops.state_ops import scatter_add, scatter_sub, scatter_update
 from nbdist.ops.state_ops import count_up_to
