@@ -15,7 +15,8 @@ round number — live. Two kinds:
   rounds a worker that has finished ``r`` steps has arrived at round ``r + 1``
   (it pushes its next gradient right away). Counting, not ordering, makes this
   immune to the order in which tasks publish. Step events must carry their
-  ``graph_handle``.
+  ``graph_handle``. The arrivals a round needs are the optimizer's
+  ``replicas_to_aggregate``, as its take asks for them (``take_started``).
 """
 
 from __future__ import annotations
@@ -48,6 +49,9 @@ class BarrierRecord:
     # SyncReplicas: each round's arrivals, waits and drops (its accumulators'
     # gradient_pushed events); None until the first push is seen.
     rounds: RoundTracker | None = None
+    # SyncReplicas: the gradients a round takes (the take's num_required,
+    # i.e. replicas_to_aggregate); None until a take is seen.
+    needed: int | None = None
 
 
 class BarrierState:
@@ -103,6 +107,11 @@ class BarrierState:
             return self._step(event)
         if kind == "gradient_pushed":
             return self._gradient_pushed(event)
+        if kind == "take_started":
+            rec = self._sync_record(short_task(p.get("task") or event.task))
+            needed = int(p.get("num_required") or 0) or None
+            changed, rec.needed = rec.needed != needed, needed
+            return changed
         return False
 
     # -- SyncReplicas ------------------------------------------------------------------
@@ -238,6 +247,7 @@ class BarrierView(LiveView):
         "graph_registered",
         "step",
         "gradient_pushed",
+        "take_started",
     )
 
     def __init__(
@@ -304,14 +314,13 @@ def _rounds(r: BarrierRecord) -> str:
 
 
 def _needed(r: BarrierRecord) -> int:
-    """Arrivals that complete a round: every participant, or, for a
-    SyncReplicas barrier with backup workers, the fewest gradients a
-    completed round took (``replicas_to_aggregate``: a round takes every
-    gradient that came before its take, so one may hold more than that)."""
-    n = len(r.participants)
-    if r.rounds is not None and r.rounds.done:
-        return min(n, min(len(x.arrivals) for x in r.rounds.done)) or n
-    return n
+    """Arrivals that complete a round: for a SyncReplicas barrier, the
+    ``replicas_to_aggregate`` its take asks for (one worker may bring several:
+    tokens are not tied to workers); for a coordination barrier, every
+    participant."""
+    if r.needed is not None:
+        return r.needed
+    return len(r.participants)
 
 
 def _gathering(r: BarrierRecord) -> list[str]:
@@ -332,7 +341,9 @@ def _next_round(r: BarrierRecord) -> str:
     n, k = len(r.participants), len(arrived)
     need = _needed(r)
     line = f"round {r.round + 1}: "
-    of = f"{need} needed of {n}" if need < n else f"{n}"
+    # "2 needed of 3" (a backup worker), "2 needed" (fewer workers seen yet
+    # than the round takes), or just "2" (every participant).
+    of = f"{n}" if need == n else f"{need} needed" + (f" of {n}" if need < n else "")
     if not k:
         line += f"none of {of} arrived yet"
     else:
@@ -341,8 +352,9 @@ def _next_round(r: BarrierRecord) -> str:
             missing = [t for t in r.participants if t not in arrived]
             if k >= need:
                 line += ", releasing"
-            elif need < n:
-                line += f", waiting for {need - k} more of {', '.join(missing)}"
+            elif need != n:
+                line += f", waiting for {need - k} more" + (
+                    f" of {', '.join(missing)}" if missing else "")
             else:
                 line += f", waiting for {', '.join(missing)}"
     if r.status == "timed out":

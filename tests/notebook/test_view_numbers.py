@@ -1,0 +1,91 @@
+"""Every number a view prints, against an independent count of the thing it
+names: ``BarrierView``'s "needed" is the optimizer's ``replicas_to_aggregate``
+(not the arrivals some round happened to take); ``PlacementView`` of a graph
+counts that graph's ops and devices (the master's placement of it), however
+many other graphs with the same names ran since; ``TimelineView``'s header
+counts the transfers it draws; ``ClusterView``'s failure strip and
+``FailureStoryView`` tell the same times; ``TrainingView``'s x-axis says which
+step it plots.
+
+Servers are in process (no processes started); events are the servers' own.
+"""
+
+from __future__ import annotations
+
+import types
+
+import numpy as np
+import pytest
+from helpers import local_cluster, wait_for
+
+import nbdist as nd
+from nbdist.notebook import BarrierView
+from nbdist.train.device_setter import replica_device_setter
+
+
+# -- BarrierView ------------------------------------------------------------------------
+def _sync_worker(cluster, task, replicas_to_aggregate, total):
+    """Worker ``task``'s graph of a SyncReplicasOptimizer run; its session
+    (the chief's starts the queue runner whose take waits for a round)."""
+    g = nd.Graph()
+    with g.as_default():
+        with nd.device(replica_device_setter(
+                cluster=cluster, worker_device=f"/job:worker/task:{task}")):
+            gs = nd.train.get_or_create_global_step()
+            w = nd.get_variable("w", [4, 1], initializer=nd.zeros_initializer())
+            x = nd.constant(np.full((8, 4), task + 1.0, np.float32))
+            loss = nd.reduce_mean(nd.square(nd.matmul(x, w) - 1.0))
+            opt = nd.train.SyncReplicasOptimizer(
+                nd.train.GradientDescentOptimizer(0.01),
+                replicas_to_aggregate=replicas_to_aggregate, total_num_replicas=total)
+            train_op = opt.minimize(loss, global_step=gs)
+        hook = opt.make_session_run_hook(task == 0, num_tokens=total)
+        config = nd.ConfigProto(device_filters=["/job:ps", f"/job:worker/task:{task}"],
+                                operation_timeout_in_ms=20000)
+        sess = nd.train.MonitoredTrainingSession(
+            master=cluster_targets(cluster)[task], is_chief=task == 0, hooks=[hook],
+            config=config, max_wait_secs=30, log_step_count_steps=None)
+    return types.SimpleNamespace(graph=g, sess=sess, train_op=train_op, opt=opt)
+
+
+def cluster_targets(cluster):
+    return [f"grpc://{a}" for a in cluster["worker"]]
+
+
+def test_barrier_view_needs_replicas_to_aggregate_not_the_workers_seen(servers):
+    """replicas_to_aggregate=2 of 2 workers: after worker:0's first gradient
+    alone, the round has 1 of the 2 it needs (one worker seen, so counting
+    participants said "1 of 1 ... releasing"); once worker:1's comes, round 1
+    is applied with 2 gradients."""
+    cluster = local_cluster(ps=1, worker=2)
+    servers(cluster, "ps", 0)
+    workers = [servers(cluster, "worker", i) for i in range(2)]
+    view = BarrierView(workers[0])
+    chief = _sync_worker(cluster, 0, 2, 2)
+    try:
+        with chief.graph.as_default():
+            chief.sess.run(chief.train_op)  # pushes, takes one of the 2 tokens
+        wait_for(lambda: view.follower.sync(timeout=5) and view.barriers.get(
+            "sync_replicas@ps:0") and view["sync_replicas@ps:0"].arrived, 20,
+            "worker:0's push in BarrierView")
+        line = "round 1: 1 of 2 needed arrived (worker:0), waiting for 1 more"
+        wait_for(lambda: view.follower.sync(timeout=5) and line in repr(view), 10,
+                 f"{line!r} (the chief's take asks for 2)")
+        rec = view["sync_replicas@ps:0"]
+        assert rec.needed == chief.opt._replicas_to_aggregate == 2
+        assert rec.round == 0 and rec.arrived == ["worker:0"]
+        assert "releasing" not in repr(view)
+        other = _sync_worker(cluster, 1, 2, 2)
+        try:
+            with other.graph.as_default():
+                other.sess.run(other.train_op)
+            wait_for(lambda: view.follower.sync(timeout=5) and rec.round >= 1, 20,
+                     "round 1 in BarrierView")
+            done = rec.rounds.done[0]
+            assert len(done.arrivals) == 2 == rec.needed
+            assert sorted(done.workers) == ["worker:0", "worker:1"]
+        finally:
+            other.sess.close()
+    finally:
+        chief.sess.close()
+        view.close()
