@@ -19,7 +19,7 @@ import pytest
 from helpers import local_cluster, wait_for
 
 import nbdist as nd
-from nbdist.notebook import BarrierView
+from nbdist.notebook import BarrierView, PlacementView
 from nbdist.train.device_setter import replica_device_setter
 
 
@@ -88,4 +88,51 @@ def test_barrier_view_needs_replicas_to_aggregate_not_the_workers_seen(servers):
             other.sess.close()
     finally:
         chief.sess.close()
+        view.close()
+
+
+# -- PlacementView ----------------------------------------------------------------------
+def _replica_graph(task, cluster):
+    g = nd.Graph()
+    with g.as_default(), nd.device(replica_device_setter(
+            cluster=cluster, worker_device=f"/job:worker/task:{task}")):
+        x = nd.constant(np.ones((2, 4), np.float32))
+        w = nd.get_variable("w", [4, 3])
+        b = nd.get_variable("b", [3], initializer=nd.zeros_initializer())
+        loss = nd.reduce_sum(nd.square(nd.matmul(x, w) + b))
+        gs = nd.train.get_or_create_global_step()
+        train = nd.train.AdamOptimizer(0.1).minimize(loss, global_step=gs)
+        init = nd.global_variables_initializer()
+    return g, train, init
+
+
+def test_placement_view_counts_its_graphs_ops_and_devices_after_replicas_ran(servers):
+    """Worker 0's graph, viewed while worker 0 and worker 1 (the same graph,
+    the same names, on its own worker) each train: the view counts worker 0's
+    graph once, on the devices its ops are placed on (notebook 8 showed 403
+    ops on 4 devices, worker:1 among them, for a graph of 286 on 3)."""
+    cluster = local_cluster(ps=2, worker=2)
+    for i in range(2):
+        servers(cluster, "ps", i)
+    workers = [servers(cluster, "worker", i) for i in range(2)]
+    spec = nd.train.ClusterSpec(cluster)
+    g0, train0, init0 = _replica_graph(0, cluster)
+    g1, train1, _ = _replica_graph(1, cluster)
+    view = PlacementView(g0, spec, target=workers[0].target)
+    try:
+        with g0.as_default(), nd.Session(workers[0].target) as sess:
+            sess.run(init0)
+            sess.run(train0)
+        with g1.as_default(), nd.Session(workers[1].target) as sess:
+            sess.run(train1)
+        assert view.follower.sync(timeout=10)
+        ops = [op for op in g0.get_operations() if not op.name.startswith("_")]
+        devices = {nd.DeviceSpec.from_string(op.device).to_string() for op in ops}
+        n_ops, n_vars, n_dev = view.state.totals()
+        assert (n_ops, n_dev) == (len(ops), len(devices)) == (n_ops, 3)
+        assert n_vars == len(g0.get_collection(nd.GraphKeys.GLOBAL_VARIABLES))
+        assert not any("/task:1" in d and "worker" in d for d in view.state.devices)
+        assert repr(view).startswith(
+            f"PlacementView: {len(ops)} ops, {n_vars} variables on 3 devices")
+    finally:
         view.close()
