@@ -9,6 +9,8 @@ with a slider in the live widget; the static face shows the current one."""
 
 from __future__ import annotations
 
+import collections
+
 from nbdist.notebook.live_view import LiveView, esc, short_task
 from nbdist.notebook.timeline_model import (
     KINDS,
@@ -159,6 +161,20 @@ class TimelineView(LiveView):
             return ""
         return f"step {self.current + 1} of {len(self.steps)}"
 
+    def drawn_transfers(self) -> list[Transfer]:
+        """The arrows drawn: tensors sent between two tasks of the step and
+        calls the taps saw (collective chunks, pulls) between its tasks."""
+        return self._between_lanes(self.transfers) + self._between_lanes(self.wire)
+
+    def _between_lanes(self, transfers) -> list[Transfer]:
+        tasks = set(self.tasks())
+        return [t for t in transfers if t.source in tasks and t.destination in tasks]
+
+    def _wire_note(self) -> str:
+        drawn = self.drawn_transfers()
+        n, moved = len(drawn), sum(t.bytes for t in drawn)
+        return f"{n} transfer{'s' if n != 1 else ''} ({format_bytes(moved)})"
+
     def _text(self) -> str:
         tasks = self.tasks()
         n = len(self.spans)
@@ -166,7 +182,8 @@ class TimelineView(LiveView):
         lines = [
             (f"TimelineView: {n} op{'s' if n != 1 else ''} on {len(tasks)} "
             f"task{'s' if len(tasks) != 1 else ''} over "
-            f"{self.duration_us() / 1000:.1f} ms{note}")
+            f"{self.duration_us() / 1000:.1f} ms"
+            + (f", {self._wire_note()}" if len(tasks) > 1 else "") + note)
         ]
         for t in tasks:
             spans = [s for s in self.spans if s.task == t]
@@ -182,17 +199,21 @@ class TimelineView(LiveView):
                                         x.tensor)):
             lines.append(f"  {tr.source} → {tr.destination}: {tr.tensor} "
                          f"({format_bytes(tr.bytes)}) at {_fmt_ms(tr.recv_us)}")
+        links = collections.Counter(
+            (t.source, t.destination, "chunk" if t.tensor == "collective" else "pull")
+            for t in self._between_lanes(self.wire))
+        for (src, dst, what), k in sorted(
+                links.items(), key=lambda kv: (task_key(kv[0][0]), task_key(kv[0][1]))):
+            lines.append(f"  {src} → {dst}: {k} {what}{'s' if k != 1 else ''} "
+                         "(seen by the tap)")
         return "\n".join(lines)
 
     def _html(self) -> str:
         tasks = self.tasks()
         total = max(self.duration_us(), 1)
         title = f" · {esc(self.title)}" if self.title else ""
-        n_tr = len(self.transfers)
-        moved = sum(t.bytes for t in self.transfers)
         note = f" · {self._step_note()}" if self._step_note() else ""
-        wire = (f" · {n_tr} transfer{'s' if n_tr != 1 else ''} ({format_bytes(moved)})"
-                if len(tasks) > 1 else "")
+        wire = f" · {self._wire_note()}" if len(tasks) > 1 else ""
         head = (
             f"<h4>Timeline{title} <span class='muted'>· {len(self.spans)} ops on "
             f"{len(tasks)} task{'s' if len(tasks) != 1 else ''} over "

@@ -136,3 +136,46 @@ def test_placement_view_counts_its_graphs_ops_and_devices_after_replicas_ran(ser
             f"PlacementView: {len(ops)} ops, {n_vars} variables on 3 devices")
     finally:
         view.close()
+
+
+# -- TimelineView -----------------------------------------------------------------------
+def _all_reduce_step(t0_us):
+    """The step stats of an all-reduce step of two workers (one op each, no
+    ``_Send``/``_Recv``: the chunks go over the collective's own calls)."""
+    from nbdist.proto.config_pb2 import RunMetadata
+
+    md = RunMetadata()
+    for task in (0, 1):
+        dev = md.step_stats.dev_stats.add()
+        dev.device = f"/job:worker/replica:0/task:{task}/device:CPU:0"
+        node = dev.node_stats.add()
+        node.node_name, node.op_type = "allreduce", "CollectiveReduce"
+        node.all_start_micros = t0_us + 10 * task
+        node.op_end_rel_micros = node.all_end_rel_micros = 5000
+    return md
+
+
+def test_timeline_header_counts_the_transfers_it_draws():
+    """09's all-reduce step: the header said "0 transfers (0 B)" beside the
+    chunk arrows the tap saw. Oracle: the arrows in the SVG, their bytes."""
+    import re
+
+    from nbdist.notebook import TimelineView
+    from nbdist.runtime.tap_record import TapRecord
+
+    t0 = 1_700_000_000_000_000
+    w0, w1 = "/job:worker/replica:0/task:0", "/job:worker/replica:0/task:1"
+    wire = [TapRecord("collective", w0, w1, 1, 4096, t0 + 100, t0 + 900),
+            TapRecord("collective", w1, w0, 1, 4096, t0 + 200, t0 + 1100),
+            TapRecord("collective", w0, w1, 1, 1000, t0 + 1500, t0 + 2000),
+            # another step's, outside this one: not drawn, not counted
+            TapRecord("collective", w0, w1, 2, 4096, t0 + 9000, t0 + 9500)]
+    view = TimelineView(_all_reduce_step(t0), wire=wire)
+    html = view._repr_html_()
+    drawn = re.findall(r"<g class='nbdist-transfer[^']*' data-bytes='(\d+)'", html)
+    moved = sum(map(int, drawn))
+    assert len(drawn) == 3 and moved == 9192
+    assert "· 3 transfers (9.0 KB)" in html
+    text = repr(view)
+    assert "on 2 tasks over 5.0 ms, 3 transfers (9.0 KB)" in text
+    assert "worker:0 → worker:1: 2 chunks (seen by the tap)" in text
