@@ -149,7 +149,7 @@ class ClusterState:
                     row.service = ""  # a new process: the service has not seen it yet
                     row.restarts += 1
                     row.steps = 0
-                    row.note("restarted")
+                    row.note("restarted", getattr(t, "started_at", None))
                 elif t.state == "running" and not row.history:
                     row.note("started")
                 elif t.state in _PROCESS_NOTES:

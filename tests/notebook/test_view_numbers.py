@@ -179,3 +179,56 @@ def test_timeline_header_counts_the_transfers_it_draws():
     text = repr(view)
     assert "on 2 tasks over 5.0 ms, 3 transfers (9.0 KB)" in text
     assert "worker:0 → worker:1: 2 chunks (seen by the tap)" in text
+
+
+# -- ClusterView's failure strip and FailureStoryView -----------------------------------
+class _Processes:
+    """A cluster's processes as ``LocalCluster.tasks`` reports them (the
+    ``TaskInfo`` rows both views poll), changed by the test."""
+
+    def __init__(self, tasks):
+        self.tasks = tasks
+
+
+def test_cluster_view_strip_and_failure_story_view_tell_the_same_times():
+    """worker:1 killed at 100.0 and started again at 102.0; the service tells
+    the restart at 102.4 and the views poll at their own moments, in either
+    order: both say killed at 100.0, back at 102.0 (04 showed 'back' 1 s
+    apart and gaps 0.1 s apart)."""
+    from nbdist.cluster.base import TaskInfo
+    from nbdist.notebook.widget_cluster import ClusterState
+    from nbdist.notebook.widget_story import FailureStoryView
+    from nbdist.runtime.coordination import Event
+
+    def snapshot(pid, state, **times):
+        task = TaskInfo("worker", 1, "localhost:2", pid, state)
+        for name, value in times.items():
+            setattr(task, name, value)
+        return [TaskInfo("worker", 0, "localhost:1", 11, "running"), task]
+
+    restarted = Event(1, 102_400_000, "task_state", "/job:worker/replica:0/task:1",
+                      {"state": "CONNECTED", "restarted": True, "pid": 13})
+    stories = []
+    for order in ("event first", "poll first"):
+        cluster = _Processes(snapshot(12, "running"))
+        rows = ClusterState()
+        rows.update_processes(cluster.tasks)
+        story = FailureStoryView(cluster, live=False)
+        cluster.tasks = snapshot(12, "killed", ended_at=100.0)
+        rows.update_processes(cluster.tasks)
+        story._poll()
+        cluster.tasks = snapshot(13, "running", ended_at=100.0, started_at=102.0)
+        if order == "event first":
+            rows.apply(restarted)
+            story.apply(restarted)
+        rows.update_processes(cluster.tasks)
+        story._poll()
+        if order == "poll first":
+            rows.apply(restarted)
+            story.apply(restarted)
+        stories += [rows.story, story.story]
+    for s in stories:
+        (ep,) = s.episodes
+        assert (ep.task, ep.killed_at, ep.back_at) == ("worker:1", 100.0, 102.0)
+        assert "+2.0 s" in s.svg()
+    assert len({s.lines() for s in stories}) == 1
