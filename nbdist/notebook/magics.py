@@ -399,12 +399,11 @@ class ClusterMagics(Magics):
 
         if not args.args:
             last = last_traced_step()
-            if last is None:
-                raise UsageError(
-                    "%cluster timeline: no step was traced yet in this kernel; "
-                    "give FETCHES (an expression) or a RunMetadata, e.g. "
-                    "%cluster timeline train_op"
-                )
+            if last is None:  # said, not raised: Run All goes on
+                print("%cluster timeline: no step traced yet in this kernel; trace "
+                      "one with %cluster timeline FETCHES, e.g. %cluster timeline "
+                      "train_op")
+                return None
             return TimelineView(last, title="the last traced step")
         value = self._eval(args)
         if isinstance(value, RunMetadata):

@@ -343,3 +343,15 @@ def test_no_process_left_after_a_kernel_restart(kernel_name, how):
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+
+
+def test_timeline_with_nothing_traced_says_so_in_one_line(ip, capsys, monkeypatch):
+    """A bare ``%cluster timeline`` before any traced step: one line, no
+    exception (it raised, which stops Run All)."""
+    from nbdist.runtime import session
+
+    monkeypatch.setattr(session, "_last_traced", [None])
+    capsys.readouterr()
+    assert ip.run_line_magic("cluster", "timeline") is None
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and "no step traced yet" in out
