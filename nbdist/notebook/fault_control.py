@@ -21,7 +21,8 @@ from nbdist.runtime import transports
 from nbdist.runtime.cluster_spec import task_device
 from nbdist.runtime.faults import MAX_DELAY_S, FaultRule
 
-__all__ = ["active_faults", "describe_faults", "heal", "parse_delay", "partition", "slow"]
+__all__ = ["active_faults", "describe_faults", "heal", "parse_delay", "partition",
+           "slow"]
 
 _DELAY_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s)?\s*$")
 # The rules this notebook set on each cluster: {cluster: {task name: [rules]}}.

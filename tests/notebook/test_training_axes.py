@@ -90,13 +90,15 @@ def test_end_labels_never_overlap_and_stay_in_the_figure():
     view = TrainingView(live=False)
     for s in range(100):
         view.record("async/worker0", 2 * s, 1 / (1 + s), wall_time=100 + s * 0.01)
-        view.record("async/worker1", 2 * s + 1, 1.02 / (1 + s), wall_time=100 + s * 0.01)
+        view.record("async/worker1", 2 * s + 1, 1.02 / (1 + s),
+                    wall_time=100 + s * 0.01)
     for s in range(50):
         view.record("sync", 150 + s, 0.99 / (1 + 2 * s), wall_time=103 + s * 0.02)
     fig = view.figure()
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
-    boxes = {t.get_text(): Text.get_window_extent(t, renderer) for t in fig.axes[0].texts}
+    boxes = {t.get_text(): Text.get_window_extent(t, renderer)
+             for t in fig.axes[0].texts}
     assert sorted(boxes) == ["async/worker0", "async/worker1", "sync"]
     names = sorted(boxes)
     for i, a in enumerate(names):

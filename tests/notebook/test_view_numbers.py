@@ -23,7 +23,7 @@ from nbdist.notebook import BarrierView, PlacementView
 from nbdist.train.device_setter import replica_device_setter
 
 
-# -- BarrierView ------------------------------------------------------------------------
+# -- BarrierView -----------------------------------------------------------------------
 def _sync_worker(cluster, task, replicas_to_aggregate, total):
     """Worker ``task``'s graph of a SyncReplicasOptimizer run; its session
     (the chief's starts the queue runner whose take waits for a round)."""
@@ -91,7 +91,7 @@ def test_barrier_view_needs_replicas_to_aggregate_not_the_workers_seen(servers):
         view.close()
 
 
-# -- PlacementView ----------------------------------------------------------------------
+# -- PlacementView ---------------------------------------------------------------------
 def _replica_graph(task, cluster):
     g = nd.Graph()
     with g.as_default(), nd.device(replica_device_setter(
@@ -138,7 +138,7 @@ def test_placement_view_counts_its_graphs_ops_and_devices_after_replicas_ran(ser
         view.close()
 
 
-# -- TimelineView -----------------------------------------------------------------------
+# -- TimelineView ----------------------------------------------------------------------
 def _all_reduce_step(t0_us):
     """The step stats of an all-reduce step of two workers (one op each, no
     ``_Send``/``_Recv``: the chunks go over the collective's own calls)."""
@@ -181,7 +181,7 @@ def test_timeline_header_counts_the_transfers_it_draws():
     assert "worker:0 → worker:1: 2 chunks (seen by the tap)" in text
 
 
-# -- ClusterView's failure strip and FailureStoryView -----------------------------------
+# -- ClusterView's failure strip and FailureStoryView ----------------------------------
 class _Processes:
     """A cluster's processes as ``LocalCluster.tasks`` reports them (the
     ``TaskInfo`` rows both views poll), changed by the test."""
