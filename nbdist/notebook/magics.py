@@ -105,6 +105,14 @@ class ClusterMagics(Magics):
         metavar="JOBID",
         help="start: in a SLURM job (SlurmCluster); connect: to SLURM job JOBID",
     )
+    @argument(
+        "--traffic",
+        choices=("on", "off"),
+        default=None,
+        help="start: whether the tasks record their traffic for TrafficView "
+        "(default on; off also with NBDIST_TAP_EVENTS=0 or "
+        "TrafficView.record_new_clusters(False))",
+    )
     @argument("--partition", default=None, help="start --slurm: the SLURM partition")
     @argument("--time", default=None, help="start --slurm: the job's time limit")
     @argument(
@@ -134,9 +142,9 @@ class ClusterMagics(Magics):
                                                 a RunMetadata) as a TimelineView;
                                                 bare: the last step traced here
             %cluster traffic                    TrafficView: calls and bytes
-                                                between tasks, live (LocalCluster
-                                                tasks publish their taps when
-                                                started with NBDIST_TAP_EVENTS=1)
+                                                between tasks, live (the tasks
+                                                of %cluster start record them
+                                                unless started --traffic off)
             %cluster stop                       stop every task
             %cluster slow worker:1 20ms         each call worker:1 makes (and
                                                 each step it serves) waits 20 ms
@@ -271,6 +279,7 @@ class ClusterMagics(Magics):
 
         args.ps = 1 if args.ps is None else args.ps
         args.workers = 2 if args.workers is None else args.workers
+        _record_traffic(args.traffic)
         cluster = LocalCluster(
             ps=args.ps,
             workers=args.workers,
@@ -545,6 +554,19 @@ class ClusterMagics(Magics):
                 del ns[k]
         self._pushed = {}
         self.view = None
+
+
+def _record_traffic(choice: str | None) -> None:
+    """Whether the tasks ``%cluster start`` makes publish their taps (their
+    environment is the kernel's): on unless ``--traffic off``, or switched
+    off before (``NBDIST_TAP_EVENTS=0``, ``TrafficView.record_new_clusters(False)``).
+    Cost: ``benchmarks/bench_tap_events.py``."""
+    from nbdist.notebook.widget_traffic import TrafficView
+    from nbdist.runtime.tap_record import tap_events_on
+
+    if choice is None:
+        choice = "on" if tap_events_on(default=True) else "off"
+    TrafficView.record_new_clusters(choice == "on")
 
 
 def _one_line(e: BaseException) -> str:

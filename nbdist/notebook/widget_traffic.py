@@ -11,8 +11,9 @@ Where the taps are:
 * servers of this process (``nd.Server``): ``TrafficView(servers=[ps, w0, w1])``
   subscribes to each server's tap directly;
 * a ``LocalCluster``: its tasks publish their taps' records as ``"tap"``
-  events when started with ``NBDIST_TAP_EVENTS=1`` in the environment
-  (``TrafficView.record_new_clusters()`` sets it for clusters started later
+  events when started with ``NBDIST_TAP_EVENTS=1`` in the environment (what
+  ``%cluster start`` does unless ``--traffic off``;
+  ``TrafficView.record_new_clusters(on)`` sets it for clusters started later
   from this process), and the view follows the cluster's event stream.
 
 Memory is bounded: the view keeps the last ``keep`` records.
@@ -104,11 +105,9 @@ class TrafficView(LiveView):
     @staticmethod
     def record_new_clusters(on: bool = True) -> None:
         """Makes ``LocalCluster`` tasks started from now on in this process
-        publish their taps (``NBDIST_TAP_EVENTS=1`` in their environment)."""
-        if on:
-            os.environ[ENV_TAP_EVENTS] = "1"
-        else:
-            os.environ.pop(ENV_TAP_EVENTS, None)
+        publish their taps, or not (``NBDIST_TAP_EVENTS=1`` or ``0`` in their
+        environment; ``%cluster start`` records unless told ``0``)."""
+        os.environ[ENV_TAP_EVENTS] = "1" if on else "0"
 
     # -- state ----------------------------------------------------------------------------
     def _add_record(self, record: TapRecord) -> None:
@@ -273,9 +272,9 @@ class TrafficView(LiveView):
                 f"{esc(self._summary(records))}</span></h4>")
         if not records:
             return head + (
-                "<div class='muted'>no calls between tasks yet (a LocalCluster's "
-                "tasks publish theirs when started with NBDIST_TAP_EVENTS=1: "
-                "<code>TrafficView.record_new_clusters()</code>)</div>")
+                "<div class='muted'>no calls between tasks yet (the tasks of "
+                "<code>%cluster start</code> publish theirs unless started "
+                "<code>--traffic off</code>)</div>")
         return (head + "<div style='display:flex;gap:24px;align-items:flex-start;"
                 "flex-wrap:wrap'>" + self._sequence_svg(records)
                 + self._matrix_html(records) + "</div>")

@@ -39,6 +39,7 @@ __all__ = [
     "TapRecorder",
     "publish_from_env",
     "records_from_payload",
+    "tap_events_on",
 ]
 
 ENV_TAP_EVENTS = "NBDIST_TAP_EVENTS"
@@ -168,11 +169,22 @@ class TapPublisher:
         self._thread.join(5.0)
 
 
+def tap_events_on(environ=None, default: bool = False) -> bool:
+    """Whether ``NBDIST_TAP_EVENTS`` says to publish taps: 1/true/yes on,
+    0/false/no off, unset (or anything else) ``default``."""
+    environ = os.environ if environ is None else environ
+    value = environ.get(ENV_TAP_EVENTS, "").strip().lower()
+    if value in ("1", "true", "yes"):
+        return True
+    if value in ("0", "false", "no"):
+        return False
+    return default
+
+
 def publish_from_env(server, environ=None) -> TapPublisher | None:
     """A ``TapPublisher`` of ``server``'s tap through its worker's event
     publishing when ``NBDIST_TAP_EVENTS`` is set to 1 (else None)."""
-    environ = os.environ if environ is None else environ
-    if environ.get(ENV_TAP_EVENTS, "").strip().lower() not in ("1", "true", "yes"):
+    if not tap_events_on(environ):
         return None
     worker = getattr(getattr(server, "master", None), "local_worker", None)
     publish = getattr(worker, "publish", None)

@@ -9,7 +9,7 @@ import json
 import time
 
 import pytest
-from helpers import pid_alive, wait_gone
+from helpers import pid_alive, wait_for, wait_gone
 from IPython.core.error import UsageError
 
 pytestmark = pytest.mark.slow
@@ -220,6 +220,30 @@ def test_placement_and_timeline(ip, started):
         assert set(last.tasks()) == {"worker:0", "ps:0"}
     assert "is not a graph" in _usage_error(ip, "placement 42")
     assert "cannot evaluate 'nope'" in _usage_error(ip, "placement nope")
+
+
+def test_clusters_the_notebook_starts_record_their_traffic(ip, started):
+    """``%cluster start`` (no flag): the tasks publish their taps, so
+    ``%cluster traffic`` shows a step's calls (it showed "0 calls" unless
+    NBDIST_TAP_EVENTS=1 came first). Oracle: the step's RunGraph to ps:0."""
+    import nbdist as nd
+
+    traffic = ip.run_line_magic("cluster", "traffic")
+    try:
+        with nd.Graph().as_default():
+            with nd.device("/job:ps/task:0"):
+                v = nd.Variable(nd.ones([8]), name="v")
+            with nd.device("/job:worker/task:0"):
+                y = nd.reduce_sum(v * 2.0)
+            with nd.Session(ip.user_ns["target"]) as sess:
+                sess.run(v.initializer)
+                assert sess.run(y) == 16.0
+        wait_for(lambda: any(r.kind == "RunGraph" and r.destination.endswith(
+            "/job:ps/replica:0/task:0") for r in traffic.records()), 20,
+            "the step's RunGraph to ps:0")
+        assert not repr(traffic).startswith("TrafficView: 0 calls")
+    finally:
+        traffic.close()
 
 
 def test_kill_status_restart(ip, started, capsys):
