@@ -460,17 +460,22 @@ class ClusterMagics(Magics):
         if live:
             from IPython.display import display
 
-            # While it runs: the widget alone (tabs filling live), under a display
-            # id; emptied at the end, when the view is shown again with every
-            # task's output in its text forms. Never an update that adds text: nbval
-            # sees only the first display of an output, nbclient and Jupyter the
-            # updated one.
-            widget_only = {
+            # While it runs: the widget (tabs filling live) under a display id,
+            # with one line that stays when the widget goes at the end (the view
+            # is shown again below, every task's output in its text forms). Never
+            # an update that changes text (nbval sees only the first display of
+            # an output, nbclient and Jupyter the updated one), nor one that
+            # leaves an empty output.
+            names = ", ".join(r.name for r in view.runs)
+            line = f"%%cluster on {names} (each task's output below)"
+            lines = {"text/plain": line,
+                     "text/html": f"<div class='muted'>{line}</div>"}
+            widget = {
                 k: v
                 for k, v in view.widget._repr_mimebundle_().items()
                 if k.startswith("application/vnd.jupyter.widget")
             }
-            handle = display(widget_only, raw=True, display_id=True)
+            handle = display({**widget, **lines}, raw=True, display_id=True)
 
         def changed(run):
             for i, r in enumerate(view.runs):
@@ -491,7 +496,7 @@ class ClusterMagics(Magics):
         view.refresh()
         view.close()
         if live:
-            handle.update({}, raw=True)
+            handle.update(lines, raw=True)
             display(view)
         if not live:
             for r in runs:
