@@ -232,3 +232,65 @@ def test_cluster_view_strip_and_failure_story_view_tell_the_same_times():
         assert (ep.task, ep.killed_at, ep.back_at) == ("worker:1", 100.0, 102.0)
         assert "+2.0 s" in s.svg()
     assert len({s.lines() for s in stories}) == 1
+
+
+def _crowded_step(t0_us):
+    """A ps step whose 6 tensors cross at nearly the same moment, beside the
+    ps's update bars (09's step: labels overprinted each other and the bars)."""
+    from nbdist.proto.config_pb2 import RunMetadata
+
+    md = RunMetadata()
+    ps, worker = md.step_stats.dev_stats.add(), md.step_stats.dev_stats.add()
+    ps.device = "/job:ps/replica:0/task:0/device:CPU:0"
+    worker.device = "/job:worker/replica:0/task:0/device:CPU:0"
+
+    def node(dev, name, op, start, length, nbytes=0):
+        n = dev.node_stats.add()
+        n.node_name, n.op_type = name, op
+        n.all_start_micros = t0_us + start
+        n.op_end_rel_micros = n.all_end_rel_micros = length
+        if nbytes:
+            n.output.add().tensor_description.allocated_bytes = nbytes
+
+    for i in range(6):  # w_i read on the ps, sent to the worker, its gradient back
+        node(ps, f"_send/edge_{i}_w{i}", "_Send", 100 + 20 * i, 10)
+        node(worker, f"_recv/edge_{i}_w{i}", "_Recv", 120 + 20 * i, 300, 4096 * (i + 1))
+        node(worker, f"_send/edge_{10 + i}_grad{i}", "_Send", 900 + 20 * i, 10)
+        node(ps, f"_recv/edge_{10 + i}_grad{i}", "_Recv", 920 + 20 * i, 200, 4096)
+        node(ps, f"update_w{i}", "ApplyGradientDescent", 1200 + 60 * i, 50)
+    node(worker, "matmul", "MatMul", 500, 300)
+    return md
+
+
+def _boxes(html, cls):
+    """(x, top, width, height) of each ``<text class=cls>`` (6 px a character
+    of a 10 px font, 11 px a line) and each ``<rect class=cls>``."""
+    import re
+
+    out = []
+    for m in re.finditer(rf"<text class='{cls}' x='([\d.]+)' y='([\d.]+)'[^>]*>(.*?)"
+                         r"</text>", html):
+        lines = re.findall(r"<tspan[^>]*>(.*?)</tspan>", m.group(3)) or [m.group(3)]
+        width = 6.0 * max(len(x.replace("&amp;", "&")) for x in lines)
+        out.append((float(m.group(1)), float(m.group(2)) - 9, width, 11 * len(lines)))
+    for m in re.finditer(rf"<rect class='{cls}' data-kind='update' x='([\d.]+)' "
+                         r"y='([\d.]+)' width='([\d.]+)' height='([\d.]+)'", html):
+        out.append(tuple(float(v) for v in m.groups()))
+    return out
+
+
+def _overlap(a, b):
+    return a[0] < b[0] + b[2] and b[0] < a[0] + a[2] and a[1] < b[1] + b[3] and \
+        b[1] < a[1] + a[3]
+
+
+def test_timeline_labels_overlap_neither_each_other_nor_the_update_bars():
+    from nbdist.notebook import TimelineView
+
+    html = TimelineView(_crowded_step(1_700_000_000_000_000))._repr_html_()
+    labels = _boxes(html, "nbdist-transfer-label")
+    bars = _boxes(html, "nbdist-op")
+    assert len(labels) == 2 and len(bars) == 6  # a label per link; 6 updates
+    for i, a in enumerate(labels):
+        assert not any(_overlap(a, b) for b in labels[i + 1:]), a
+        assert not any(_overlap(a, b) for b in bars), a
