@@ -294,3 +294,30 @@ def test_timeline_labels_overlap_neither_each_other_nor_the_update_bars():
     for i, a in enumerate(labels):
         assert not any(_overlap(a, b) for b in labels[i + 1:]), a
         assert not any(_overlap(a, b) for b in bars), a
+
+
+# -- CollectiveView --------------------------------------------------------------------
+def test_collective_view_units_agree_and_member_names_fit_their_circles():
+    """06: sizes in MiB beside bandwidths in MB/s, and "worker:0" spilling out
+    of its 34 px circle. Oracle: bytes / 2**20 / seconds of each link."""
+    import re
+
+    from nbdist.notebook import CollectiveView
+    from nbdist.runtime.collective import ChunkEvent
+
+    tasks = [f"/job:worker/replica:0/task:{i}" for i in range(3)] + [
+        "/job:ps/replica:0/task:12"]
+    events = [ChunkEvent(1, 1, 0, "reduce-scatter", 0, 0, tasks[i], tasks[(i + 1) % 4],
+                         (i + 1) << 20, 0.0, 0.004 * (i + 1)) for i in range(4)]
+    view = CollectiveView(events)
+    html, text = view._repr_html_(), repr(view)
+    assert "MB/s" not in html and "MB/s" not in text
+    for link in view.links():
+        rate = f"{link.nbytes / 2**20 / link.seconds:.0f} MiB/s"
+        assert rate == "250 MiB/s" and rate in text and f">{rate}</tspan>" in html
+    names = re.findall(r"<g class='nbdist-member'.*?font-weight='600'>(.*?)</text>",
+                       html)
+    assert sorted(names) == ["ps12", "w0", "w1", "w2"]
+    radius = float(re.search(r"<g class='nbdist-member'.*?r='([\d.]+)'", html)[1])
+    # 7 px a character of a bold 10 px font: generous.
+    assert all(7 * len(n) <= 2 * radius - 4 for n in names)
