@@ -27,6 +27,8 @@ import time
 
 NOTEBOOKS = pathlib.Path(__file__).resolve().parents[1] / "notebooks"
 CELL_TIMEOUT_S = 120
+FREEZE_SOURCE = (
+    "from nbdist.notebook.live_view import freeze_scrubbers as _freeze\n_ = _freeze()")
 LAB_COMMAND = ".venv/bin/pip install -q jupyterlab && .venv/bin/jupyter lab notebooks/"
 
 
@@ -102,6 +104,14 @@ def run_notebook(
                     f"  [{n:2d}/{len(code)}] {time.perf_counter() - t:5.1f} s  "
                     f"{_first_line(cell)}"
                 )
+            # Views with sliders stayed live while the kernel ran: their static
+            # faces go into their outputs now (a cell run and dropped).
+            freeze = nbformat.v4.new_code_cell(FREEZE_SOURCE)
+            nb.cells.append(freeze)
+            try:
+                client.execute_cell(freeze, len(nb.cells) - 1)
+            finally:
+                nb.cells.pop()
             # No widget state is saved (JupyterLab's default too): every view
             # leaves a static face in its outputs, which shows everywhere.
             nb.metadata.pop("widgets", None)

@@ -263,6 +263,9 @@ class CollectiveView(LiveView):
         return (r - chunk.step - shift) % n
 
     # -- drawing -------------------------------------------------------------------------
+    def scrubbable(self) -> bool:
+        return len(self.rounds()) >= 2  # the slider and play over the steps
+
     def _summary(self) -> str:
         total = sum(c.nbytes for c in self.chunks)
         rounds = self.rounds()

@@ -96,6 +96,9 @@ class TimelineView(LiveView):
             view.update(metadata)
         return view
 
+    def scrubbable(self) -> bool:
+        return len(self.steps) > 1  # the slider over the kept steps
+
     @property
     def run_metadata(self):
         """The ``RunMetadata`` of the step shown (None before any)."""
