@@ -321,3 +321,37 @@ def test_collective_view_units_agree_and_member_names_fit_their_circles():
     radius = float(re.search(r"<g class='nbdist-member'.*?r='([\d.]+)'", html)[1])
     # 7 px a character of a bold 10 px font: generous.
     assert all(7 * len(n) <= 2 * radius - 4 for n in names)
+
+
+# -- at 32 workers ----------------------------------------------------------------------
+def test_cluster_view_of_2_ps_and_32_workers_is_a_grid_and_grouped_history():
+    """2 ps + 32 workers: 34 cells coloured by state and one history line per
+    group of changes (it was a 34-row table and 34 "started" lines, 1,631 px
+    tall). Oracle: the tasks the spec names, the changes noted."""
+    import re
+
+    from nbdist.notebook import ClusterView
+
+    spec = nd.train.ClusterSpec({
+        "ps": [f"localhost:{2000 + i}" for i in range(2)],
+        "worker": [f"localhost:{3000 + i}" for i in range(32)]})
+    view = ClusterView(spec, live=False)
+    t0 = 1_800_000_000.0
+    for i, row in enumerate(view.state.sorted_rows()):
+        row.process = "running"
+        row.note("started", t0 + 0.02 * i)
+    view.state.rows["worker:7"].process = "killed"
+    view.state.rows["worker:7"].note("killed", t0 + 30)
+    html, text = view._repr_html_(), repr(view)
+    cells = re.findall(r"class='nbdist-task-cell' data-task='([^']+)' "
+                       r"data-state='([^']+)'", html)
+    assert len(cells) == 34 and len({t for t, _ in cells}) == 34
+    assert dict(cells)["worker:7"] == "killed"
+    assert sum(s == "running" for _, s in cells) == 33
+    assert "<tr class='nbdist-task'" not in html
+    history = re.findall(r"<tr class='nbdist-history'", html)
+    assert len(history) == 3  # the workers started, the ps started, one kill
+    assert re.search(r"32 workers started \d\d:\d\d:\d\d\b", text)
+    assert "2 ps started" in text and "worker:7  " in text
+    assert "  worker   32: 31 running, 1 killed (worker:7)" in text
+    assert len(text.splitlines()) <= 10
