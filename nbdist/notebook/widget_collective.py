@@ -31,6 +31,7 @@ import re
 from dataclasses import dataclass
 
 from nbdist.notebook.live_view import LiveView, esc, short_task
+from nbdist.notebook.timeline_model import member_label
 
 __all__ = ["Chunk", "CollectiveView", "Round", "chunks_from_run_metadata"]
 
@@ -144,16 +145,6 @@ def _task_key(task: str):
 
 
 _MEMBER_R = 17  # px: a member's circle
-
-
-def member_label(task: str) -> str:
-    """What fits inside a member's circle: "worker:0" -> "w0", "ps:1" ->
-    "ps1", "chief:0" -> "c0"."""
-    name = short_task(task)
-    job, _, index = name.rpartition(":")
-    short = {"worker": "w", "chief": "c", "ps": "ps", "evaluator": "ev"}.get(
-        job, job[:2])
-    return f"{short}{index}" if job else name
 
 
 def _size(nbytes: float) -> str:

@@ -32,6 +32,7 @@ from nbdist.notebook.timeline_model import (
     task_key,
     tick_label,
 )
+from nbdist.notebook.traffic_heatmap import HEATMAP_AT, heatmap_svg
 from nbdist.runtime.tap_record import (
     ENV_TAP_EVENTS,
     TAP_EVENT_KIND,
@@ -39,6 +40,8 @@ from nbdist.runtime.tap_record import (
     TapRecorder,
     records_from_payload,
 )
+
+_TEXT_LINKS = 12  # links listed in the text of a cluster too large for all
 
 __all__ = ["TrafficView"]
 
@@ -257,12 +260,18 @@ class TrafficView(LiveView):
         records = self.window()
         lines = [f"TrafficView: {self._summary(records)}"]
         secs = max(self.span_us(records), 1) / 1e6
-        for (src, dst), (calls, nbytes) in sorted(
-                self.matrix(records).items(),
-                key=lambda kv: (task_key(kv[0][0]), task_key(kv[0][1]))):
+        links = sorted(self.matrix(records).items(),
+                       key=lambda kv: (task_key(kv[0][0]), task_key(kv[0][1])))
+        if len(self._tasks(records)) > HEATMAP_AT:  # the busiest links only
+            busiest = sorted(links, key=lambda kv: -kv[1][1])[:_TEXT_LINKS]
+            links = [kv for kv in links if kv in busiest]
+        for (src, dst), (calls, nbytes) in links:
             lines.append(f"  {src} → {dst}: {calls} calls, {format_bytes(nbytes)} "
                          f"({format_bytes(int(nbytes / secs))}/s, "
                          f"{calls / secs:.0f} calls/s)")
+        more = len(self.matrix(records)) - len(links)
+        if more:
+            lines.append(f"  … {more} more links (the {_TEXT_LINKS} busiest shown)")
         return "\n".join(lines)
 
     def _html(self) -> str:
@@ -275,6 +284,12 @@ class TrafficView(LiveView):
                 "<div class='muted'>no calls between tasks yet (the tasks of "
                 "<code>%cluster start</code> publish theirs unless started "
                 "<code>--traffic off</code>)</div>")
+        tasks = self._tasks(records)
+        if len(tasks) > HEATMAP_AT:  # too many lifelines and cells to read
+            secs = max(self.span_us(records), 1) / 1e6
+            return (head + "<div class='muted'>bytes per second between each "
+                    f"pair of the {len(tasks)} tasks (hover a square for its "
+                    "calls)</div>" + heatmap_svg(tasks, self.matrix(records), secs))
         return (head + "<div style='display:flex;gap:24px;align-items:flex-start;"
                 "flex-wrap:wrap'>" + self._sequence_svg(records)
                 + self._matrix_html(records) + "</div>")

@@ -355,3 +355,32 @@ def test_cluster_view_of_2_ps_and_32_workers_is_a_grid_and_grouped_history():
     assert "2 ps started" in text and "worker:7  " in text
     assert "  worker   32: 31 running, 1 killed (worker:7)" in text
     assert len(text.splitlines()) <= 10
+
+
+def test_traffic_view_of_34_tasks_is_a_heat_map_of_every_link():
+    """2 ps + 32 workers: one square per (source, destination) that carried
+    calls, its bytes and calls those of the records (no 34-lifeline sequence
+    diagram, no 34 × 34 table of cells)."""
+    import re
+
+    from nbdist.notebook import TrafficView
+    from nbdist.runtime.tap import TapEvent
+
+    view = TrafficView(steps=None)
+    expected = {}
+    for w in range(32):
+        worker = f"/job:worker/replica:0/task:{w}"
+        for p in range(2):
+            ps = f"/job:ps/replica:0/task:{p}"
+            for k in range(1 + w % 3):  # RunGraph calls of various sizes
+                view.add(TapEvent("RunGraph", worker, ps, k, 1000 * (w + 1), 1.0,
+                                  1.001))
+            expected[(f"worker:{w}", f"ps:{p}")] = (1 + w % 3, 1000 * (w + 1) * (
+                1 + w % 3))
+    html, text = view._repr_html_(), repr(view)
+    cells = {(m[0], m[1]): (int(m[3]), int(m[2])) for m in re.findall(
+        r"<rect class='nbdist-heat-cell' data-source='([^']+)' "
+        r"data-destination='([^']+)' data-bytes='(\d+)' data-calls='(\d+)'", html)}
+    assert cells == expected
+    assert "nbdist-lifeline" not in html and "nbdist-traffic-matrix" not in html
+    assert "… 52 more links (the 12 busiest shown)" in text
