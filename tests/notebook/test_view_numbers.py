@@ -384,3 +384,37 @@ def test_traffic_view_of_34_tasks_is_a_heat_map_of_every_link():
     assert cells == expected
     assert "nbdist-lifeline" not in html and "nbdist-traffic-matrix" not in html
     assert "… 52 more links (the 12 busiest shown)" in text
+
+
+def test_barrier_view_of_32_workers_shows_how_their_gradients_arrived():
+    """replicas_to_aggregate=32 of 32 workers: a histogram of the last round's
+    arrivals (its bars count every gradient) instead of 32 chips and a
+    32-row grid; lines name the few largest waits, not 32 of each."""
+    import re
+
+    from nbdist.notebook.barrier_rounds import RoundTracker
+    from nbdist.notebook.widget_barrier import BarrierRecord
+
+    workers = [f"worker:{i}" for i in range(32)]
+    rounds = RoundTracker()
+    for step_id, w in enumerate(workers):
+        rounds.name(step_id, w)
+    for local_step in range(2):
+        for step_id in range(32):  # worker:31 last, 150 ms after the first
+            t = 10.0 * local_step + (0.150 if step_id == 31 else 0.002 * step_id)
+            rounds.push(step_id, {"local_step": local_step, "time": t})
+        rounds.complete_oldest()
+    rounds.push(0, {"local_step": 2, "time": 30.0})  # settles round 2
+    view = BarrierView(live=False)
+    view.state.barriers["sync"] = BarrierRecord(
+        "sync", "SyncReplicas", workers, [], 2, rounds=rounds, needed=32)
+    html, text = view._repr_html_(), repr(view)
+    bins = [int(c) for c in re.findall(r"class='nbdist-arrival-bin' data-count='(\d+)'",
+                                        html)]
+    assert sum(bins) == 32 and bins[-1] == 1  # worker:31, alone at the far right
+    assert "32 gradients arrived over 150 ms" in html
+    assert "class='chip' style='background:#dafbe1" not in html  # no chips
+    assert "nbdist-rounds" not in html  # no 32-row grid
+    assert "round 3: none of 32 arrived yet" in text
+    assert max(len(line) for line in text.splitlines()) < 160
+    assert "worker:0 150 ms" in text and "(largest; +29 more)" in text
