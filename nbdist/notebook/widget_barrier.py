@@ -396,7 +396,7 @@ def round_lines(r: BarrierRecord) -> list[str]:
     dropped = t.dropped
     if dropped:
         lines.append("stale gradients dropped: " + _some(
-            sorted(dropped.items(), key=lambda kv: -kv[1]), str))
+            sorted(dropped.items(), key=lambda kv: _task_key(kv[0])), str))
     return lines
 
 
