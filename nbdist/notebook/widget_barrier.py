@@ -348,19 +348,28 @@ def _next_round(r: BarrierRecord) -> str:
     if not k:
         line += f"none of {of} arrived yet"
     else:
-        line += f"{k} of {of} arrived ({', '.join(arrived)})"
+        line += f"{k} of {of} arrived ({_names(arrived)})"
         if r.status != "timed out":
             missing = [t for t in r.participants if t not in arrived]
             if k >= need:
                 line += ", releasing"
             elif need != n:
                 line += f", waiting for {need - k} more" + (
-                    f" of {', '.join(missing)}" if missing else "")
+                    f" of {_names(missing)}" if missing else "")
             else:
-                line += f", waiting for {', '.join(missing)}"
+                line += f", waiting for {_names(missing)}"
     if r.status == "timed out":
         line += f"; TIMED OUT, never arrived: {', '.join(r.missing)}"
     return line
+
+
+def _names(tasks, most: int = _CHIPS_AT) -> str:
+    """ "worker:1, worker:2"; beyond ``most``, the first few and how many
+    more: "worker:1, worker:2, worker:3, … (+28)"."""
+    tasks = list(tasks)
+    if len(tasks) > most:
+        return ", ".join(tasks[:3]) + f", … (+{len(tasks) - 3})"
+    return ", ".join(tasks)
 
 
 def _ms(seconds: float) -> str:

@@ -418,3 +418,14 @@ def test_barrier_view_of_32_workers_shows_how_their_gradients_arrived():
     assert "round 3: none of 32 arrived yet" in text
     assert max(len(line) for line in text.splitlines()) < 160
     assert "worker:0 150 ms" in text and "(largest; +29 more)" in text
+
+
+def test_barrier_view_of_32_workers_names_a_few_of_those_it_waits_for():
+    from nbdist.notebook.widget_barrier import BarrierRecord
+
+    workers = [f"worker:{i}" for i in range(32)]
+    view = BarrierView(live=False)
+    view.state.barriers["sync"] = BarrierRecord(
+        "sync", "SyncReplicas", workers, ["worker:0"], 0, needed=32)
+    assert repr(view).endswith("round 1: 1 of 32 arrived (worker:0), waiting for "
+                               "worker:1, worker:2, worker:3, … (+28)")
