@@ -145,6 +145,8 @@ class ClusterMagics(Magics):
                                                 between tasks, live (the tasks
                                                 of %cluster start record them
                                                 unless started --traffic off)
+            %cluster traffic on|off             switch the running tasks'
+                                                recording
             %cluster stop                       stop every task
             %cluster slow worker:1 20ms         each call worker:1 makes (and
                                                 each step it serves) waits 20 ms
@@ -428,8 +430,19 @@ class ClusterMagics(Magics):
     def _traffic(self, args):
         from nbdist.notebook.widget_traffic import TrafficView
 
-        self._no_args(args, "traffic")
         cluster = self._need_cluster()
+        if args.args:  # on|off: switch the running tasks' recording
+            if args.args not in (["on"], ["off"]):
+                raise UsageError("%cluster traffic takes on or off (or nothing: "
+                                 f"the view); got '{' '.join(args.args)}'")
+            if hasattr(cluster, "tap"):
+                print("an in-process server's traffic is always seen: its tap is "
+                      "this kernel's")
+                return None
+            from nbdist.notebook.traffic_control import switch_traffic
+
+            print(switch_traffic(cluster, args.args == ["on"]))
+            return None
         if hasattr(cluster, "tap"):  # an in-process server: its own tap
             return self._keep(TrafficView(cluster))
         if self.follower is None:
