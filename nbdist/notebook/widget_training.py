@@ -444,7 +444,10 @@ def _label_ends(ax, ends):
     fig = ax.figure
     lo, hi = ax.get_xlim()
     ax.set_xlim(lo, hi + 0.22 * (hi - lo))  # room for the labels inside the axes
-    fig.canvas.draw()  # the layout first: labels are placed in its pixels
+    # The layout first (not a whole draw): labels are placed in its pixels.
+    engine = fig.get_layout_engine()
+    if engine is not None:
+        engine.execute(fig)
     bottom, top = ax.transAxes.transform([(0, 0), (0, 1)])[:, 1]
     to_px = ax.transData.transform
     px_per_pt = fig.dpi / 72.0
