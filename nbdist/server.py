@@ -229,9 +229,11 @@ def main(argv=None) -> int:
     except (errors.OpError, ValueError, OSError) as e:
         print(f"nbdist-server: {e}", file=sys.stderr, flush=True)
         return 1
-    from nbdist.runtime.tap_record import publish_from_env
+    from nbdist.runtime.tap_record import switch_for
 
-    tap_publisher = publish_from_env(server)  # NBDIST_TAP_EVENTS=1: TrafficView
+    # TrafficView's records: on with NBDIST_TAP_EVENTS=1, switched while the
+    # cluster runs by "tap_control" events (%cluster traffic on|off).
+    tap_publisher = switch_for(server)
     print(
         f"nbdist-server {server.task_name} listening on {server.bind_address} "
         f"(pid {os.getpid()})",

@@ -117,7 +117,7 @@ class LocalCluster(ClusterBase):
         with self._lock:
             self._refresh_states()
             return [TaskInfo(t.job, t.index, t.address, t.pid, t.state,
-                             ended_at=t.ended_at)
+                             ended_at=t.ended_at, started_at=t.started_at)
                     for t in self._tasks.values()]
 
     @property
@@ -252,7 +252,8 @@ class LocalCluster(ClusterBase):
         finally:
             log.close()
         self._procs[(job, index)] = p
-        self._tasks[(job, index)] = TaskInfo(job, index, address, p.pid, "starting")
+        self._tasks[(job, index)] = TaskInfo(job, index, address, p.pid, "starting",
+                                             started_at=time.time())
 
     def _cluster_string(self) -> str:
         return ",".join(f"{job}|" + ";".join(self._spec.job_tasks(job))

@@ -21,7 +21,8 @@ from nbdist.runtime import transports
 from nbdist.runtime.cluster_spec import task_device
 from nbdist.runtime.faults import MAX_DELAY_S, FaultRule
 
-__all__ = ["active_faults", "heal", "parse_delay", "partition", "slow"]
+__all__ = ["active_faults", "describe_faults", "heal", "parse_delay", "partition",
+           "slow"]
 
 _DELAY_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s)?\s*$")
 # The rules this notebook set on each cluster: {cluster: {task name: [rules]}}.
@@ -150,8 +151,29 @@ def heal(cluster) -> str:
     cluster = _owned(cluster, "heal")
     table = _table(cluster)
     healed = sorted(t for t, rules in table.items() if rules)
+    removed = describe_faults(table)
     for name in healed:
         _update(cluster, name, lambda r: False, None)
     if not healed:
         return "no fault to heal"
-    return f"healed {', '.join(healed)}: no fault injected"
+    return f"healed: removed {'; '.join(removed)} (no fault left)"
+
+
+def describe_faults(table: dict) -> list[str]:
+    """The faults of ``{task: [FaultRule]}`` in words, a link's two rules
+    once: ["worker:2 slowed by 20 ms", "link worker:0 ↔ ps:0 cut"]."""
+    from nbdist.notebook.live_view import short_task
+    from nbdist.notebook.timeline_model import task_key
+
+    out: list[str] = []
+    for task in sorted(table, key=task_key):
+        for r in table[task]:
+            if not r.peer:
+                out.append(f"{task} slowed by {_ms(r.delay_s)}")
+                continue
+            a, b = sorted((task, short_task(r.peer)), key=task_key)
+            what = (f"link {a} ↔ {b} slowed by {_ms(r.delay_s)}" if r.kind == "slow"
+                    else f"link {a} ↔ {b} cut")
+            if what not in out:
+                out.append(what)
+    return out
