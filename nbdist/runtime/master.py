@@ -23,6 +23,7 @@ from nbdist.runtime.interfaces import WorkerInterface
 from nbdist.runtime.partition import normalize_tensor_name, partition, prune, task_of
 from nbdist.runtime.placement import place
 from nbdist.runtime.reply_watch import ReplyWatch
+from nbdist.runtime.service.feeds import FeedCheck, feed_checks
 from nbdist.runtime.timeouts import seconds_from_ms
 from nbdist.runtime.worker import propagated_addresses
 
@@ -60,6 +61,7 @@ class Plan(NamedTuple):
     """How to run one (feeds, fetches, targets) signature: a part per task."""
 
     parts: tuple[PlanPart, ...]
+    checks: tuple[FeedCheck, ...] = ()  # what each fed value must be
 
     @property
     def single(self) -> bool:
@@ -161,7 +163,7 @@ class MasterSession:
                 self.registered.append((worker, handle))
                 plan_parts.append(PlanPart(task, worker, handle, tuple(part.feeds),
                                            tuple(part.fetches), part.graph_def))
-            p = Plan(tuple(plan_parts))
+            p = Plan(tuple(plan_parts), feed_checks(feeds, self.by_name, self.specs))
             self.plans[key] = p
             return p
 
@@ -190,6 +192,8 @@ class MasterSession:
         feed_names = tuple(sorted(feeds))
         fetch_names = tuple(dict.fromkeys(fetches))
         plan = self.plan(feed_names, fetch_names, tuple(sorted(set(targets))))
+        for check in plan.checks:
+            check.check(feeds[check.name])
         trace = bool(options is not None and options.trace_level ==
                      config_pb2.RunOptions.FULL_TRACE)
         timeout_ms = (options.timeout_in_ms if options is not None and
