@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 import weakref
 
+from nbdist import errors
+from nbdist.framework.device import DeviceSpec
 from nbdist.notebook.control import ClusterCommandError, parse_task
 from nbdist.runtime import transports
 from nbdist.runtime.cluster_spec import task_device
@@ -64,13 +66,15 @@ def _protocol(cluster) -> str | None:
     return (server_def.protocol or None) if server_def is not None else None
 
 
-def _send(cluster, job: str, index: int, rules) -> None:
+def _send(cluster, job: str, index: int, rules, removed: list | None = None) -> None:
+    """Sets ``job:index``'s rules as the cluster's owner (the client sends this
+    process's owner credential); the rules replaced go to ``removed``."""
     address = cluster.cluster_spec.task_address(job, index)
     client = transports.connect_worker(task_device(job, index), address,
                                        token=_token(cluster),
                                        protocol_name=_protocol(cluster))
     try:
-        client.set_faults([tuple(r) for r in rules])
+        client.set_faults([tuple(r) for r in rules], removed)
     finally:
         client.close()
 
@@ -145,13 +149,36 @@ def partition(cluster, task: str, peer: str) -> str:
     return f"cut the link {job}:{index} ↔ {pjob}:{pindex} (calls fail: Unavailable)"
 
 
+def _rule_text(rule) -> str:
+    kind, peer, delay_s = rule
+    if peer:
+        spec = DeviceSpec.from_string(peer)
+        peer = f"{spec.job}:{spec.task}"
+    where = f" ↔ {peer}" if peer else ""
+    return f"slow {_ms(delay_s)}{where}" if kind == "slow" else f"partition{where}"
+
+
 def heal(cluster) -> str:
-    """Removes every fault this notebook injected into ``cluster``."""
+    """Asks every task of ``cluster`` to drop all its fault rules (whoever set
+    them, whatever this notebook remembers); says what each task removed."""
     cluster = _owned(cluster, "heal")
+    spec = cluster.cluster_spec
     table = _table(cluster)
-    healed = sorted(t for t, rules in table.items() if rules)
-    for name in healed:
-        _update(cluster, name, lambda r: False, None)
-    if not healed:
-        return "no fault to heal"
-    return f"healed {', '.join(healed)}: no fault injected"
+    healed, failed = [], []
+    for job in spec.jobs:
+        for index in spec.task_indices(job):
+            removed: list = []
+            try:
+                _send(cluster, job, index, [], removed)
+            except errors.OpError as e:
+                failed.append(f"{job}:{index} ({e.message.splitlines()[0]})")
+                continue
+            table.pop(f"{job}:{index}", None)
+            if removed:
+                rules = "; ".join(_rule_text(r) for r in removed)
+                healed.append(f"{job}:{index} ({rules})")
+    lines = [f"healed {', '.join(sorted(healed))}: no fault injected" if healed
+             else "no fault to heal"]
+    if failed:
+        lines.append(f"not reached: {', '.join(failed)}")
+    return "\n".join(lines)

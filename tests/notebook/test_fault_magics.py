@@ -75,7 +75,8 @@ def test_fault_magics_on_an_owned_cluster(ip, capsys):
             _read_on_worker1(target)
         ip.run_line_magic("cluster", "heal")
         assert capsys.readouterr().out.strip() == (
-            "healed ps:0, worker:1: no fault injected")
+            "healed ps:0 (partition ↔ worker:1), worker:1 (slow 20 ms; partition ↔ "
+            "ps:0): no fault injected")
         value, _ = _read_on_worker1(target)
         np.testing.assert_array_equal(value, [0.0, 2.0, 4.0])
 

@@ -134,7 +134,9 @@ def test_partition_fails_calls_across_the_link_as_a_cut_link_and_heal_recovers(
         # The other worker's link to ps:0 is not cut.
         with nd.Session(inproc.workers[0].target) as other:
             np.testing.assert_array_equal(other.run(v), np.arange(4))
-        assert fault_control.heal(inproc) == "healed ps:0, worker:1: no fault injected"
+        assert fault_control.heal(inproc) == ("healed ps:0 (partition ↔ worker:1), "
+                                              "worker:1 (partition ↔ ps:0): no fault "
+                                              "injected")
         np.testing.assert_array_equal(sess.run(y), np.arange(4) * 2.0)
     assert fault_control.active_faults(inproc) == {}
     assert fault_control.heal(inproc) == "no fault to heal"
@@ -229,7 +231,8 @@ def test_cluster_view_records_each_fault_in_its_tasks_history(inproc):
     assert "slowed worker:1 by 20 ms" in lines["worker:1"]
     assert "healed" in lines["worker:1"]
     assert "cut the link worker:0 ↔ ps:0" in lines["ps:0"]
-    assert view.message == "healed ps:0, worker:0, worker:1: no fault injected"
+    assert view.message == ("healed ps:0 (partition ↔ worker:0), worker:0 (partition "
+                            "↔ ps:0), worker:1 (slow 20 ms): no fault injected")
     assert "slowed worker:1 by 20 ms" in repr(view)
     assert not inproc.workers[1].faults.active
 
