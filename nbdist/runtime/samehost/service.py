@@ -26,7 +26,7 @@ from nbdist.runtime.samehost.common import (
     socket_name,
     tune_tcp,
 )
-from nbdist.runtime.samehost.handshake import cluster_key, server_handshake
+from nbdist.runtime.samehost.handshake import cluster_key, peer_uid, server_handshake
 from nbdist.runtime.samehost.hello_slots import HelloSlots
 from nbdist.runtime.samehost.wire import (
     ChannelClosed,
@@ -181,6 +181,7 @@ class SameHostService:
         self._tcp_bind = tcp_bind
         self._reserved_ports = reserved_ports
         self.endpoint: str | None = None
+        self.problem: str | None = None  # why it could not serve, for the owner
         self._listener: socket.socket | None = None
         self._conns: set = set()
         self._proven = 0  # connections past their handshake
@@ -212,9 +213,13 @@ class SameHostService:
                 listener.listen(128)
             except OSError as e:
                 listener.close()
-                _log.warning("%s: no same-host path (%s is taken: %s); peers use "
-                             "gRPC", self.worker.task_name,
-                             socket_name(self._address)[1:], e)
+                # Another process holds our name: peers that trust it would
+                # reach it, not us (their handshake refuses it; still, say so).
+                self.problem = (f"{self.worker.task_name}: no same-host path: its "
+                                f"socket @{socket_name(self._address)[1:]} is "
+                                f"taken by another process ({e}); peers on this "
+                                "host use gRPC and refuse whoever holds the name")
+                _log.error("%s", self.problem)
                 return
         self._listener = listener
         self._hangups = _Hangups()
@@ -501,8 +506,7 @@ def _source(conn) -> str:
     address, a Unix peer's user."""
     if conn.family != socket.AF_UNIX:
         return "tcp:" + str(conn.getpeername()[0])
-    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
-    return f"uid:{int.from_bytes(creds[4:8], 'little')}"
+    return f"uid:{peer_uid(conn)}"
 
 
 def _shut(conn) -> None:
