@@ -8,8 +8,8 @@ compare for a placeholder whose shape is partly known.
 
 >>> import numpy as np
 >>> from nbdist.framework import dtypes, tensor_shape
->>> check = FeedCheck("x:0", "y", 0, dtypes.float32,
-...                   tensor_shape.TensorShape([None, 3]))
+>>> check = FeedCheck.of("x:0", "y", 0, dtypes.float32,
+...                      tensor_shape.TensorShape([None, 3]))
 >>> check.check(np.zeros((2, 3), np.float32))
 >>> check.check(np.array([b"a"], object))
 Traceback (most recent call last):
@@ -53,38 +53,55 @@ def _value_type_name(arr: np.ndarray) -> str:
 
 
 class FeedCheck(NamedTuple):
-    """One fed tensor's expectation: ``dtype``, and ``shape`` (None: any)."""
+    """One fed tensor's expectation: its dtype (``np_dtype``; None: a string,
+    any of NumPy's string kinds) and dims (None: any shape)."""
 
     name: str  # the feed as the request named it
     consumer: str  # a node reading it (for TF's wording), else its own node
     input_index: int
     dtype: dtypes.DType
-    shape: TensorShape | None
+    np_dtype: np.dtype | None
+    dims: tuple | None
+
+    @classmethod
+    def of(cls, name, consumer, index, dtype: dtypes.DType,
+           shape: TensorShape | None) -> FeedCheck:
+        np_dtype = None if dtype is dtypes.string else np.dtype(dtype.as_numpy_dtype)
+        dims = tuple(shape.as_list()) if shape is not None and shape.rank is not None \
+            else None
+        return cls(name, consumer, index, dtype, np_dtype, dims)
 
     def check(self, value) -> None:
-        arr = value if isinstance(value, np.ndarray) else np.asarray(value)
-        want = self.dtype
-        if want is dtypes.string:
-            ok = arr.dtype.kind in "OSU"
+        """Raises ``InvalidArgumentError`` unless ``value`` fits (a few compares:
+        this runs on every step)."""
+        arr = value if type(value) is np.ndarray else np.asarray(value)
+        have, want = arr.dtype, self.np_dtype
+        if want is None:
+            ok = have.kind in "OSU"
         else:
-            ok = arr.dtype == want.as_numpy_dtype and arr.dtype.kind != "O"
+            ok = have is want or (have == want and have.kind != "O")
         if not ok:
             raise errors.InvalidArgumentError(
                 None, self.consumer,
                 f"Input {self.input_index} of node {self.consumer} was passed "
                 f"{_value_type_name(arr)} from {self.name} incompatible with "
-                f"expected {tf_type_name(want)}.")
-        if self.shape is not None and not self.shape.is_compatible_with(arr.shape):
-            raise errors.InvalidArgumentError(
-                None, parse_input(self.name)[0],
-                f"Cannot feed value of shape {arr.shape} for Tensor {self.name}, "
-                f"which has shape {_shape_text(self.shape)}")
+                f"expected {tf_type_name(self.dtype)}.")
+        dims = self.dims
+        if dims is not None:
+            shape = arr.shape
+            fits = len(shape) == len(dims)
+            if fits:
+                for d, s in zip(dims, shape):
+                    if d is not None and d != s:
+                        fits = False
+            if not fits:
+                raise errors.InvalidArgumentError(
+                    None, parse_input(self.name)[0],
+                    f"Cannot feed value of shape {shape} for Tensor {self.name}, "
+                    f"which has shape {_shape_text(dims)}")
 
 
-def _shape_text(shape: TensorShape) -> str:
-    if shape.rank is None:
-        return "<unknown>"
-    dims = shape.as_list()
+def _shape_text(dims: tuple) -> str:
     return "(" + ", ".join(str(d) for d in dims) + ("," if len(dims) == 1 else "") + ")"
 
 
@@ -110,6 +127,6 @@ def feed_checks(feeds, nodes: dict, specs: dict) -> tuple[FeedCheck, ...]:
         src = key.rpartition(":")[0]
         consumer, index = readers.get(key, (src, 0))
         known = nodes[src].op in _PLACEHOLDERS and shape.rank is not None
-        out.append(FeedCheck(name, consumer, index, dtype.base_dtype,
-                             shape if known else None))
+        out.append(FeedCheck.of(name, consumer, index, dtype.base_dtype,
+                                shape if known else None))
     return tuple(out)
