@@ -16,6 +16,8 @@ an error) and sends nothing more there. The task says its name was taken
 from __future__ import annotations
 
 import collections
+import os
+import shutil
 import subprocess
 import sys
 
@@ -66,6 +68,55 @@ def accept():
 threading.Thread(target=accept, daemon=True).start()
 sys.stdin.readline()  # until the test closes stdin
 """
+
+
+# A squatter of another user: it answers a hello as a server without a secret
+# would (frames of samehost.wire: "<IQ" header and payload sizes, JSON header).
+_SQUATTER = r"""
+import json, socket, struct, sys, threading
+listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+listener.bind("\0" + sys.argv[1])
+listener.listen(4)
+print("bound", flush=True)
+
+def answer():
+    while True:
+        conn, _ = listener.accept()
+        conn.recv(4096)
+        head = json.dumps({"task": "/job:worker/replica:0/task:0",
+                           "address": sys.argv[1].split("/", 1)[1],
+                           "incarnation": 1}).encode()
+        conn.sendall(struct.pack("<IQ", len(head), 0) + head)
+
+threading.Thread(target=answer, daemon=True).start()
+sys.stdin.readline()
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("python3", path="/usr/bin"),
+                    reason="runs a process as another user: needs root and a "
+                           "system python3")
+def test_a_same_host_name_held_by_another_user_is_refused():
+    """Without a token nothing can be proved, but the socket's peer is known
+    (``SO_PEERCRED``): a name held by a process of another user (here uid
+    65534) is refused before anything is sent; before, its answer was taken
+    and every same-host call of the cluster went to it."""
+    address = f"localhost:{free_port()}"
+    squatter = subprocess.Popen(["/usr/bin/python3", "-c", _SQUATTER,
+                                 "nbdist/" + address], user=65534, group=65534,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                text=True, cwd="/")
+    try:
+        assert squatter.stdout.readline().strip() == "bound"
+        channel = samehost.SameHostChannel(None, address, None, collections.Counter())
+        with pytest.raises(Refused, match="another user"):
+            channel.open()
+        channel.close()
+    finally:
+        squatter.kill()
+        squatter.wait(30)
+        squatter.stdin.close()
+        squatter.stdout.close()
 
 
 @pytest.fixture
