@@ -12,7 +12,8 @@ slots of proven connections) arrive from the same address the peer uses
   connections of that source are shut to make room) — before, the server
   closed it at once and the peer's calls went to gRPC for as long as the
   flood was held;
-* the server holds at most ``MAX_UNPROVEN`` unproven connections (threads).
+* the server holds at most ``MAX_UNPROVEN_PER_SOURCE`` unproven connections
+  (threads) of that source.
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ from helpers import local_cluster, wait_for
 
 import nbdist as nd
 from nbdist.runtime import samehost
+from nbdist.runtime.samehost.common import MAX_UNPROVEN_PER_SOURCE
 
 FLOOD = 600
-MAX_UNPROVEN = 64
 
 
 @pytest.fixture
@@ -73,7 +74,7 @@ def test_a_flood_of_unproven_connections_leaves_the_peer_its_tcp_path(tcp_server
         finally:
             fresh.close()
         (service,) = tcp_server._path_services
-        wait_for(lambda: len(service._conns) <= MAX_UNPROVEN + 2, 30,
+        wait_for(lambda: len(service._conns) <= MAX_UNPROVEN_PER_SOURCE + 2, 30,
                  "the shut unproven connections' threads to end")
     finally:
         for s in flood:
