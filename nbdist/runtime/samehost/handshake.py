@@ -29,7 +29,8 @@ server's and the client's address and port). A relay — a process that took
 the same-host name and passes the bytes on to the task's TCP port, or any
 process between two sockets — joins two channels that each end sees
 differently, so neither end's proof passes at the other and the relay never
-sees a request.
+sees a request. (So does an address translation between two hosts: their
+calls stay on gRPC.)
 
 On the same-host socket both ends also check the other's user
 (``SO_PEERCRED``): an abstract name has no permission bits, so a process of
@@ -222,7 +223,8 @@ def server_handshake(conn, address: str, task: str, incarnation,
             answer.get("proof"),
             _proof(key, "client", nonce, challenge, address, channel)):
         return _refuse(conn, task, peer, "wrong credentials, or a proof made for "
-                       "another channel (a relay)")
+                       "another channel: a relay, or an address translation "
+                       "between the two ends")
     conn.settimeout(None)
     send_frame(conn, {"task": task, "address": address, "incarnation": incarnation,
                       "proof": _proof(key, "server", nonce, challenge, address,
