@@ -10,9 +10,8 @@ allocate at most ``MEMORY_BOUND`` (traced by ``tracemalloc``; NumPy's arrays
 are traced too), whatever sizes the input claims.
 
 The example budget is fixed (``EXAMPLES`` per decoder, ``BUDGET`` where a
-decoder is slower; derandomized: CI sees
-the same inputs every run); ``scripts/fuzz.py`` explores further, coverage
-guided, on demand.
+decoder is slower; derandomized: CI sees the same inputs every run);
+``scripts/fuzz.py`` explores further, coverage guided, on demand.
 """
 
 from __future__ import annotations
