@@ -41,7 +41,8 @@ def _where(e: BaseException) -> str:
 
 
 def run_target(name: str, seconds: int, timeout: int, rss_mb: int, out: Path) -> None:
-    """The child: fuzzes one decoder; prints one JSON line per new finding."""
+    """The child: fuzzes one decoder; one JSON line per new finding in
+    ``out``/<decoder>/findings.jsonl (libFuzzer closes the child's stdout)."""
     import atheris
 
     sys.path.insert(0, str(FUZZ_DIR))
@@ -55,6 +56,7 @@ def run_target(name: str, seconds: int, timeout: int, rss_mb: int, out: Path) ->
         (corpus / f"seed{i}").write_bytes(seed)
     found: set = set()
     (out / name).mkdir(parents=True, exist_ok=True)
+    log = (out / name / "findings.jsonl").open("a")
 
     def one_input(data: bytes) -> None:
         try:
@@ -65,8 +67,9 @@ def run_target(name: str, seconds: int, timeout: int, rss_mb: int, out: Path) ->
                 found.add(key)
                 path = out / name / hashlib.sha1(data).hexdigest()[:16]
                 path.write_bytes(data)
-                print(json.dumps({"finding": f"{key[0]}: {str(e)[:200]}",
-                                  "at": key[1], "input": str(path)}), flush=True)
+                log.write(json.dumps({"finding": f"{key[0]}: {str(e)[:200]}",
+                                      "at": key[1], "input": str(path)}) + "\n")
+                log.flush()
 
     atheris.Setup([sys.argv[0], str(corpus), f"-max_total_time={seconds}",
                    f"-timeout={timeout}", f"-rss_limit_mb={rss_mb}",
@@ -78,10 +81,12 @@ def _fuzz(name: str, args) -> dict:
     cmd = [sys.executable, __file__, "--child", name, "--minutes", str(args.minutes),
            "--timeout", str(args.timeout), "--rss-mb", str(args.rss_mb),
            "--out", str(args.out)]
+    log = args.out / name / "findings.jsonl"
+    log.unlink(missing_ok=True)
     done = subprocess.run(cmd, capture_output=True, text=True,
                           timeout=args.minutes * 60 + 300)
-    findings = [json.loads(line) for line in done.stdout.splitlines()
-                if line.startswith("{")]
+    findings = [json.loads(line) for line in log.read_text().splitlines()] \
+        if log.exists() else []
     runs = re.search(r"stat::number_of_executed_units:\s*(\d+)", done.stderr)
     crashed = re.search(r"==\d+== ERROR: libFuzzer: (.*)", done.stderr)
     if crashed:  # a hang, a memory blow-up or a crash of the process itself

@@ -68,6 +68,19 @@ class Plan(NamedTuple):
         return len(self.parts) == 1
 
 
+def _check_colocation(node) -> None:
+    """A node's colocation constraints (``_class``: ``loc:@name``) are names:
+    text, whatever bytes a request brought (found by fuzzing GraphDef import)."""
+    if "_class" in node.attr:
+        for c in node.attr["_class"].list.s:
+            try:
+                c.decode()
+            except UnicodeDecodeError:
+                raise errors.InvalidArgumentError(
+                    None, node.name, f"Node '{node.name}': its colocation constraint "
+                    f"{c[:60]!r} is not UTF-8 text") from None
+
+
 class MasterSession:
     def __init__(self, master: Master, handle: str, config: config_pb2.ConfigProto,
                  workers: dict, devices: list[str], incarnations: dict,
@@ -103,6 +116,7 @@ class MasterSession:
         merged = dict(self.by_name)
         for n in nodes:
             merged[n.name] = n
+            _check_colocation(n)
         try:
             ordered = topological_order(nodes if not self.by_name else
                                         [merged[k] for k in self.order] + nodes)
