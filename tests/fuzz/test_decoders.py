@@ -59,7 +59,8 @@ def test_a_decoder_takes_mutated_input_or_refuses_it_as_documented(name):
     for seed in seeds:  # the seeds themselves pass (a handshake's is refused:
         target.feed(seed)  # its proof is for other nonces)
 
-    @settings(max_examples=BUDGET.get(name, EXAMPLES), deadline=5000, derandomize=True, database=None,
+    @settings(max_examples=BUDGET.get(name, EXAMPLES), deadline=5000,
+              derandomize=True, database=None,
               suppress_health_check=[HealthCheck.too_slow])
     @given(mutated(seeds))
     def check(data):
