@@ -10,9 +10,11 @@ Two ``LocalCluster``s (real processes on 127.0.0.1, stopped by PID):
   argument. Meanwhile, at random: a worker is SIGKILLed and restarted 1-4 s
   later, a worker is slowed by 20 ms for a while, the link of a worker and the
   ps is cut for a while (``notebook.fault_control``: the owner's ``SetFaults``).
-  Counted: closures scheduled, results that came back equal to their argument
-  (``lost`` = scheduled - results), and the counter's excess over the
-  closures (re-run closures: at-least-once allows them).
+  Counted: closures scheduled, results that came back equal to their argument,
+  closures whose ``fetch`` raised (with the reasons: a closure cut off from the
+  ps by a partition fails with ``UnavailableError``, as TF's coordinator
+  reports ps failures to the caller), ``lost`` = neither, and the counter's
+  excess over the answered closures (re-runs: at-least-once allows them).
 * **monitored job** (1 ps, 1 worker): ``MonitoredTrainingSession`` trains a
   small MLP on a fixed batch, checkpointing every 5 steps. At random the ps is
   SIGKILLed and restarted after an outage of 1-6 s, or the worker is slowed
@@ -118,7 +120,8 @@ def coordinator_job(cluster, deadline: float) -> dict:
         counter.assign_add(1)
         return x
 
-    scheduled = results = wrong = failed = 0
+    scheduled = results = wrong = failed = 0  # failed: fetch raised
+    reasons: collections.Counter = collections.Counter()
     try:
         while time.monotonic() < deadline:
             batch = [coordinator.schedule(step, args=(np.int32(scheduled + i),))
@@ -130,8 +133,9 @@ def coordinator_job(cluster, deadline: float) -> dict:
             for i, rv in enumerate(batch):
                 try:
                     value = int(rv.fetch())
-                except errors.OpError:
+                except errors.OpError as e:
                     failed += 1
+                    reasons[f"{type(e).__name__}: {e.message.splitlines()[0][:90]}"] += 1
                     continue
                 results += 1
                 wrong += value != scheduled + i
@@ -143,9 +147,14 @@ def coordinator_job(cluster, deadline: float) -> dict:
     finally:
         coordinator.close()
         nd.reset_default_graph()
-    return {"scheduled": scheduled, "results": results, "lost": scheduled - results,
-            "failed": failed, "wrong": wrong, "re-runs": total - scheduled,
-            "put back": stats.get("put_back", 0)}
+    # lost: neither a result nor an error; re-runs: counter increments beyond
+    # the closures that answered (a failed closure may have run before its
+    # answer was cut off).
+    return {"scheduled": scheduled, "results": results,
+            "lost": scheduled - results - failed, "failed": failed, "wrong": wrong,
+            "re-runs": total - results,
+            "put back": stats.get("put_back", 0),
+            "failed with": dict(reasons.most_common(3))}
 
 
 def mlp():
@@ -168,17 +177,19 @@ def monitored_job(cluster, deadline: float, checkpoint_dir: str) -> dict:
     with graph.as_default(), nd.device(replica_device_setter(
             cluster=cluster.cluster_spec, worker_device="/job:worker/task:0")):
         gs, params, x, y, train = mlp()
-        final = nd.train.FinalOpsHook(params)
+        # The global step read at the end, not with a step's train op (read
+        # beside its increment, either value may come back).
+        final = nd.train.FinalOpsHook(params + [gs])
         runs = 0
         with nd.train.MonitoredTrainingSession(
                 master=cluster.target("worker", 0), is_chief=True,
                 checkpoint_dir=checkpoint_dir, save_checkpoint_steps=SAVE_EVERY,
                 hooks=[final], log_step_count_steps=None,
                 save_summaries_steps=None) as sess:
-            step = 0
             while time.monotonic() < deadline:
-                _, step = sess.run([train, gs], {x: X, y: Y})
+                sess.run(train, {x: X, y: Y})
                 runs += 1
+    *weights, step = final.final_ops_values
     with nd.Graph().as_default():
         _, ref_params, rx, ry, rtrain = mlp()
         with nd.Session() as s:
@@ -187,7 +198,7 @@ def monitored_job(cluster, deadline: float, checkpoint_dir: str) -> dict:
                 s.run(rtrain, {rx: X, ry: Y})
             reference = s.run(ref_params)
     same = all(np.allclose(a, b, rtol=1e-4, atol=1e-6)
-               for a, b in zip(final.final_ops_values, reference))
+               for a, b in zip(weights, reference))
     return {"global steps": int(step), "steps run": runs,
             "repeated after restores": runs - int(step), "weights = replay": same}
 
