@@ -23,6 +23,7 @@ from nbdist import errors
 from nbdist.cluster.base import ClusterBase, TaskInfo
 from nbdist.runtime import transports
 from nbdist.runtime.cluster_spec import ClusterSpec
+from nbdist.runtime.faults import owner_credential
 
 _live_clusters: weakref.WeakSet = weakref.WeakSet()
 
@@ -237,6 +238,7 @@ class LocalCluster(ClusterBase):
         env["NBDIST_HEARTBEAT_INTERVAL_MS"] = str(cc.heartbeat_interval_ms)
         env["NBDIST_HEARTBEAT_TIMEOUT_MS"] = str(cc.heartbeat_timeout_ms)
         env["NBDIST_COORDINATION_MAX_EVENTS"] = str(cc.max_events)
+        env["NBDIST_FAULT_OWNER"] = owner_credential()  # only we may inject faults
         env.setdefault("PYTHONUNBUFFERED", "1")
         # One BLAS/OpenMP thread per task, as dask's workers: the tasks are the
         # parallelism, and several processes each spinning a thread per core

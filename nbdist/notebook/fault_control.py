@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 import weakref
 
+from nbdist import errors
 from nbdist.notebook.control import ClusterCommandError, parse_task
 from nbdist.runtime import transports
 from nbdist.runtime.cluster_spec import task_device
@@ -65,13 +66,15 @@ def _protocol(cluster) -> str | None:
     return (server_def.protocol or None) if server_def is not None else None
 
 
-def _send(cluster, job: str, index: int, rules) -> None:
+def _send(cluster, job: str, index: int, rules, removed: list | None = None) -> None:
+    """Sets ``job:index``'s rules as the cluster's owner (the client sends this
+    process's owner credential); the rules replaced go to ``removed``."""
     address = cluster.cluster_spec.task_address(job, index)
     client = transports.connect_worker(task_device(job, index), address,
                                        token=_token(cluster),
                                        protocol_name=_protocol(cluster))
     try:
-        client.set_faults([tuple(r) for r in rules])
+        client.set_faults([tuple(r) for r in rules], removed)
     finally:
         client.close()
 
@@ -147,16 +150,30 @@ def partition(cluster, task: str, peer: str) -> str:
 
 
 def heal(cluster) -> str:
-    """Removes every fault this notebook injected into ``cluster``."""
+    """Asks every task of ``cluster`` to drop all its fault rules (whoever set
+    them, whatever this notebook remembers); says what was removed."""
     cluster = _owned(cluster, "heal")
+    spec = cluster.cluster_spec
     table = _table(cluster)
-    healed = sorted(t for t, rules in table.items() if rules)
-    removed = describe_faults(table)
-    for name in healed:
-        _update(cluster, name, lambda r: False, None)
-    if not healed:
-        return "no fault to heal"
-    return f"healed: removed {'; '.join(removed)} (no fault left)"
+    removed_by_task: dict[str, list[FaultRule]] = {}
+    failed = []
+    for job in spec.jobs:
+        for index in spec.task_indices(job):
+            removed: list = []
+            try:
+                _send(cluster, job, index, [], removed)
+            except errors.OpError as e:
+                failed.append(f"{job}:{index} ({e.message.splitlines()[0]})")
+                continue
+            table.pop(f"{job}:{index}", None)
+            if removed:
+                removed_by_task[f"{job}:{index}"] = [FaultRule(*r) for r in removed]
+    said = describe_faults(removed_by_task)
+    lines = [f"healed: removed {'; '.join(said)} (no fault left)" if said
+             else "no fault to heal"]
+    if failed:
+        lines.append(f"not reached: {', '.join(failed)}")
+    return "\n".join(lines)
 
 
 def describe_faults(table: dict) -> list[str]:

@@ -484,6 +484,13 @@ class GrpcServer(Server):
         return self._router.faults
 
     @property
+    def peer_path_problems(self) -> list[str]:
+        """Why a peer path of this task does not serve (e.g. another process
+        took its same-host socket's name); also logged and published as a
+        ``peer_path_problem`` event."""
+        return [s.problem for s in self._path_services if s.problem]
+
+    @property
     def master(self) -> Master:
         """This task's master: what sessions of this process use, without RPC."""
         return self._master
@@ -500,6 +507,9 @@ class GrpcServer(Server):
             self._grpc.start()
             for path, service in zip(self._paths, self._path_services):
                 service.start()
+                if service.problem:  # e.g. its same-host name is taken: say so
+                    self._publish("peer_path_problem", {"path": path.name,
+                                                        "problem": service.problem})
                 endpoint = getattr(service, "endpoint", None)
                 if endpoint:  # a port of its own: peers (and sessions) look it up
                     for who in (self.task_name, "@" + self._address):

@@ -143,11 +143,13 @@ class WorkerServicer(ServicerBase, worker_service_pb2_grpc.WorkerServiceServicer
 
     def SetFaults(self, request, context):
         def fn(req):
-            rules = self.worker_handler.set_faults(
-                [(r.kind, r.peer, r.delay_s) for r in req.rule])
+            now, removed = self.worker_handler.set_faults(
+                [(r.kind, r.peer, r.delay_s) for r in req.rule], req.owner)
             resp = worker_pb2.SetFaultsResponse()
-            for kind, peer, delay_s in rules:
+            for kind, peer, delay_s in now:
                 resp.rule.add(kind=kind, peer=peer, delay_s=delay_s)
+            for kind, peer, delay_s in removed:
+                resp.removed.add(kind=kind, peer=peer, delay_s=delay_s)
             return resp
 
         return self._serve("SetFaults", request, context, fn)

@@ -36,6 +36,7 @@ from nbdist.proto import config_pb2, server_def_pb2
 from nbdist.runtime import transports
 from nbdist.runtime.cluster_spec import ClusterSpec, task_device
 from nbdist.runtime.device_attributes import device_counts
+from nbdist.runtime.faults import owner_credential
 from nbdist.runtime.master import Master
 from nbdist.runtime.router import PeerRouter
 from nbdist.runtime.server_lib import Server
@@ -128,8 +129,11 @@ class InprocWorkerClient:
     def cleanup_all(self, containers=None) -> None:
         self._handler().cleanup_all(list(containers or []))
 
-    def set_faults(self, rules) -> list:
-        return self._handler().set_faults(list(rules))
+    def set_faults(self, rules, removed: list | None = None) -> list:
+        now, before = self._handler().set_faults(list(rules), owner_credential())
+        if removed is not None:
+            removed.extend(before)
+        return now
 
     def close(self) -> None:
         pass
