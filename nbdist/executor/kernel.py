@@ -44,6 +44,7 @@ KERNEL_MODULES = (
     "parsing_kernels", "reader_kernels", "string_kernels",
     "conv_kernels", "norm_kernels", "image_kernels",
     "lookup_kernels",
+    "feature_kernels",
 )
 
 _loaded = False
