@@ -43,6 +43,7 @@ from nbdist.estimator.model_fn import (
     EstimatorSpec,
     ModeKeys,
     fn_args,
+    validate_hooks,
     verify_model_fn_args,
 )
 from nbdist.estimator.warm_starting_util import default_warm_start_settings, warm_start
@@ -176,7 +177,8 @@ class Estimator:
             _log.info("Warm-starting with WarmStartSettings: %s",
                       self._warm_start_settings)
             warm_start(*self._warm_start_settings)
-        if not any(x.op.name == "loss" for x in ops.get_collection(GraphKeys.SUMMARIES)):
+        summaries = ops.get_collection(GraphKeys.SUMMARIES)
+        if not any(x.op.name == "loss" for x in summaries):
             summary_ops.scalar("loss", spec.loss)
         ops.add_to_collection(GraphKeys.LOSSES, spec.loss)
         worker_hooks.extend(hooks)
@@ -468,11 +470,7 @@ def _check_checkpoint_available(model_dir):
 
 
 def _check_hooks_type(hooks):
-    hooks = list(hooks or [])
-    for h in hooks:
-        if not isinstance(h, hooks_lib.SessionRunHook):
-            raise TypeError(f"Hooks must be a SessionRunHook, given: {h}")
-    return hooks
+    return list(validate_hooks(hooks, "Hooks must be a SessionRunHook, given: {}"))
 
 
 def _check_listeners_type(saving_listeners):

@@ -24,7 +24,7 @@ from nbdist.saved_model import signature_constants, tag_constants
 from nbdist.train.hooks import SessionRunHook
 from nbdist.train.scaffold import Scaffold
 
-__all__ = ["EstimatorSpec", "ModeKeys", "verify_model_fn_args"]
+__all__ = ["EstimatorSpec", "ModeKeys", "validate_hooks", "verify_model_fn_args"]
 
 
 class ModeKeys:
@@ -96,10 +96,10 @@ class EstimatorSpec(collections.namedtuple("EstimatorSpec", _FIELDS)):
             cls, mode=mode, predictions=predictions, loss=loss, train_op=train_op,
             eval_metric_ops=_validate_eval_metric_ops(eval_metric_ops),
             export_outputs=export_outputs,
-            training_chief_hooks=_validate_hooks(training_chief_hooks),
-            training_hooks=_validate_hooks(training_hooks), scaffold=scaffold,
-            evaluation_hooks=_validate_hooks(evaluation_hooks),
-            prediction_hooks=_validate_hooks(prediction_hooks))
+            training_chief_hooks=validate_hooks(training_chief_hooks),
+            training_hooks=validate_hooks(training_hooks), scaffold=scaffold,
+            evaluation_hooks=validate_hooks(evaluation_hooks),
+            prediction_hooks=validate_hooks(prediction_hooks))
 
     def _replace(self, **kwds):
         """A new, validated spec with some fields replaced; ``mode`` stays."""
@@ -165,12 +165,14 @@ def _validate_predictions(predictions, mode):
     return predictions
 
 
-def _validate_hooks(hooks):
+def validate_hooks(hooks, message="All hooks must be SessionRunHook instances, "
+                   "given: {}"):
+    """``hooks`` as a tuple, each checked to be a ``SessionRunHook`` (the
+    ``TypeError`` in the wording of the caller's TF counterpart)."""
     hooks = tuple(hooks or [])
     for hook in hooks:
         if not isinstance(hook, SessionRunHook):
-            raise TypeError(
-                f"All hooks must be SessionRunHook instances, given: {hook}")
+            raise TypeError(message.format(hook))
     return hooks
 
 
