@@ -190,6 +190,14 @@ def _mean_metric(values, weights, name):
         return nd.metrics.mean(values, name=name)
 
 
+def _auc(labels, predictions, weights, curve, name):
+    # One value per example: the weights broadcast to the predictions, flat.
+    flat = [nd.reshape(labels, [-1]), nd.reshape(predictions, [-1])]
+    if weights is not None:
+        weights = nd.reshape(weights * nd.ones_like(predictions), [-1])
+    return nd.metrics.auc(*flat, weights=weights, curve=curve, name=name)
+
+
 class _Head:
     """A head: ``name``, ``logits_dimension``, ``create_loss`` and
     ``create_estimator_spec(features, mode, logits, labels, optimizer,
@@ -370,10 +378,8 @@ class _BinaryLogisticHeadWithSigmoidCrossEntropyLoss(_Head):
                     (keys.ACCURACY_BASELINE, (
                         nd.maximum(value, 1.0 - value, name="value"),
                         nd.maximum(update, 1.0 - update, name="update_op"))),
-                    (keys.AUC, nd.metrics.auc(labels, logistic, weights=w,
-                                              name=keys.AUC)),
-                    (keys.AUC_PR, nd.metrics.auc(labels, logistic, weights=w,
-                                                 curve="PR", name=keys.AUC_PR))):
+                    (keys.AUC, _auc(labels, logistic, w, "ROC", keys.AUC)),
+                    (keys.AUC_PR, _auc(labels, logistic, w, "PR", keys.AUC_PR))):
                 metrics[_summary_key(self._name, key)] = metric
             for t in self._thresholds:
                 above = nd.cast(nd.greater_equal(logistic, t), nd.float32)
