@@ -9,6 +9,8 @@ tests spell: ``dnn/hiddenlayer_%d/kernel``, ``dnn/logits/kernel``,
 
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
 import pytest
 
@@ -29,7 +31,8 @@ def input_fn(labels, epochs=None, batch=40, **features):
     features = features or {"x": X, "color": COLOR}
 
     def fn():
-        ds = nd.data.Dataset.from_tensor_slices((features, labels))
+        ds = nd.data.Dataset.from_tensor_slices(
+            features if labels is None else (features, labels))
         if epochs is None:
             ds = ds.shuffle(N, seed=1)
         return ds.repeat(epochs).batch(batch)
@@ -139,3 +142,30 @@ def test_baseline_classifier_predicts_the_label_frequencies(tmp_path):
     np.testing.assert_allclose(first["probabilities"],
                                np.bincount(labels, minlength=3) / N, atol=0.03)
     assert est.get_variable_names() == ["baseline/bias", "global_step"]
+
+
+def test_a_tensorflow_dnn_checkpoint_restores_predicts_and_trains_on(tmp_path):
+    # Written by TF 2.21 as TF 1.15's DNNClassifier model_fn builds the model
+    # (scripts/make_tf_canned_fixtures.py); the weights are repeated here.
+    from helpers import FIXTURES
+
+    shutil.copytree(FIXTURES / "canned_dnn", tmp_path / "model")
+    embedding = np.array([[0.5, -1.0], [0.25, 0.75], [-0.5, 2.0]], np.float32)
+    hidden_k = (np.arange(12, dtype=np.float32).reshape(3, 4) - 5) / 8
+    hidden_b = np.array([0.1, -0.2, 0.3, 0.0], np.float32)
+    logits_k = np.array([[1.0], [-0.5], [0.25], [2.0]], np.float32)
+    logits_b = np.array([-0.75], np.float32)
+    est = nd.estimator.DNNClassifier(
+        hidden_units=[4], model_dir=str(tmp_path / "model"),
+        feature_columns=[fc.embedding_column(COLOR_COL, 2), fc.numeric_column("x")])
+    colors, x = np.array(["B", "R", "G"]), np.array([0.5, -2.0, 1.5], np.float32)
+    got = [p["logits"][0] for p in est.predict(
+        input_fn(None, epochs=1, color=colors, x=x))]
+    # input_layer orders columns by name: color_embedding, then x.
+    net = np.hstack([embedding[[2, 0, 1]], x[:, None]])
+    hidden = np.maximum(net @ hidden_k + hidden_b, 0)
+    np.testing.assert_allclose(got, (hidden @ logits_k + logits_b)[:, 0], rtol=1e-5)
+    # Training goes on from TF's step and Adagrad slots.
+    est.train(input_fn(np.array([1, 0, 1]), color=colors, x=x), steps=2)
+    assert est.get_variable_value("global_step") == 9
+    assert not np.allclose(est.get_variable_value("dnn/logits/kernel"), logits_k)
