@@ -6,7 +6,9 @@ from ``parse_example``) becomes model input: numbers (``numeric_column``,
 ``bucketized_column``), ids (``categorical_column_with_*``,
 ``crossed_column``, ``weighted_categorical_column``) and dense vectors of ids
 (``embedding_column``, ``shared_embedding_columns``, ``indicator_column``).
-``input_layer`` and ``linear_model`` build the network's input from them,
+``input_layer`` and ``linear_model`` build the network's input from them
+(``sequence_*`` columns and ``sequence_input_layer``, from TF's contrib, give
+an RNN's ``[batch, time, size]`` input),
 with TensorFlow's variable names, so a TF 1.15 checkpoint restores. Hash
 and cross ids are TensorFlow's (Farmhash Fingerprint64).
 
@@ -36,6 +38,12 @@ from nbdist.feature_column.dense_columns import (bucketized_column, embedding_co
                                                  shared_embedding_columns)
 from nbdist.feature_column.layers import (input_layer, linear_model,
                                           make_parse_example_spec)
+from nbdist.feature_column.sequence_columns import (
+    sequence_categorical_column_with_hash_bucket,
+    sequence_categorical_column_with_identity,
+    sequence_categorical_column_with_vocabulary_file,
+    sequence_categorical_column_with_vocabulary_list, sequence_input_layer,
+    sequence_numeric_column)
 
 __all__ = [
     "bucketized_column",
@@ -50,6 +58,12 @@ __all__ = [
     "linear_model",
     "make_parse_example_spec",
     "numeric_column",
+    "sequence_categorical_column_with_hash_bucket",
+    "sequence_categorical_column_with_identity",
+    "sequence_categorical_column_with_vocabulary_file",
+    "sequence_categorical_column_with_vocabulary_list",
+    "sequence_input_layer",
+    "sequence_numeric_column",
     "shared_embedding_columns",
     "weighted_categorical_column",
 ]

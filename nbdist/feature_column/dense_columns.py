@@ -29,6 +29,9 @@ import nbdist as nd
 from nbdist.feature_column.base import (_CategoricalColumn, _DenseColumn,
                                         as_int_tuple, sparse_to_rows)
 from nbdist.feature_column.categorical_columns import _WeightedCategoricalColumn
+from nbdist.feature_column.sequence_columns import (_SequenceCategoricalColumn,
+                                                    sequence_embedding,
+                                                    sequence_indicator)
 from nbdist.framework.sparse_tensor import SparseTensor
 from nbdist.framework.tensor_shape import TensorShape
 from nbdist.ops.feature_ops import bucketize
@@ -160,8 +163,21 @@ class _EmbeddingColumn(
         return f"{self.categorical_column.name}_embedding"
 
     def _get_dense_tensor(self, inputs, weight_collections=None, trainable=None):
+        _not_sequence(self, "input_layer")
         return _embedding_lookup(self, inputs, weight_collections, trainable,
                                  None)[0]
+
+    def _get_sequence_dense_tensor(self, inputs, weight_collections=None,
+                                   trainable=None):
+        def table():
+            return nd.get_variable(
+                "embedding_weights",
+                shape=(self.categorical_column._num_buckets, self.dimension),
+                dtype=nd.float32, initializer=self.initializer,
+                trainable=self.trainable and trainable is not False,
+                collections=weight_collections)
+
+        return sequence_embedding(self, inputs, table)
 
 
 class _SharedEmbeddingColumn(
@@ -224,7 +240,12 @@ class _IndicatorColumn(
     def _parse_example_spec(self):
         return self.categorical_column._parse_example_spec
 
+    def _get_sequence_dense_tensor(self, inputs, weight_collections=None,
+                                   trainable=None):
+        return sequence_indicator(self, inputs)
+
     def _transform_feature(self, inputs):
+        _not_sequence(self, "input_layer")
         # Multi-hot: row r, column i sums the weights (1 without) of id i in r.
         pair = self.categorical_column._get_sparse_tensors(inputs)
         ids = sparse_to_rows(pair.id_tensor)
@@ -248,6 +269,20 @@ class _IndicatorColumn(
 
     def _get_dense_tensor(self, inputs, weight_collections=None, trainable=None):
         return inputs.get(self)
+
+
+def _not_sequence(column, where):
+    if isinstance(column.categorical_column, _SequenceCategoricalColumn):
+        kind = "embedding_column" if "embedding" in column.name else (
+            "indicator_column")
+        raise ValueError(f"In {kind}: {column.name}. categorical_column must not be "
+                         f"of type _SequenceCategoricalColumn. Suggested fix A: If "
+                         f"you wish to use {where}, use a non-sequence "
+                         f"categorical_column_with_*. Suggested fix B: If you wish "
+                         f"to create sequence input, use sequence_input_layer "
+                         f"instead of {where}. Given (type "
+                         f"{type(column.categorical_column)}): "
+                         f"{column.categorical_column}")
 
 
 def _default_value(shape, default_value, dtype, key):
