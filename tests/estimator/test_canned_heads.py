@@ -170,3 +170,31 @@ def test_heads_reject_missing_sparse_or_misshapen_labels():
         head.create_loss({}, ModeKeys.EVAL, logits, nd.constant([[1.0, 2.0]] * 2))
     with pytest.raises(ValueError, match="logits shape must be"):
         head.create_estimator_spec({}, ModeKeys.PREDICT, nd.constant([[1.0, 2.0]]))
+
+
+def test_public_heads_average_over_the_batch_and_plug_into_canned_estimators(
+        tmp_path):
+    labels = np.array([[0.0], [1.0], [3.0]], np.float32)
+    logits = np.array([[0.5], [-1.0], [1.0]], np.float32)
+    poisson = nd.estimator.PoissonRegressionHead(compute_full_loss=False)
+    logistic = nd.estimator.LogisticRegressionHead()
+    with nd.Session() as s:
+        # TF 2's default reduction: the mean over the batch.
+        np.testing.assert_allclose(
+            s.run(poisson.loss(labels=labels, logits=nd.constant(logits))),
+            np.mean(np.exp(logits) - logits * labels), rtol=1e-6)
+        p = s.run(logistic.predictions(nd.constant(logits)))
+    np.testing.assert_allclose(p["predictions"], sigmoid(logits), rtol=1e-6)
+    np.testing.assert_allclose(p["logits"], logits)
+    x = np.random.RandomState(1).randn(90, 2).astype(np.float32)
+    y = np.argmax(x @ [[1.0, -1.0, 0.0], [0.0, 1.0, -1.0]], axis=1)
+    est = nd.estimator.DNNEstimator(
+        head=nd.estimator.MultiClassHead(3), hidden_units=[8],
+        feature_columns=[nd.feature_column.numeric_column("x", shape=2)],
+        model_dir=str(tmp_path), optimizer=nd.train.AdamOptimizer(0.05))
+
+    def input_fn():
+        return nd.data.Dataset.from_tensor_slices(({"x": x}, y)).repeat().batch(30)
+
+    est.train(input_fn, steps=60)
+    assert est.evaluate(input_fn, steps=3)["accuracy"] >= 0.9

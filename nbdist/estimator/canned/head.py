@@ -29,6 +29,7 @@ The training loss is the per-example loss times its weight, reduced by
 from __future__ import annotations
 
 import collections
+import inspect
 
 import nbdist as nd
 from nbdist.estimator.canned.metric_keys import MetricKeys, PredictionKeys
@@ -232,9 +233,15 @@ class _Head:
     def _unweighted_loss(self, labels, logits, features, default):
         if self._loss_fn is None:
             return default()
-        loss = self._loss_fn(labels=labels, logits=logits, features=features)
-        if not isinstance(loss, nd.Tensor):
-            loss = nd.convert_to_tensor(loss)
+        # As TF: features are passed only to a loss_fn that takes them.
+        extra = ({"features": features}
+                 if "features" in inspect.signature(self._loss_fn).parameters else {})
+        loss = nd.convert_to_tensor(self._loss_fn(labels=labels, logits=logits,
+                                                  **extra))
+        if loss.shape.rank is not None and logits.shape.rank is not None and (
+                loss.shape.rank != logits.shape.rank):
+            raise ValueError(f"loss_fn must return Tensor of shape [D0, D1, ... DN, "
+                             f"1]. Given: {loss.shape}")
         return loss
 
     def create_estimator_spec(self, features, mode, logits, labels=None,
