@@ -13,7 +13,8 @@ True
 
 from __future__ import annotations
 
-from nbdist.estimator.canned.baseline import BaselineClassifier, BaselineRegressor
+from nbdist.estimator.canned.baseline import (BaselineClassifier, BaselineEstimator,
+                                              BaselineRegressor)
 from nbdist.estimator.canned.dnn import DNNClassifier, DNNEstimator, DNNRegressor
 from nbdist.estimator.canned.dnn_linear_combined import (
     DNNLinearCombinedClassifier, DNNLinearCombinedEstimator,
@@ -23,6 +24,7 @@ from nbdist.estimator.canned.linear import (LinearClassifier, LinearEstimator,
 
 __all__ = [
     "BaselineClassifier",
+    "BaselineEstimator",
     "BaselineRegressor",
     "DNNClassifier",
     "DNNEstimator",

@@ -56,8 +56,11 @@ def _baseline_model_fn(features, labels, mode, head, optimizer, weight_column=No
                                       labels=labels, optimizer=optimizer)
 
 
-class _BaselineEstimator(Estimator):
-    def __init__(self, head, weight_column, model_dir, optimizer, config):
+class BaselineEstimator(Estimator):
+    """A baseline whose loss, predictions and metrics are those of ``head``."""
+
+    def __init__(self, head, model_dir=None, optimizer="Ftrl", config=None,
+                 weight_column=None):
         def _model_fn(features, labels, mode, config):
             return _baseline_model_fn(features=features, labels=labels, mode=mode,
                                       head=head, optimizer=optimizer,
@@ -66,7 +69,7 @@ class _BaselineEstimator(Estimator):
         super().__init__(model_fn=_model_fn, model_dir=model_dir, config=config)
 
 
-class BaselineClassifier(_BaselineEstimator):
+class BaselineClassifier(BaselineEstimator):
     """Predicts each class with the frequency the training labels have."""
 
     def __init__(self, model_dir=None, n_classes=2, weight_column=None,
@@ -74,10 +77,10 @@ class BaselineClassifier(_BaselineEstimator):
                  loss_reduction=nd.losses.Reduction.SUM):
         head = head_lib._binary_logistic_or_multi_class_head(
             n_classes, weight_column, label_vocabulary, loss_reduction)
-        super().__init__(head, weight_column, model_dir, optimizer, config)
+        super().__init__(head, model_dir, optimizer, config, weight_column)
 
 
-class BaselineRegressor(_BaselineEstimator):
+class BaselineRegressor(BaselineEstimator):
     """Predicts the mean of the training labels."""
 
     def __init__(self, model_dir=None, label_dimension=1, weight_column=None,
@@ -86,4 +89,4 @@ class BaselineRegressor(_BaselineEstimator):
         head = head_lib._regression_head(weight_column=weight_column,
                                          label_dimension=label_dimension,
                                          loss_reduction=loss_reduction)
-        super().__init__(head, weight_column, model_dir, optimizer, config)
+        super().__init__(head, model_dir, optimizer, config, weight_column)
