@@ -34,6 +34,7 @@ _LAZY = {
     "VocabInfo": "nbdist.estimator.warm_starting_util",
     "classifier_parse_example_spec": "nbdist.estimator.parsing_utils",
     "regressor_parse_example_spec": "nbdist.estimator.parsing_utils",
+    "add_metrics": "nbdist.estimator.extenders",
     # tf.estimator re-exports these hooks of tf.train.
     **{name: "nbdist.train" for name in (
         "CheckpointSaverHook", "CheckpointSaverListener", "FeedFnHook",

@@ -246,3 +246,18 @@ def verify_model_fn_args(model_fn, params):
     if unexpected:
         raise ValueError(f"model_fn ({model_fn}) has following not expected args: "
                          f"{unexpected}")
+
+
+def call_logit_fn(logit_fn, features, mode, params, config):
+    """Calls ``logit_fn(features, [mode, params, config])`` with the arguments it
+    takes; its result must be a ``Tensor`` or a dict of names to ``Tensor``s."""
+    args = fn_args(logit_fn)
+    available = {"mode": mode, "params": params, "config": config}
+    result = logit_fn(features=features,
+                      **{k: v for k, v in available.items() if k in args})
+    valid_dict = isinstance(result, dict) and all(
+        isinstance(k, str) and isinstance(v, ops.Tensor) for k, v in result.items())
+    if not (valid_dict or isinstance(result, ops.Tensor)):
+        raise ValueError("logit_fn should return a Tensor or a dictionary mapping "
+                         f"strings to Tensors.  logit_fn returned: {result}")
+    return result

@@ -165,15 +165,19 @@ class _Evaluator:
         self._eval_spec = eval_spec
         self._max_training_steps = max_training_steps
         self._previous_ckpt_path = None
+        self._last_warning_time = 0.0
         self.is_final_export_triggered = False
 
     def evaluate_and_export(self):
         latest = self._estimator.latest_checkpoint()
         if not latest:
-            _log.warning("Estimator is not trained yet. Will start an evaluation "
-                         "when a checkpoint is ready.")
+            self._warn("Estimator is not trained yet. Will start an evaluation "
+                       "when a checkpoint is ready.")
             return _EvalResult(_EvalStatus.MISSING_CHECKPOINT), []
         if latest == self._previous_ckpt_path:
+            self._warn("No new checkpoint ready for evaluation. Skip the current "
+                       "evaluation pass as evaluation results are expected to be "
+                       "same for the same checkpoint.")
             return _EvalResult(_EvalStatus.NO_NEW_CHECKPOINT), []
         metrics = self._estimator.evaluate(
             self._eval_spec.input_fn, steps=self._eval_spec.steps,
@@ -191,7 +195,15 @@ class _Evaluator:
             for exporter in self._eval_spec.exporters]
         self.is_final_export_triggered |= is_final
         self._previous_ckpt_path = latest
+        self._last_warning_time = 0.0
         return result, export_results
+
+    def _warn(self, message):
+        # At most every 10 minutes, as TF: the evaluator polls for checkpoints.
+        now = time.time()
+        if now - self._last_warning_time > 600:
+            _log.warning(message)
+            self._last_warning_time = now
 
 
 class _NewCheckpointListenerForEvaluate(CheckpointSaverListener):
