@@ -148,7 +148,8 @@ def linear_model(features, feature_columns, units=1, sparse_combiner="sum",
     column adds the rows of its ``weights`` its ids pick (combined by
     ``sparse_combiner``: "sum", "mean" or "sqrtn"), a dense one its values
     times ``weights``. All weights start at zero. ``cols_to_vars`` (a dict)
-    receives each column's variables and ``"bias"``.
+    receives each column's variables (a partitioned one's shards) and
+    ``"bias"``.
     """
     if sparse_combiner not in ("mean", "sqrtn", "sum"):
         raise ValueError(f"sparse_combiner must be one of 'mean', 'sqrtn' or 'sum', "
@@ -174,7 +175,7 @@ def linear_model(features, feature_columns, units=1, sparse_combiner="sum",
                     total, var = _dense_weighted_sum(column, builder, units,
                                                      collections, trainable)
                 sums.append(total)
-                outputs_vars[column] = [var]
+                outputs_vars[column] = _parts(var)
         _check_static_batch(sums, columns)
         no_bias = nd.add_n(sums, name="weighted_sum_no_bias")
         bias = nd.get_variable("bias_weights", shape=[units],
@@ -183,8 +184,14 @@ def linear_model(features, feature_columns, units=1, sparse_combiner="sum",
         out = nd.nn.bias_add(no_bias, bias, name="weighted_sum")
     if cols_to_vars is not None:
         cols_to_vars.update(outputs_vars)
-        cols_to_vars["bias"] = [bias]
+        cols_to_vars["bias"] = _parts(bias)
     return out
+
+
+def _parts(var):
+    """A variable's shards (itself when it is not partitioned), as TF lists
+    them in ``cols_to_vars``."""
+    return list(var) if isinstance(var, nd.PartitionedVariable) else [var]
 
 
 def make_parse_example_spec(feature_columns):

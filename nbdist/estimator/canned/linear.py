@@ -37,11 +37,9 @@ def _get_default_optimizer(feature_columns):
 
 def _fraction_of_zero(variables):
     zeros, total = [], []
-    for var in variables:
-        parts = list(var) if isinstance(var, nd.PartitionedVariable) else [var]
-        for v in parts:
-            total.append(nd.cast(nd.size(v), nd.float32))
-            zeros.append(nd.nn.zero_fraction(v) * total[-1])
+    for v in variables:
+        total.append(nd.cast(nd.size(v), nd.float32))
+        zeros.append(nd.nn.zero_fraction(v) * total[-1])
     return nd.add_n(zeros) / nd.add_n(total)
 
 
@@ -55,8 +53,8 @@ def linear_logit_fn_builder(units, feature_columns, sparse_combiner="sum"):
         logits = nd.feature_column.linear_model(
             features, feature_columns, units=units, sparse_combiner=sparse_combiner,
             cols_to_vars=cols_to_vars)
-        (bias,) = cols_to_vars.pop("bias")
-        bias = nd.convert_to_tensor(bias)
+        bias = cols_to_vars.pop("bias")
+        bias = nd.concat(bias, 0) if len(bias) > 1 else nd.convert_to_tensor(bias[0])
         if units > 1:
             nd.summary.histogram("bias", bias)
         else:
