@@ -1,6 +1,6 @@
 """The public head classes of TF 1.15's ``tf.estimator`` (``BinaryClassHead``,
 ``MultiClassHead``, ``RegressionHead``, ``LogisticRegressionHead``,
-``PoissonRegressionHead``), for ``DNNEstimator``, ``LinearEstimator`` and
+``PoissonRegressionHead``, ``MultiLabelHead``), for ``DNNEstimator``, ``LinearEstimator`` and
 ``DNNLinearCombinedEstimator`` or a ``model_fn`` of one's own. They are the
 canned heads (``nbdist.estimator.canned.head``) with TF 2's defaults (the
 loss averaged over the batch, ``SUM_OVER_BATCH_SIZE``) and methods
@@ -23,6 +23,7 @@ import math
 
 import nbdist as nd
 from nbdist.estimator.canned import head as head_lib
+from nbdist.estimator.export import export_output
 from nbdist.estimator.model_fn import ModeKeys
 
 # Keras' names of the reductions, as TF 2's heads take them.
@@ -151,5 +152,108 @@ class PoissonRegressionHead(RegressionHead):
                          loss_fn=poisson_loss, inverse_link_fn=nd.exp, name=name)
 
 
+class MultiLabelHead(Head, head_lib._Head):
+    """Each example holds any subset of ``n_classes`` classes: sigmoid cross
+    entropy per class, averaged over the classes. Labels are multi-hot
+    ``[batch, n_classes]``, or a ``SparseTensor`` of class ids (of strings of
+    ``label_vocabulary``). Metrics: ``average_loss``, ``auc``,
+    ``auc_precision_recall`` and, per threshold, accuracy, precision and
+    recall."""
+
+    def __init__(self, n_classes, weight_column=None, thresholds=None,
+                 label_vocabulary=None, loss_reduction=SUM_OVER_BATCH_SIZE,
+                 loss_fn=None, classes_for_class_based_metrics=None, name=None):
+        if n_classes is None or n_classes < 2:
+            raise ValueError(f"n_classes must be > 1 for multi-label "
+                             f"classification. Given: {n_classes}")
+        if label_vocabulary is not None and len(label_vocabulary) != n_classes:
+            raise ValueError(f"Length of label_vocabulary must be n_classes "
+                             f"({n_classes}). Given: {len(label_vocabulary)}")
+        super().__init__(weight_column, _reduction(loss_reduction), loss_fn, name)
+        self._n_classes = self._logits_dimension = n_classes
+        self._thresholds = tuple(thresholds) if thresholds else ()
+        self._label_vocabulary = label_vocabulary
+        self._classes_for_class_based_metrics = classes_for_class_based_metrics
+
+    def _predictions(self, logits):
+        keys = head_lib.PredictionKeys
+        n = self._n_classes
+        return {keys.LOGITS: logits,
+                keys.PROBABILITIES: nd.sigmoid(logits, name=keys.PROBABILITIES),
+                keys.ALL_CLASS_IDS: head_lib._all_class_ids(logits, n),
+                keys.ALL_CLASSES: head_lib._all_classes(logits, n,
+                                                        self._label_vocabulary)}
+
+    def _export_outputs(self, predictions):
+        keys = head_lib.PredictionKeys
+        classifier = export_output.ClassificationOutput(
+            scores=predictions[keys.PROBABILITIES],
+            classes=predictions[keys.ALL_CLASSES])
+        return {head_lib.DEFAULT_SERVING_KEY: classifier,
+                head_lib.CLASSIFY_SERVING_KEY: classifier,
+                head_lib.PREDICT_SERVING_KEY: export_output.PredictOutput(
+                    predictions)}
+
+    def _multi_hot(self, labels):
+        if labels is None:
+            return head_lib.check_dense_labels_match_logits_and_reshape(
+                labels, None, self._n_classes)
+        if not isinstance(labels, nd.SparseTensor):
+            labels = nd.convert_to_tensor(labels)
+            if self._label_vocabulary is not None or not labels.dtype.is_integer:
+                raise ValueError(f"Labels must be a multi-hot integer Tensor of "
+                                 f"shape [batch, {self._n_classes}], or a "
+                                 f"SparseTensor of class ids or strings.")
+            return labels
+        ids = labels.values
+        if self._label_vocabulary is not None:
+            ids = nd.lookup.index_table_from_tensor(
+                vocabulary_list=tuple(self._label_vocabulary),
+                name="class_id_lookup").lookup(ids)
+        ids = head_lib._assert_range(nd.cast(ids, nd.int64), self._n_classes)
+        rows = labels.indices[:, 0]
+        batch = nd.cast(labels.dense_shape[0], nd.int32)
+        cells = nd.cast(rows * self._n_classes + ids, nd.int32)
+        hot = nd.unsorted_segment_sum(nd.ones_like(cells), cells,
+                                      batch * self._n_classes)
+        return nd.minimum(nd.reshape(hot, nd.stack([batch, self._n_classes])), 1)
+
+    def create_loss(self, features, mode, logits, labels):
+        """Sigmoid cross entropy per class, averaged over the classes."""
+        del mode
+        labels = head_lib._assert_range(self._multi_hot(labels), 2)
+        labels = head_lib.check_dense_labels_match_logits_and_reshape(
+            labels, logits, self._n_classes)
+        labels = nd.cast(labels, nd.float32)
+        per_class = self._unweighted_loss(
+            labels, logits, features,
+            lambda: nd.nn.sigmoid_cross_entropy_with_logits(labels=labels,
+                                                            logits=logits))
+        unweighted = nd.reduce_mean(per_class, axis=-1, keepdims=True)
+        return self._weighted_loss(features, unweighted, logits, labels)
+
+    def _eval_metric_ops(self, predictions, loss_spec, regularization_loss):
+        keys = head_lib.MetricKeys
+        labels, weights = loss_spec.processed_labels, loss_spec.weights
+        w = None if isinstance(weights, float) else weights
+        probabilities = predictions[head_lib.PredictionKeys.PROBABILITIES]
+        metrics = self._common_metrics(loss_spec, regularization_loss)
+        key = head_lib._summary_key
+        with nd.name_scope(None, "metrics"):
+            metrics[key(self._name, keys.AUC)] = head_lib._auc(
+                labels, probabilities, w, "ROC", keys.AUC)
+            metrics[key(self._name, keys.AUC_PR)] = head_lib._auc(
+                labels, probabilities, w, "PR", keys.AUC_PR)
+            for t in self._thresholds:
+                above = nd.cast(nd.greater_equal(probabilities, t), nd.float32)
+                for name, fn in ((keys.ACCURACY_AT_THRESHOLD, nd.metrics.accuracy),
+                                 (keys.PRECISION_AT_THRESHOLD, nd.metrics.precision),
+                                 (keys.RECALL_AT_THRESHOLD, nd.metrics.recall)):
+                    weight = None if w is None else w * nd.ones_like(labels)
+                    metrics[key(self._name, name % t)] = fn(
+                        labels, above, weights=weight, name=name % t)
+        return metrics
+
+
 __all__ = ["BinaryClassHead", "Head", "LogisticRegressionHead", "MultiClassHead",
-           "PoissonRegressionHead", "RegressionHead"]
+           "MultiLabelHead", "PoissonRegressionHead", "RegressionHead"]

@@ -198,3 +198,28 @@ def test_public_heads_average_over_the_batch_and_plug_into_canned_estimators(
 
     est.train(input_fn, steps=60)
     assert est.evaluate(input_fn, steps=3)["accuracy"] >= 0.9
+
+
+def test_multi_label_head_averages_sigmoid_loss_over_classes():
+    logits = np.array([[1.0, -2.0, 0.5], [0.0, 3.0, -1.0]], np.float32)
+    multi_hot = np.array([[1, 0, 1], [0, 1, 1]])
+    head = nd.estimator.MultiLabelHead(3, label_vocabulary=["a", "b", "c"],
+                                       thresholds=[0.5])
+    # The same labels as strings per example: {a, c} and {b, c}.
+    sparse = nd.SparseTensor([[0, 0], [0, 1], [1, 0], [1, 1]], ["a", "c", "b", "c"],
+                             [2, 2])
+    spec = head.create_estimator_spec({}, ModeKeys.EVAL, nd.constant(logits),
+                                      labels=sparse)
+    per_class = np.maximum(logits, 0) - logits * multi_hot + np.log1p(
+        np.exp(-np.abs(logits)))
+    with nd.Session() as s:
+        s.run(nd.tables_initializer())
+        np.testing.assert_allclose(s.run(spec.loss), per_class.mean(), rtol=1e-5)
+    m = run_metrics(spec)
+    # ROC AUC: the share of (positive, negative) pairs scored in order (7 of 8).
+    pos, neg = logits[multi_hot == 1], logits[multi_hot == 0]
+    assert m["auc"] == pytest.approx(np.mean(pos[:, None] > neg[None, :]), abs=1e-3)
+    assert m["accuracy/positive_threshold_0.5"] == pytest.approx(
+        np.mean((sigmoid(logits) >= 0.5) == multi_hot))
+    with pytest.raises(ValueError, match="n_classes must be > 1"):
+        nd.estimator.MultiLabelHead(1)
