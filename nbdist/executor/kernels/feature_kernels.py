@@ -32,6 +32,30 @@ def fingerprint_cat64(fp1: int, fp2: int) -> int:
     return _shift_mix(result)
 
 
+def _fingerprint_cat64_arrays(fp1, fp2):
+    """``fingerprint_cat64`` of uint64 arrays, element by element (numpy's
+    uint64 array arithmetic wraps modulo 2**64 as C's does)."""
+    mul, shift = np.uint64(_MUL), np.uint64(47)
+    result = fp1 ^ mul
+    t = fp2 * mul
+    result ^= (t ^ (t >> shift)) * mul
+    result = result * mul
+    result = (result ^ (result >> shift)) * mul
+    return result ^ (result >> shift)
+
+
+def _one_per_row(columns, batch, key, buckets):
+    """The cross when every input has one value per row: one id per row,
+    computed on whole columns."""
+    h = np.full(batch, key, dtype=np.uint64)
+    for c in columns:
+        h = _fingerprint_cat64_arrays(h, np.array([row[0] for row in c],
+                                                  dtype=np.uint64))
+    out = h % np.uint64(buckets if buckets > 0 else _INT64_MAX)
+    return (np.stack([np.arange(batch), np.zeros(batch, np.int64)], 1),
+            out.astype(np.int64), np.asarray([batch, 1 if batch else 0], np.int64))
+
+
 @register_kernel("Bucketize")
 def bucketize_kernel(node):
     boundaries = np.asarray(node.attrs["boundaries"], dtype=np.float64)
@@ -81,6 +105,8 @@ def sparse_cross_kernel(node):
         columns = [_rows_of_sparse(node, i, v, s, batch)
                    for i, v, s in zip(indices, values, shapes)]
         columns += [[_hashes(row) for row in d] for d in dense]
+        if batch and all(len(row) == 1 for c in columns for row in c):
+            return _one_per_row(columns, batch, key, buckets)
         out_idx, out_val = [], []
         width = 0
         for r in range(batch):
