@@ -1,6 +1,6 @@
 """The public head classes of TF 1.15's ``tf.estimator`` (``BinaryClassHead``,
 ``MultiClassHead``, ``RegressionHead``, ``LogisticRegressionHead``,
-``PoissonRegressionHead``, ``MultiLabelHead``), for ``DNNEstimator``, ``LinearEstimator`` and
+``PoissonRegressionHead``, ``MultiLabelHead``, ``MultiHead``), for ``DNNEstimator``, ``LinearEstimator`` and
 ``DNNLinearCombinedEstimator`` or a ``model_fn`` of one's own. They are the
 canned heads (``nbdist.estimator.canned.head``) with TF 2's defaults (the
 loss averaged over the batch, ``SUM_OVER_BATCH_SIZE``) and methods
@@ -24,7 +24,7 @@ import math
 import nbdist as nd
 from nbdist.estimator.canned import head as head_lib
 from nbdist.estimator.export import export_output
-from nbdist.estimator.model_fn import ModeKeys
+from nbdist.estimator.model_fn import EstimatorSpec, ModeKeys
 
 # Keras' names of the reductions, as TF 2's heads take them.
 _KERAS_REDUCTIONS = {"sum_over_batch_size": nd.losses.Reduction.SUM_OVER_BATCH_SIZE,
@@ -255,5 +255,138 @@ class MultiLabelHead(Head, head_lib._Head):
         return metrics
 
 
+class MultiHead(Head):
+    """Several named heads over one model: ``logits`` a dict by head name
+    (or one tensor split in the heads' order), ``labels`` a dict by head
+    name; the loss is the sum of the heads' losses (times ``head_weights``);
+    predictions are keyed ``(head name, key)``, metrics ``<key>/<head
+    name>`` plus ``loss/<head name>``.
+
+    >>> import nbdist as nd
+    >>> head = nd.estimator.MultiHead([nd.estimator.BinaryClassHead(name="a"),
+    ...                                nd.estimator.RegressionHead(name="b")])
+    >>> head.name, head.logits_dimension
+    ('a_b', 2)
+    """
+
+    def __init__(self, heads, head_weights=None):
+        if not heads:
+            raise ValueError(f"Must specify heads. Given: {heads}")
+        if head_weights and len(head_weights) != len(heads):
+            raise ValueError(f"heads and head_weights must have the same size. Given "
+                             f"len(heads): {len(heads)}. Given len(head_weights): "
+                             f"{len(head_weights)}.")
+        for head in heads:
+            if head.name is None:
+                raise ValueError(f"All given heads must have name specified. Given: "
+                                 f"{head}")
+        self._heads = tuple(heads)
+        self._head_weights = tuple(head_weights) if head_weights else None
+        self._logits_dimension = sum(h.logits_dimension for h in heads)
+        self._loss_reduction = heads[0].loss_reduction
+
+    name = property(lambda self: "_".join(h.name for h in self._heads))
+    logits_dimension = property(lambda self: self._logits_dimension)
+    heads = property(lambda self: self._heads)
+
+    def _split_logits(self, logits):
+        if isinstance(logits, dict):
+            missing = [h.name for h in self._heads if h.name not in logits]
+            if missing:
+                raise ValueError(f"logits has no entry for heads {missing}")
+            return {h.name: logits[h.name] for h in self._heads}
+        out, begin = {}, 0
+        for h in self._heads:
+            out[h.name] = logits[..., begin:begin + h.logits_dimension]
+            begin += h.logits_dimension
+        return out
+
+    def _per_head(self, features, mode, logits, labels):
+        if labels is not None and not isinstance(labels, dict):
+            raise ValueError(f"labels must be a dict by head name. Given: {labels}")
+        logits = self._split_logits(logits)
+        parts = []
+        for h in self._heads:
+            with nd.name_scope(h.name):
+                lg = head_lib.check_logits_final_dim(logits[h.name],
+                                                     h.logits_dimension)
+                spec = None if labels is None else h.create_loss(
+                    features, mode, lg, labels.get(h.name))
+                parts.append((h, h._predictions(lg), spec))
+        return parts
+
+    def loss(self, labels, logits, features=None, mode=None,
+             regularization_losses=None):
+        parts = self._per_head(features or {}, mode, logits, labels)
+        loss = self._total([spec for _, _, spec in parts])
+        if regularization_losses:
+            loss = nd.add_n([loss] + list(regularization_losses))
+        return loss
+
+    def _total(self, specs):
+        weights = self._head_weights or [1.0] * len(specs)
+        return nd.add_n([w * spec.training_loss for w, spec in zip(weights, specs)])
+
+    def predictions(self, logits, keys=None):
+        out = {}
+        for h, predictions, _ in self._per_head({}, None, logits, None):
+            out.update({(h.name, k): v for k, v in predictions.items()
+                        if keys is None or k in keys})
+        return out
+
+    def create_estimator_spec(self, features, mode, logits, labels=None,
+                              optimizer=None, trainable_variables=None,
+                              train_op_fn=None, update_ops=None,
+                              regularization_losses=None):
+        with nd.name_scope(None, "multi_head"):
+            parts = self._per_head(features, mode, logits,
+                                   None if mode == ModeKeys.PREDICT else labels)
+        predictions = {(h.name, k): v for h, p, _ in parts for k, v in p.items()}
+        if mode == ModeKeys.PREDICT:
+            return EstimatorSpec(mode, predictions=predictions,
+                                              export_outputs=self._exports(parts))
+        loss = self._total([spec for _, _, spec in parts])
+        regularization = None
+        if regularization_losses:
+            regularization = nd.add_n(regularization_losses)
+            loss = nd.add_n([loss, regularization])
+        if mode == ModeKeys.EVAL:
+            metrics = {}
+            for h, p, spec in parts:
+                metrics.update(h._eval_metric_ops(p, spec, None))
+                metrics[f"loss/{h.name}"] = nd.metrics.mean(spec.training_loss)
+            if regularization is not None:
+                metrics["regularization_loss"] = nd.metrics.mean(regularization)
+            return EstimatorSpec(mode, predictions=predictions,
+                                              loss=loss, eval_metric_ops=metrics)
+        if optimizer is not None:
+            if train_op_fn is not None:
+                raise ValueError("train_op_fn and optimizer cannot both be set.")
+            train_op = optimizer.minimize(loss, var_list=trainable_variables,
+                                          global_step=nd.train.get_global_step())
+        elif train_op_fn is not None:
+            train_op = train_op_fn(loss)
+        else:
+            raise ValueError("train_op_fn and optimizer cannot both be None.")
+        if update_ops:
+            train_op = nd.group(train_op, *update_ops)
+        for h, _, spec in parts:
+            nd.summary.scalar(f"loss/{h.name}", spec.training_loss)
+        return EstimatorSpec(mode, predictions=predictions, loss=loss,
+                                          train_op=train_op)
+
+    def _exports(self, parts):
+        # Each head's outputs as "<head>" (its default) and "<head>/<key>"; the
+        # default serves all heads' predictions, as TF merges them.
+        out, merged = {}, {}
+        for h, predictions, _ in parts:
+            for key, value in h._export_outputs(predictions).items():
+                out[h.name if key == head_lib.DEFAULT_SERVING_KEY
+                    else f"{h.name}/{key}"] = value
+            merged.update({f"{h.name}/{k}": v for k, v in predictions.items()})
+        out[head_lib.DEFAULT_SERVING_KEY] = export_output.PredictOutput(merged)
+        return out
+
+
 __all__ = ["BinaryClassHead", "Head", "LogisticRegressionHead", "MultiClassHead",
-           "MultiLabelHead", "PoissonRegressionHead", "RegressionHead"]
+           "MultiHead", "MultiLabelHead", "PoissonRegressionHead", "RegressionHead"]

@@ -223,3 +223,31 @@ def test_multi_label_head_averages_sigmoid_loss_over_classes():
         np.mean((sigmoid(logits) >= 0.5) == multi_hot))
     with pytest.raises(ValueError, match="n_classes must be > 1"):
         nd.estimator.MultiLabelHead(1)
+
+
+def test_multi_head_sums_weighted_losses_and_keys_by_head():
+    binary = nd.estimator.BinaryClassHead(name="click")
+    regression = nd.estimator.RegressionHead(name="time")
+    head = nd.estimator.MultiHead([binary, regression], head_weights=[1.0, 0.5])
+    logits = np.array([[0.5, 2.0], [-1.0, 0.0]], np.float32)
+    labels = {"click": np.array([[1], [0]]),
+              "time": np.array([[1.0], [0.5]], np.float32)}
+    spec = head.create_estimator_spec({}, ModeKeys.EVAL, nd.constant(logits),
+                                      labels={k: nd.constant(v)
+                                              for k, v in labels.items()})
+    sig = np.log1p(np.exp(-np.abs(logits[:, 0]))) + np.maximum(logits[:, 0], 0) - (
+        logits[:, 0] * labels["click"][:, 0])
+    squared = (logits[:, 1] - labels["time"][:, 0]) ** 2
+    with nd.Session() as s:
+        # Each head averages over the batch; the heads' losses add with weights.
+        np.testing.assert_allclose(s.run(spec.loss),
+                                   sig.mean() + 0.5 * squared.mean(), rtol=1e-5)
+        p = s.run(spec.predictions)
+    np.testing.assert_allclose(p[("time", "predictions")], logits[:, 1:])
+    np.testing.assert_allclose(p[("click", "logistic")], sigmoid(logits[:, :1]),
+                               rtol=1e-6)
+    assert {"accuracy/click", "auc/click", "average_loss/time", "loss/click",
+            "loss/time"} <= set(spec.eval_metric_ops)
+    predict = head.create_estimator_spec({}, ModeKeys.PREDICT, nd.constant(logits))
+    assert {"serving_default", "click", "time", "click/predict"} <= set(
+        predict.export_outputs)
