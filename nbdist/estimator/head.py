@@ -1,11 +1,11 @@
 """The public head classes of TF 1.15's ``tf.estimator`` (``BinaryClassHead``,
 ``MultiClassHead``, ``RegressionHead``, ``LogisticRegressionHead``,
-``PoissonRegressionHead``, ``MultiLabelHead``, ``MultiHead``), for ``DNNEstimator``, ``LinearEstimator`` and
-``DNNLinearCombinedEstimator`` or a ``model_fn`` of one's own. They are the
-canned heads (``nbdist.estimator.canned.head``) with TF 2's defaults (the
-loss averaged over the batch, ``SUM_OVER_BATCH_SIZE``) and methods
-(``loss``, ``predictions``, ``create_estimator_spec`` with
-``trainable_variables``).
+``PoissonRegressionHead``, ``MultiLabelHead``, ``MultiHead``), for
+``DNNEstimator``, ``LinearEstimator`` and ``DNNLinearCombinedEstimator`` or a
+``model_fn`` of one's own. They are the canned heads
+(``nbdist.estimator.canned.head``) with TF 2's defaults (the loss averaged over
+the batch, ``SUM_OVER_BATCH_SIZE``) and methods (``loss``, ``predictions``,
+``create_estimator_spec`` with ``trainable_variables``).
 
 >>> import nbdist as nd
 >>> head = nd.estimator.BinaryClassHead()

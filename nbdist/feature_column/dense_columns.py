@@ -87,7 +87,8 @@ class _BucketizedColumn(
 
     @property
     def _variable_shape(self):
-        return TensorShape(tuple(self.source_column.shape) + (len(self.boundaries) + 1,))
+        buckets = len(self.boundaries) + 1
+        return TensorShape(tuple(self.source_column.shape) + (buckets,))
 
     def _get_dense_tensor(self, inputs, weight_collections=None, trainable=None):
         return nd.one_hot(inputs.get(self), depth=len(self.boundaries) + 1,
@@ -354,7 +355,8 @@ def _check_embedding_args(dimension, ckpt_to_load_from, tensor_name_in_ckpt,
     if initializer is not None and not callable(initializer):
         raise ValueError(f"initializer must be callable if specified. {what}")
     if initializer is None:
-        return nd.truncated_normal_initializer(mean=0.0, stddev=1 / math.sqrt(dimension))
+        return nd.truncated_normal_initializer(mean=0.0,
+                                               stddev=1 / math.sqrt(dimension))
     return initializer
 
 

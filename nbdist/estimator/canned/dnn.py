@@ -19,8 +19,11 @@ Variables are TF's: ``dnn/input_from_feature_columns/input_layer/<col>/...``,
 ...             activation_fn=nd.nn.relu, dropout=None,
 ...             input_layer_partitioner=None, batch_norm=False)
 ...         logits = logit_fn({"x": [[1.0], [2.0]]}, mode="train")
-...     sorted(v.op.name for v in nd.trainable_variables())
-['dnn/hiddenlayer_0/bias', 'dnn/hiddenlayer_0/kernel', 'dnn/logits/bias', 'dnn/logits/kernel']
+...     names = sorted(v.op.name for v in nd.trainable_variables())
+>>> names[:2]
+['dnn/hiddenlayer_0/bias', 'dnn/hiddenlayer_0/kernel']
+>>> names[2:]
+['dnn/logits/bias', 'dnn/logits/kernel']
 """
 
 from __future__ import annotations
