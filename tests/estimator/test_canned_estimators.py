@@ -80,8 +80,8 @@ def test_linear_classifier_learns_a_cross_a_linear_model_cannot(tmp_path):
         model_dir=str(tmp_path / "plain"))
     crossed = nd.estimator.LinearClassifier([COLOR_COL, cross],
                                             model_dir=str(tmp_path / "cross"))
-    assert train_and_evaluate(plain, labels, **feats)["accuracy"] < 0.8
-    assert train_and_evaluate(crossed, labels, **feats)["accuracy"] == 1.0
+    assert train_and_evaluate(plain, labels, steps=50, **feats)["accuracy"] < 0.8
+    assert train_and_evaluate(crossed, labels, steps=50, **feats)["accuracy"] == 1.0
     model = ["linear/linear_model/bias_weights", "linear/linear_model/color/weights",
              "linear/linear_model/color_X_size/weights"]
     # FTRL's two slots per variable ("Ftrl" and "Ftrl_1"), as TF names them.
@@ -98,9 +98,9 @@ def test_dnn_linear_combined_trains_each_part_with_its_optimizer(tmp_path):
         dnn_feature_columns=[fc.numeric_column("x", shape=2)], dnn_hidden_units=[8],
         dnn_optimizer=nd.train.AdagradOptimizer(0.3),
         linear_optimizer=nd.train.FtrlOptimizer(0.3))
-    metrics = train_and_evaluate(est)
+    metrics = train_and_evaluate(est, steps=80)
     assert metrics["accuracy"] >= 0.9
-    assert metrics["global_step"] == 120  # one step per batch, not one per part
+    assert metrics["global_step"] == 80  # one step per batch, not one per part
     names = set(est.get_variable_names())
     assert {"dnn/hiddenlayer_0/kernel/Adagrad", "dnn/logits/kernel/Adagrad",
             "linear/linear_model/color/weights/Ftrl"} <= names
