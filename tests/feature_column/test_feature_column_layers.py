@@ -177,3 +177,27 @@ def test_embedding_lives_on_the_ps_and_is_updated_sparsely_there():
     for row, g in ((3, 2.0), (7, 1.0)):  # id 3 is in two examples
         moved[row] -= 0.5 * g / np.sqrt(0.1 + g * g)
     np.testing.assert_allclose(after, moved, rtol=1e-5)
+
+
+def test_embedding_from_a_checkpoint_and_clipped_by_max_norm(tmp_path):
+    with nd.Graph().as_default():
+        saved = nd.Variable(TABLE, name="pretrained")
+        with nd.Session() as s:
+            s.run(saved.initializer)
+            nd.train.Saver([saved]).save(s, str(tmp_path / "ckpt"))
+    ids = fc.categorical_column_with_identity("id", 5)
+    warm = fc.embedding_column(ids, 3, ckpt_to_load_from=str(tmp_path / "ckpt"),
+                               tensor_name_in_ckpt="pretrained")
+    clipped = fc.embedding_column(fc.categorical_column_with_identity("j", 5), 3,
+                                  initializer=table_init, max_norm=1.0)
+    out = fc.input_layer({"id": [[4], [1]], "j": [[4], [0]]}, [warm, clipped])
+    with nd.Session() as s:
+        s.run(nd.global_variables_initializer())
+        got = s.run(out)
+    np.testing.assert_allclose(got[:, :3], TABLE[[4, 1]], rtol=1e-6)
+    # Each looked-up row is scaled down to norm 1 when longer (row 0 is shorter).
+    norms = np.linalg.norm(TABLE[[4, 0]], axis=1, keepdims=True)
+    np.testing.assert_allclose(got[:, 3:], TABLE[[4, 0]] / np.maximum(norms, 1.0),
+                               rtol=1e-5)
+    with pytest.raises(ValueError, match="Must specify both `ckpt_to_load_from`"):
+        fc.embedding_column(ids, 3, ckpt_to_load_from="x")
