@@ -1,10 +1,14 @@
 """Canned estimators and their parts, as TF 1.15's ``tf.estimator``:
 ``DNNClassifier``/``Regressor``/``Estimator``, ``LinearClassifier``/
 ``Regressor``/``Estimator``, ``DNNLinearCombinedClassifier``/``Regressor``/
-``Estimator``, ``BaselineClassifier``/``Regressor``; the heads
+``Estimator``, ``BaselineClassifier``/``Regressor``/``Estimator``; the heads
 (``head``), the logit functions (``dnn.dnn_logit_fn_builder``,
 ``linear.linear_logit_fn_builder``) and the optimizer names
 (``optimizers``). ``nd.estimator.<Name>`` finds each class here.
+
+The classes load on first use: ``nd.estimator`` looks its other names up
+here, and an eager import of the estimators (which import
+``nbdist.estimator.estimator``) would run while that module is loading.
 
 >>> import nbdist as nd
 >>> nd.estimator.LinearClassifier is nd.estimator.canned.LinearClassifier
@@ -13,26 +17,29 @@ True
 
 from __future__ import annotations
 
-from nbdist.estimator.canned.baseline import (BaselineClassifier, BaselineEstimator,
-                                              BaselineRegressor)
-from nbdist.estimator.canned.dnn import DNNClassifier, DNNEstimator, DNNRegressor
-from nbdist.estimator.canned.dnn_linear_combined import (
-    DNNLinearCombinedClassifier, DNNLinearCombinedEstimator,
-    DNNLinearCombinedRegressor)
-from nbdist.estimator.canned.linear import (LinearClassifier, LinearEstimator,
-                                            LinearRegressor)
+import importlib
 
-__all__ = [
-    "BaselineClassifier",
-    "BaselineEstimator",
-    "BaselineRegressor",
-    "DNNClassifier",
-    "DNNEstimator",
-    "DNNLinearCombinedClassifier",
-    "DNNLinearCombinedEstimator",
-    "DNNLinearCombinedRegressor",
-    "DNNRegressor",
-    "LinearClassifier",
-    "LinearEstimator",
-    "LinearRegressor",
-]
+_MODULES = {
+    "baseline": ("BaselineClassifier", "BaselineEstimator", "BaselineRegressor"),
+    "dnn": ("DNNClassifier", "DNNEstimator", "DNNRegressor"),
+    "dnn_linear_combined": ("DNNLinearCombinedClassifier",
+                            "DNNLinearCombinedEstimator",
+                            "DNNLinearCombinedRegressor"),
+    "linear": ("LinearClassifier", "LinearEstimator", "LinearRegressor"),
+}
+_LAZY = {name: module for module, names in _MODULES.items() for name in names}
+
+
+def __getattr__(name):
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
+
+__all__ = sorted(_LAZY)
