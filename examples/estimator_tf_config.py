@@ -14,6 +14,16 @@ evaluator return once training reaches ``--max_steps``. Without ``TF_CONFIG``
 the same program trains and evaluates in one process. ``--launch`` starts all
 five tasks on this machine (free ports of 127.0.0.1) and waits for them.
 
+Under SLURM, ``--slurm`` makes each task's ``TF_CONFIG`` from the allocation
+(``SlurmClusterResolver``: tasks in job-name order chief, evaluator, ps,
+worker, worker; ports from ``--port_base``)::
+
+    srun --ntasks=5 python examples/estimator_tf_config.py --slurm \
+        --model_dir=/shared/model
+
+with ``NBDIST_TOKEN`` exported when the tasks span several nodes. The ps task
+stays until the job step is cancelled (``scancel``), as TF's does.
+
 The model is a small DNN (one hidden layer of 16 ReLUs) classifying synthetic
 points of two interleaved classes in 8 dimensions; the evaluator prints its
 final metrics as one JSON line: ``final eval {"accuracy": ..., ...}``.
@@ -122,6 +132,21 @@ def cluster_on_free_ports() -> dict:
             "worker": [f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"]}
 
 
+SLURM_JOBS = {"chief": 1, "evaluator": 1, "ps": 1, "worker": 2}
+
+
+def tf_config_from_slurm(port_base=8888) -> dict:
+    """This SLURM task's ``TF_CONFIG``: its role in the allocation's cluster,
+    the evaluator left out of the cluster (it is no part of training)."""
+    from nbdist.distribute.cluster_resolver import SlurmClusterResolver
+
+    resolver = SlurmClusterResolver(jobs=SLURM_JOBS, port_base=port_base)
+    cluster = resolver.cluster_spec().as_dict()
+    cluster.pop("evaluator")
+    return {"cluster": cluster,
+            "task": {"type": resolver.task_type, "index": resolver.task_id}}
+
+
 def launch(model_dir, max_steps, cluster=None, log_dir=None) -> dict:
     """Starts one process of this script per task (chief, ps, two workers,
     evaluator), each with its ``TF_CONFIG``; returns {"<job>:<index>": Popen}.
@@ -151,6 +176,9 @@ def main(argv=None) -> int:
     parser.add_argument("--max_steps", type=int, default=300)
     parser.add_argument("--launch", action="store_true",
                         help="start all five tasks on this machine and wait")
+    parser.add_argument("--slurm", action="store_true",
+                        help="TF_CONFIG from this SLURM task's allocation")
+    parser.add_argument("--port_base", type=int, default=8888)
     args = parser.parse_args(argv)
     model_dir = args.model_dir or tempfile.mkdtemp(prefix="estimator_tf_config_")
     if args.launch:
@@ -161,6 +189,8 @@ def main(argv=None) -> int:
         codes["ps:0"] = ps.wait()
         print(f"exit codes {codes}; checkpoints in {model_dir}", flush=True)
         return max(codes.values())
+    if args.slurm:
+        os.environ["TF_CONFIG"] = json.dumps(tf_config_from_slurm(args.port_base))
     # The ps serves until a cluster manager stops it: SIGTERM ends it cleanly.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
     run(model_dir, args.max_steps)

@@ -203,14 +203,14 @@ class Estimator:
             chief_hooks = [hooks_lib.CheckpointSaverHook(
                 self._model_dir, save_secs=self._config.save_checkpoints_secs,
                 save_steps=self._config.save_checkpoints_steps,
-                scaffold=spec.scaffold)]
-            saver_hooks = chief_hooks
-        if saving_listeners:
+                scaffold=spec.scaffold, listeners=list(saving_listeners))]
+        elif saving_listeners:
             if not saver_hooks:
                 raise ValueError(
                     "There should be a CheckpointSaverHook to use saving_listeners. "
                     "Please set one of the RunConfig.save_checkpoints_steps or "
                     "RunConfig.save_checkpoints_secs.")
+            # The model's own saver hook (TF picks the first) hears them too.
             for listener in saving_listeners:
                 if listener not in saver_hooks[0]._listeners:
                     saver_hooks[0]._listeners.append(listener)
@@ -239,37 +239,53 @@ class Estimator:
         ``steps`` batches (default: until ``input_fn``'s data ends). Returns the
         ``eval_metric_ops`` values, ``loss`` (mean over batches) and
         ``global_step``; writes them as summaries to ``eval_dir(name)``."""
-        hooks = _check_hooks_type(hooks)
-        if steps is not None:
-            if steps <= 0:
-                raise ValueError(f"Must specify steps > 0, given: {steps}")
-            hooks.append(util.StopAfterNEvalsHook(steps))
+        hooks = _check_hooks_type(hooks) + self._convert_eval_steps_to_hooks(steps)
         checkpoint_path = self._checkpoint_or_latest(checkpoint_path, "evaluate")
-        with ops.Graph().as_default() as g:
-            features, labels, input_hooks, spec = self._model_in_graph(
-                g, input_fn, ModeKeys.EVAL)
-            metric_ops = _verify_and_create_loss_metric(spec.eval_metric_ops,
-                                                        spec.loss)
-            update_op = group(*[op for _, op in metric_ops.values()])
-            eval_dict = {k: value for k, (value, _) in metric_ops.items()}
-            self._maybe_warm_start(checkpoint_path)
-            if GraphKeys.GLOBAL_STEP in eval_dict:
-                raise ValueError(
-                    "Metric with name `global_step` is not allowed, because "
-                    "Estimator already defines a default metric with the same name.")
-            eval_dict[GraphKeys.GLOBAL_STEP] = training_util.get_global_step(g)
-            all_hooks = input_hooks + hooks + list(spec.evaluation_hooks)
-            final_ops = hooks_lib.FinalOpsHook(eval_dict)
-            creator = ChiefSessionCreator(
-                scaffold=spec.scaffold, checkpoint_filename_with_path=checkpoint_path,
-                master=self._config.evaluation_master, config=self._session_config)
-            with MonitoredSession(session_creator=creator,
-                                  hooks=all_hooks + [final_ops]) as sess:
-                while not sess.should_stop():
-                    sess.run(update_op)
+        with ops.Graph().as_default():
+            scaffold, update_op, eval_dict, all_hooks = self._evaluate_build_graph(
+                input_fn, hooks, checkpoint_path)
+            return self._evaluate_run(checkpoint_path, scaffold, update_op,
+                                      eval_dict, all_hooks, self.eval_dir(name))
+
+    def _convert_eval_steps_to_hooks(self, steps):
+        if steps is None:
+            return []
+        if steps <= 0:
+            raise ValueError(f"Must specify steps > 0, given: {steps}")
+        return [util.StopAfterNEvalsHook(steps)]
+
+    def _evaluate_build_graph(self, input_fn, hooks, checkpoint_path):
+        """(scaffold, update op, {name: metric value}, hooks) of an evaluation,
+        built in the default graph."""
+        g = ops.get_default_graph()
+        features, labels, input_hooks, spec = self._model_in_graph(
+            g, input_fn, ModeKeys.EVAL)
+        metric_ops = _verify_and_create_loss_metric(spec.eval_metric_ops, spec.loss)
+        update_op = group(*[op for _, op in metric_ops.values()])
+        eval_dict = {k: value for k, (value, _) in metric_ops.items()}
+        self._maybe_warm_start(checkpoint_path)
+        if GraphKeys.GLOBAL_STEP in eval_dict:
+            raise ValueError(
+                "Metric with name `global_step` is not allowed, because "
+                "Estimator already defines a default metric with the same name.")
+        eval_dict[GraphKeys.GLOBAL_STEP] = training_util.get_global_step(g)
+        all_hooks = input_hooks + list(hooks) + list(spec.evaluation_hooks)
+        return spec.scaffold, update_op, eval_dict, all_hooks
+
+    def _evaluate_run(self, checkpoint_path, scaffold, update_op, eval_dict,
+                      all_hooks, output_dir):
+        """Runs ``update_op`` until the input ends (or a hook stops), then
+        returns the metric values, also written as summaries to ``output_dir``."""
+        final_ops = hooks_lib.FinalOpsHook(eval_dict)
+        creator = ChiefSessionCreator(
+            scaffold=scaffold, checkpoint_filename_with_path=checkpoint_path,
+            master=self._config.evaluation_master, config=self._session_config)
+        with MonitoredSession(session_creator=creator,
+                              hooks=list(all_hooks) + [final_ops]) as sess:
+            while not sess.should_stop():
+                sess.run(update_op)
         results = final_ops.final_ops_values
-        _write_dict_to_summary(self.eval_dir(name), results,
-                               results[GraphKeys.GLOBAL_STEP])
+        _write_dict_to_summary(output_dir, results, results[GraphKeys.GLOBAL_STEP])
         return results
 
     # -- predict --------------------------------------------------------------------

@@ -23,12 +23,15 @@ cluster: its ``cluster_spec`` is empty and its ``master`` local.
 from __future__ import annotations
 
 import copy
-import json
 import logging
 import os
 
+from nbdist.distribute.strategies.distribute_coordinator_context import (
+    get_current_worker_context,
+)
 from nbdist.estimator.model_fn import fn_args
 from nbdist.proto.config_pb2 import ConfigProto
+from nbdist.runtime import env
 from nbdist.runtime.cluster_spec import ClusterSpec
 
 __all__ = ["RunConfig", "TaskType"]
@@ -54,6 +57,20 @@ class TaskType:
     WORKER = "worker"
     CHIEF = "chief"
     EVALUATOR = "evaluator"
+
+
+def _tf_config() -> dict:
+    """This task's ``TF_CONFIG``: made from the current worker context (a task's
+    thread of a ``%%cluster`` cell or ``run_distribute_coordinator``: the
+    environment is the process's, shared by its threads), else the
+    environment's. The evaluator, when the cluster has one, stands outside it."""
+    context = get_current_worker_context()
+    if context is None or not context.cluster_spec or not context.task_type:
+        return env.tf_config()
+    cluster = context.cluster_spec.as_dict()
+    cluster.pop(TaskType.EVALUATOR, None)
+    return {"cluster": cluster,
+            "task": {"type": context.task_type, "index": context.task_id or 0}}
 
 
 def _session_master(cluster_spec, task_type, task_id, tf_config):
@@ -194,7 +211,7 @@ class RunConfig:
             save_checkpoints_steps = None
         elif save_checkpoints_steps is not None and save_checkpoints_secs is not None:
             raise ValueError(_SAVE_CKPT_ERR)
-        tf_config = json.loads(os.environ.get("TF_CONFIG", "{}"))
+        tf_config = _tf_config()
         if tf_config:
             _log.info("TF_CONFIG environment variable: %s", tf_config)
         model_dir = os.fspath(model_dir) if model_dir is not None else None

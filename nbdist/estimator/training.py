@@ -18,15 +18,21 @@ exporters, and returns once it has evaluated the final step.
 from __future__ import annotations
 
 import collections
+import ipaddress
 import logging
 import time
 
+from nbdist.distribute.strategies.distribute_coordinator_context import (
+    get_current_worker_context,
+)
 from nbdist.estimator import exporter as exporter_lib
 from nbdist.estimator.estimator import Estimator
 from nbdist.estimator.model_fn import validate_hooks
 from nbdist.estimator.run_config import TaskType
 from nbdist.framework.ops import GraphKeys
 from nbdist.proto.config_pb2 import ConfigProto
+from nbdist.proto.server_def_pb2 import ServerDef
+from nbdist.runtime import env
 from nbdist.runtime.server_lib import Server
 from nbdist.train.hooks import CheckpointSaverListener, SecondOrStepTimer
 
@@ -243,6 +249,28 @@ class _NewCheckpointListenerForEvaluate(CheckpointSaverListener):
                                f"Eval status: {self.eval_result.status}")
 
 
+def _bind_address(config) -> str:
+    """Where this task's server listens: its own host of the cluster when that
+    is beyond loopback (TF listens on every interface), which nbdist allows
+    only with the cluster's ``NBDIST_TOKEN`` set; else 127.0.0.1."""
+    address = config.cluster_spec.task_address(config.task_type, config.task_id)
+    host = address.rpartition(":")[0].strip("[]")
+    if host == "localhost":
+        return ""
+    try:
+        if ipaddress.ip_address(host).is_loopback:
+            return ""
+    except ValueError:
+        pass  # a host name: it may resolve beyond this machine
+    if not env.token():
+        raise RuntimeError(
+            f"Could not start server for /job:{config.task_type}/task:"
+            f"{config.task_id} at {address}: a server reachable beyond loopback "
+            "needs NBDIST_TOKEN set (the same on every task), so that only the "
+            "cluster's tasks can run ops on it.")
+    return host
+
+
 class _TrainingExecutor:
     """Runs the part of ``train_and_evaluate`` of this process's task."""
 
@@ -336,16 +364,21 @@ class _TrainingExecutor:
             raise RuntimeError("Could not start server; be sure to specify master "
                                "in RunConfig or set the TF_CONFIG environment "
                                "variable.")
-        server = Server(config.cluster_spec, job_name=config.task_type,
-                        task_index=config.task_id,
-                        config=ConfigProto(log_device_placement=False),
-                        start=False, protocol=config.protocol)
+        server_def = ServerDef(
+            cluster=config.cluster_spec.as_cluster_def(), job_name=config.task_type,
+            task_index=config.task_id, protocol=config.protocol or "grpc",
+            default_session_config=ConfigProto(log_device_placement=False),
+            bind_address=_bind_address(config))
+        server = Server(server_def, start=False)
         server.start()
         return server
 
     def _start_distributed_training(self, saving_listeners=None):
         config = self._estimator.config
-        server = self._start_std_server(config)
+        # In a task's thread of a %%cluster cell the task's server is the
+        # cluster's own process (as TF skips it where a launcher starts one).
+        server = (None if get_current_worker_context() is not None
+                  else self._start_std_server(config))
         delay = 0
         if config.task_type == TaskType.WORKER:
             max_delay = _MAX_DELAY_SECS

@@ -46,7 +46,9 @@ class StopAfterNEvalsHook(SessionRunHook):
 
     def __init__(self, num_evals):
         self._num_evals = num_evals
-        self._evals_completed = 0
+
+    def begin(self):
+        self._evals_completed = 0  # per evaluation: the hook may be reused
 
     def after_run(self, run_context, run_values):
         del run_values

@@ -8,7 +8,10 @@
 * early stopping reads the metrics of the eval event files: training stops at
   once when the loss has not fallen for N steps, runs on otherwise, and the
   chief's stop variable is checkpointed; ``call_logit_fn`` passes what the
-  function takes.
+  function takes;
+* ``make_stop_at_checkpoint_step_hook`` gives the chief a ``StopAtStepHook`` and
+  a worker a hook that stops once the checkpoint, not the global step, is at
+  the last step.
 """
 
 from __future__ import annotations
@@ -131,3 +134,54 @@ def test_call_logit_fn_passes_what_the_function_takes():
         with pytest.raises(ValueError, match="logit_fn should return a Tensor"):
             nd.estimator.experimental.call_logit_fn(lambda features: [features], x,
                                                     "train", None, None)
+
+
+def test_a_worker_stops_once_the_chiefs_checkpoint_has_the_last_step(
+        tmp_path, monkeypatch):
+    import json
+
+    chief = make(tmp_path, "shared")
+    chief.train(lambda: dataset(repeat=True), max_steps=3)
+    monkeypatch.setenv("TF_CONFIG", json.dumps({
+        "cluster": {"chief": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"]},
+        "task": {"type": "worker", "index": 0}}))
+    worker = make(tmp_path, "shared")
+    assert not worker.config.is_chief
+    hook = nd.estimator.experimental.make_stop_at_checkpoint_step_hook(
+        worker, last_step=3, wait_after_file_check_secs=0)
+    assert not isinstance(hook, nd.train.StopAtStepHook)
+    # In one process (as a worker would run it against its server): the hook
+    # reads the chief's checkpoint, at step 3, and stops after one more step.
+    monkeypatch.delenv("TF_CONFIG")
+    local = make(tmp_path, "shared")
+    local.train(lambda: dataset(repeat=True), hooks=[hook], steps=10)
+    assert local.get_variable_value("global_step") == 4
+    # Past last_step but the checkpoint is not: it runs on (here, until steps).
+    waiting = nd.estimator.experimental.make_stop_at_checkpoint_step_hook(
+        worker, last_step=5, wait_after_file_check_secs=0)
+    local.train(lambda: dataset(repeat=True), hooks=[waiting], steps=3)
+    assert local.get_variable_value("global_step") == 7
+
+
+def test_in_memory_evaluator_evaluates_the_variables_being_trained(tmp_path):
+    import glob
+    import os
+
+    est = make(tmp_path, "in_memory", save_checkpoints_steps=None,
+               save_checkpoints_secs=None)
+    hook = nd.estimator.experimental.InMemoryEvaluatorHook(est, dataset,
+                                                           every_n_iter=2)
+    est.train(lambda: dataset(repeat=True), hooks=[hook], max_steps=5)
+    (events,) = glob.glob(os.path.join(est.eval_dir(), "events.out.tfevents.*"))
+    losses = {e.step: v.simple_value for e in nd.train.summary_iterator(events)
+              if e.HasField("summary") for v in e.summary.value if v.tag == "loss"}
+    # At the start, every 2 steps, and at the end; no checkpoint was involved.
+    assert sorted(losses) == [0, 2, 4, 5]
+    assert not glob.glob(os.path.join(est.model_dir, "model.ckpt-*.index"))
+    w = np.zeros((2, 1))
+    for step in range(5):
+        lo = (step % 2) * 8
+        x, y = X[lo:lo + 8], Y[lo:lo + 8]
+        w -= LR * 2.0 / 8 * x.T @ (x @ w - y)
+    np.testing.assert_allclose(losses[5], np.mean((X @ w - Y) ** 2), rtol=1e-5)
+    assert losses[0] > losses[2] > losses[4] > losses[5]

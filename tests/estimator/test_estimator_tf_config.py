@@ -75,3 +75,25 @@ def test_five_processes_with_tf_config_train_like_one(tmp_path, monkeypatch):
     single = example.run(str(tmp_path / "single"), MAX_STEPS)
     assert single["accuracy"] > 0.9
     assert abs(distributed["accuracy"] - single["accuracy"]) <= 0.03
+
+
+def test_tf_config_from_a_slurm_allocation(monkeypatch):
+    # Five SLURM tasks on two nodes: each one's TF_CONFIG, read by RunConfig.
+    example = load_example()
+    monkeypatch.setenv("SLURM_STEP_NUM_TASKS", "5")
+    monkeypatch.setenv("SLURM_STEP_NODELIST", "n[1-2]")
+    monkeypatch.setenv("SLURM_STEP_TASKS_PER_NODE", "3,2")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    roles = []
+    for rank in range(5):
+        monkeypatch.setenv("SLURM_PROCID", str(rank))
+        tf_config = example.tf_config_from_slurm(port_base=9000)
+        assert tf_config["cluster"] == {
+            "chief": ["n1:9000"], "ps": ["n1:9002"],
+            "worker": ["n2:9000", "n2:9001"]}
+        monkeypatch.setenv("TF_CONFIG", json.dumps(tf_config))
+        config = nd.estimator.RunConfig()
+        roles.append((config.task_type, config.task_id, config.master))
+    assert roles == [("chief", 0, "grpc://n1:9000"), ("evaluator", 0, ""),
+                     ("ps", 0, "grpc://n1:9002"), ("worker", 0, "grpc://n2:9000"),
+                     ("worker", 1, "grpc://n2:9001")]

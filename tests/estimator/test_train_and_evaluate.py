@@ -10,7 +10,11 @@ process:
   eval event files;
 * an ``evaluator`` task evaluates the newest checkpoint, exports it as the final
   one once it reached ``max_steps``, and returns; a second evaluator, and
-  ``train`` on an evaluator or ps, are refused.
+  ``train`` on an evaluator or ps, are refused;
+* in a worker context (a task's thread of a ``%%cluster`` cell) ``RunConfig``
+  is that task's: chief, workers and evaluator threads over in-process servers
+  train the ps's variables between-graph to ``max_steps`` and evaluate them;
+* a task whose address is beyond loopback needs ``NBDIST_TOKEN``.
 """
 
 from __future__ import annotations
@@ -21,9 +25,11 @@ import os
 
 import numpy as np
 import pytest
-from test_estimator import LR, dataset, model_fn
+from helpers import free_port, in_threads
+from test_estimator import LR, Y, dataset, model_fn
 
 import nbdist as nd
+from nbdist.distribute.worker_context import between_graph_context
 from nbdist.estimator import EvalSpec, TrainSpec, train_and_evaluate
 
 CLUSTER = {"chief": ["127.0.0.1:1"], "ps": ["127.0.0.1:2"], "worker": ["127.0.0.1:3"]}
@@ -136,3 +142,52 @@ def test_the_evaluator_task_evaluates_the_final_checkpoint_and_returns(
         {"cluster": CLUSTER, "task": {"type": "ps", "index": 0}}))
     with pytest.raises(ValueError, match="Train has been called wrong configuration"):
         estimator(tmp_path / "m").train(dataset, steps=1)
+
+
+def test_a_task_beyond_loopback_needs_the_clusters_token(tmp_path, monkeypatch):
+    # TF's server listens on every interface; nbdist's listens on the task's own
+    # host only with NBDIST_TOKEN set, and refuses to start without it.
+    monkeypatch.delenv("NBDIST_TOKEN", raising=False)
+    monkeypatch.setenv("TF_CONFIG", json.dumps(
+        {"cluster": {"chief": ["192.0.2.1:2222"], "ps": ["192.0.2.2:2222"]},
+         "task": {"type": "chief", "index": 0}}))
+    with pytest.raises(RuntimeError, match="needs NBDIST_TOKEN set"):
+        train_and_evaluate(estimator(tmp_path / "m"),
+                           TrainSpec(dataset, max_steps=1), EvalSpec(dataset))
+
+
+def test_tasks_of_a_cluster_cell_train_between_graph(tmp_path, monkeypatch):
+    # As a %%cluster cell runs it: each task a thread in its worker context (its
+    # TF_CONFIG), the servers the cluster's own; chief and workers train the ps's
+    # variables, the evaluator evaluates until the final step.
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    jobs = {"chief": 1, "ps": 1, "worker": 2}
+    cluster = {job: [f"127.0.0.1:{free_port()}" for _ in range(n)]
+               for job, n in jobs.items()}
+    servers = [nd.Server(cluster, job_name=job, task_index=i)
+               for job, n in jobs.items() for i in range(n)]
+    with_evaluator = nd.train.ClusterSpec(
+        {**cluster, "evaluator": [f"127.0.0.1:{free_port()}"]})
+    tasks = [("chief", 0), ("worker", 0), ("worker", 1), ("evaluator", 0)]
+
+    def task(i):
+        job, index = tasks[i]
+        with between_graph_context(with_evaluator, job, index):
+            est = estimator(tmp_path / "m", save_checkpoints_steps=5,
+                            experimental_max_worker_delay_secs=0)
+            assert (est.config.task_type, est.config.task_id) == (job, index)
+            return train_and_evaluate(
+                est, TrainSpec(lambda: dataset(repeat=True), max_steps=20),
+                EvalSpec(dataset, steps=None, start_delay_secs=0, throttle_secs=0.2))
+
+    try:
+        results = in_threads(len(tasks), task, bound_s=120)
+    finally:
+        for s in servers:
+            s.stop()
+    final = results[-1]
+    assert final["global_step"] >= 20
+    reader = nd.train.load_checkpoint(str(tmp_path / "m"))
+    assert reader.get_tensor("global_step") == final["global_step"]
+    # The ps's variables moved: the loss is far below the one of w = 0.
+    assert final["loss"] < 0.1 * float(np.mean(Y ** 2))
