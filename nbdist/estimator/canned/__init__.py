@@ -4,7 +4,8 @@
 ``Estimator``, ``BaselineClassifier``/``Regressor``/``Estimator``; the heads
 (``head``), the logit functions (``dnn.dnn_logit_fn_builder``,
 ``linear.linear_logit_fn_builder``) and the optimizer names
-(``optimizers``). ``nd.estimator.<Name>`` finds each class here.
+(``optimizers``). ``nd.estimator.<Name>`` finds each class here, and
+``nd.estimator.experimental`` the two logit function builders.
 
 The classes load on first use: ``nd.estimator`` looks its other names up
 here, and an eager import of the estimators (which import
@@ -21,11 +22,12 @@ import importlib
 
 _MODULES = {
     "baseline": ("BaselineClassifier", "BaselineEstimator", "BaselineRegressor"),
-    "dnn": ("DNNClassifier", "DNNEstimator", "DNNRegressor"),
+    "dnn": ("DNNClassifier", "DNNEstimator", "DNNRegressor", "dnn_logit_fn_builder"),
     "dnn_linear_combined": ("DNNLinearCombinedClassifier",
                             "DNNLinearCombinedEstimator",
                             "DNNLinearCombinedRegressor"),
-    "linear": ("LinearClassifier", "LinearEstimator", "LinearRegressor"),
+    "linear": ("LinearClassifier", "LinearEstimator", "LinearRegressor",
+               "linear_logit_fn_builder"),
 }
 _LAZY = {name: module for module, names in _MODULES.items() for name in names}
 
