@@ -64,6 +64,24 @@ from nbdist.ops.nn_pool_ops import (
     max_pool2d,
     max_pool_with_argmax,
 )
+from nbdist.ops.candidate_sampling_ops import (  # noqa: E402
+    all_candidate_sampler,
+    compute_accidental_hits,
+    fixed_unigram_candidate_sampler,
+    learned_unigram_candidate_sampler,
+    log_uniform_candidate_sampler,
+    uniform_candidate_sampler,
+)
+from nbdist.ops.nn_sampled_losses import nce_loss, sampled_softmax_loss  # noqa: E402
+from nbdist.ops import rnn_cell  # noqa: E402  (nd.nn.rnn_cell, as TF's module)
+from nbdist.ops.rnn import (  # noqa: E402
+    bidirectional_dynamic_rnn,
+    dynamic_rnn,
+    raw_rnn,
+    static_bidirectional_rnn,
+    static_rnn,
+    static_state_saving_rnn,
+)
 
 
 def sigmoid(x, name=None):
@@ -129,3 +147,14 @@ __all__ = [
     "weighted_cross_entropy_with_logits",
     "zero_fraction",
 ]
+
+from nbdist.ops.elementary_math_ops import softsign  # noqa: E402  (tf.nn.softsign)
+
+__all__.append("softsign")
+# (``rnn_cell`` is a submodule, as TF's, not one of the functions listed here.)
+__all__ += ["bidirectional_dynamic_rnn", "dynamic_rnn", "raw_rnn",
+            "static_bidirectional_rnn", "static_rnn", "static_state_saving_rnn"]
+__all__ += ["all_candidate_sampler", "compute_accidental_hits",
+            "fixed_unigram_candidate_sampler", "learned_unigram_candidate_sampler",
+            "log_uniform_candidate_sampler", "nce_loss", "sampled_softmax_loss",
+            "uniform_candidate_sampler"]

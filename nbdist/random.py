@@ -24,3 +24,16 @@ set_seed = set_random_seed
 
 __all__ = ["normal", "uniform", "shuffle", "truncated_normal", "set_seed",
            "set_random_seed", "random_normal", "random_uniform", "random_shuffle"]
+
+# TF1's tf.random also holds the candidate samplers.
+from nbdist.ops.candidate_sampling_ops import (  # noqa: E402
+    all_candidate_sampler,
+    fixed_unigram_candidate_sampler,
+    learned_unigram_candidate_sampler,
+    log_uniform_candidate_sampler,
+    uniform_candidate_sampler,
+)
+
+__all__ += ["all_candidate_sampler", "fixed_unigram_candidate_sampler",
+            "learned_unigram_candidate_sampler", "log_uniform_candidate_sampler",
+            "uniform_candidate_sampler"]

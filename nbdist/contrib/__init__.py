@@ -12,7 +12,7 @@ import importlib
 
 from nbdist.contrib import training as training
 
-_LAZY = ("framework", "layers", "losses", "slim", "lookup")
+_LAZY = ("framework", "layers", "losses", "slim", "lookup", "rnn")
 
 
 def __getattr__(name):
@@ -23,3 +23,4 @@ def __getattr__(name):
 
 
 __all__ = ["framework", "layers", "lookup", "losses", "slim", "training"]
+__all__ += ["rnn"]

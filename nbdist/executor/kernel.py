@@ -45,6 +45,14 @@ KERNEL_MODULES = (
     "conv_kernels", "norm_kernels", "image_kernels",
     "lookup_kernels",
     "feature_kernels",
+    "scatter_nd_kernels", "partition_kernels", "sequence_kernels", "space_kernels",
+    "matrix_diag_kernels", "einsum_kernels", "sparse_transform_kernels",
+    "shape_utils_kernels", "sparse_cross_kernels", "set_kernels",
+    "sparse_serialize_kernels",
+    "elementary_math_kernels", "special_math_kernels", "segment_kernels",
+    "cumulative_kernels", "statistics_kernels",
+    "candidate_sampling_kernels",
+    "script_kernels",
 )
 
 _loaded = False

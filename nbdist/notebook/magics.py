@@ -81,6 +81,8 @@ class ClusterMagics(Magics):
     @argument("--workers", type=int, default=None, help="start: workers (2)")
     @argument("--chief", action="store_true", help="start: add a chief task")
     @argument("--evaluator", action="store_true", help="start: add an evaluator task")
+    @argument("--gpus", type=int, default=0,
+              help="start: virtual GPU devices per task, run on the CPU (0)")
     @argument(
         "--tasks",
         nargs="+",
@@ -124,6 +126,7 @@ class ClusterMagics(Magics):
             %cluster local                      an in-process server; `target`
             %cluster start --ps 1 --workers 2   a LocalCluster (one process per
                             [--chief] [--evaluator]   task); shows a live ClusterView
+                            [--gpus N]          N virtual GPUs per task (/gpu:i)
             %cluster status                     the ClusterView as it is now,
                                                 with each task's history
             %cluster kill worker:1              SIGKILL a task
@@ -277,6 +280,7 @@ class ClusterMagics(Magics):
             chief=int(args.chief),
             evaluator=int(args.evaluator),
             progress=False,
+            gpus_per_task=args.gpus,
         )
         job = (
             "chief"

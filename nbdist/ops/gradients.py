@@ -24,6 +24,11 @@ import numpy as np
 
 # The gradient modules fill the table when imported.
 from nbdist.ops import array_grad, math_grad, nn_grad  # noqa: F401
+from nbdist.ops import (  # noqa: F401
+    elementary_math_grad,
+    segment_grad,
+    special_math_grad,
+)
 from nbdist.framework.gradient_registry import (
     NotDifferentiable,
     RegisterGradient,

@@ -157,13 +157,6 @@ def _l2_loss_grad(op, grad):
     return [_m().multiply(op.inputs[0], grad)]
 
 
-@register_gradient("UnsortedSegmentSum")
-def _unsorted_segment_sum_grad(op, grad):
-    # (The ids the gradient functions build are never negative, so no row of
-    # data was dropped.)
-    return [_a().gather(grad, op.inputs[1]), None, None]
-
-
 @register_gradient("StridedSliceGrad")
 def _strided_slice_grad_grad(op, grad):
     A = _a()

@@ -20,6 +20,7 @@ from nbdist.framework.device import DeviceSpec
 from nbdist.framework.importer import infer_specs, parse_input, topological_order
 from nbdist.proto import config_pb2, server_def_pb2, step_stats_pb2
 from nbdist.runtime.interfaces import WorkerInterface
+from nbdist.runtime.device_attributes import device_type_of
 from nbdist.runtime.partition import normalize_tensor_name, partition, prune, task_of
 from nbdist.runtime.placement import place
 from nbdist.runtime.reply_watch import ReplyWatch
@@ -566,10 +567,10 @@ class Master:
         ``config`` (or the open session ``session_handle``) may use."""
         ms = self._sessions.get(session_handle) if session_handle else None
         if ms is not None:
-            return [(d, "CPU", ms.incarnations[d]) for d in ms.devices]
+            return [(d, device_type_of(d), ms.incarnations[d]) for d in ms.devices]
         cfg = config or self.default_config
         _, devices, incarnations, _ = self._discover(cfg)
-        return [(d, "CPU", incarnations[d]) for d in devices]
+        return [(d, device_type_of(d), incarnations[d]) for d in devices]
 
     def reset(self, containers=None, device_filters=None, timeout_s=None):
         """Closes every session here and clears containers on the workers (all

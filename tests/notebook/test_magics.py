@@ -55,7 +55,7 @@ def test_errors_without_a_cluster_are_one_line(ip, capsys):
     for line in ("status", "stop", "kill worker:1", "placement"):
         assert _usage_error(ip, line).startswith("no cluster is running")
     assert "no cluster is running" in _usage_error(ip, "", "1 + 1")
-    assert "unrecognized arguments" in _usage_error(ip, "start --gpus 2")
+    assert "unrecognized arguments" in _usage_error(ip, "start --tpus 2")
     # As the user sees it: one line, no traceback.
     ip.run_cell("%cluster frobnicate")
     err = capsys.readouterr().err

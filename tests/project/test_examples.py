@@ -200,3 +200,36 @@ def test_partitioned_embedding_trains_across_ps_and_restores_repartitioned():
     ls = losses(out, "step ")
     assert len(ls) == 3 and ls[-1] < ls[0], out
     assert re.search(r"^restored 4 shards into 3: equal$", out, re.MULTILINE), out
+
+
+@pytest.mark.timeout(300)
+def test_word2vec_ps_trains_sharded_embeddings_with_sparse_updates():
+    out = run_example("word2vec_ps.py", "--steps=300", "--log_every=50")
+    placed = re.findall(r"^(\w+/part_\d) \(200, 24\) on (\S+)$", out, re.MULTILINE)
+    assert placed == [("embeddings/part_0", "/job:ps/task:0"),
+                      ("embeddings/part_1", "/job:ps/task:1"),
+                      ("nce_weights/part_0", "/job:ps/task:0"),
+                      ("nce_weights/part_1", "/job:ps/task:1")], out
+    assert re.search(r"^sparse \(IndexedSlices\) gradients: embeddings/part_0, "
+                     r"embeddings/part_1, nce_weights/part_0, nce_weights/part_1, "
+                     r"nce_biases$", out, re.MULTILINE), out
+    for i in range(2):
+        ls = losses(out, f"worker {i} ")
+        assert len(ls) >= 2 and ls[-1] < 0.5 * ls[0], out
+    share = re.search(r"in the same topic: (\d+)% \(chance 12%\)", out)
+    assert share and int(share.group(1)) > 20, out
+
+
+@pytest.mark.timeout(300)
+def test_lstm_lm_between_graph_loss_falls():
+    out = run_example("lstm_lm.py", "--steps=60", "--log_every=10")
+    assert re.search(r"^rnn/basic_lstm_cell/kernel \(48, 128\) on /job:ps/task:0$",
+                     out, re.MULTILINE), out
+    steps = [int(n) for n in re.findall(r"^worker \d done after (\d+) local steps",
+                                        out, re.MULTILINE)]
+    assert len(steps) == 2 and sum(steps) >= 60, out
+    # Before any update the model is near chance: ln(VOCAB).
+    start = re.search(r"global_step 0 perplexity \S+ loss (\S+)$", out, re.MULTILINE)
+    assert start and float(start.group(1)) == pytest.approx(np.log(20), abs=0.2), out
+    last = float(re.search(r"of the last steps (\S+)$", out, re.MULTILINE).group(1))
+    assert last < 0.5 * np.log(20), out

@@ -1,5 +1,6 @@
 """Kernels for the neural-network ops and for the helper ops gradient functions
-build (``BroadcastGradientArgs``, ``StridedSliceGrad``, ``UnsortedSegmentSum``...).
+build (``BroadcastGradientArgs``, ``StridedSliceGrad``...); ``UnsortedSegmentSum``'s
+kernel is with the other segment reductions, in ``segment_kernels``.
 
 Softmax and the cross-entropies subtract each row's maximum first, so large
 logits never overflow.
@@ -302,26 +303,6 @@ def reduce_prod_others_kernel(node):
         right = np.cumprod(np.concatenate([ones, flat[:0:-1]]), axis=0)[::-1]
         out = (left * right).reshape(t.shape)
         return np.transpose(out, np.argsort(perm)).astype(x.dtype)
-
-    return compute
-
-
-@register_kernel("UnsortedSegmentSum")
-def unsorted_segment_sum_kernel(node):
-    def compute(step, data, ids, num_segments):
-        n = int(num_segments)
-        ids = np.asarray(ids)
-        if data.shape[:ids.ndim] != ids.shape:
-            raise _invalid(node, f"segment_ids.shape {list(ids.shape)} must be a "
-                           f"prefix of data.shape {list(data.shape)}")
-        if ids.size and (ids.max() >= n):
-            raise _invalid(node, f"segment_ids {ids.max()} out of range [0, {n})")
-        out = np.zeros((n,) + data.shape[ids.ndim:], dtype=data.dtype)
-        flat_ids = ids.reshape(-1)
-        flat = data.reshape((flat_ids.size,) + data.shape[ids.ndim:])
-        keep = flat_ids >= 0  # negative ids are dropped, as TF
-        np.add.at(out, flat_ids[keep], flat[keep])
-        return out
 
     return compute
 

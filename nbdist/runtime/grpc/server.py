@@ -30,6 +30,7 @@ from nbdist.proto import config_pb2, server_def_pb2
 from nbdist.runtime import coordination, transports
 from nbdist.runtime.cluster_spec import ClusterSpec, split_address, task_device
 from nbdist.runtime.coordination import CoordinationAgent, LocalCoordinationClient
+from nbdist.runtime.device_attributes import device_counts
 from nbdist.runtime.grpc import auth
 from nbdist.runtime.grpc.admission import AdmissionInterceptor
 from nbdist.runtime.grpc.coordination_client import GrpcCoordinationClient
@@ -306,7 +307,7 @@ class GrpcServer(Server):
                                            parking=parked)
         self._worker = Worker(
             self.task_name,
-            num_cpus=max(1, int(session_config.device_count.get("CPU", 1))),
+            **device_counts(session_config),
             incarnation=self._incarnation,
             transport=transport,
             publish=self._publish,

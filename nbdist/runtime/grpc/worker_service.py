@@ -12,6 +12,7 @@ import time
 import grpc
 from nbdist.proto import device_attributes_pb2, worker_pb2, worker_service_pb2_grpc
 from nbdist.runtime.grpc import coding
+from nbdist.runtime.device_attributes import device_type_of
 from nbdist.runtime.grpc.servicer_base import (
     MAX_MESSAGE_CHARS,
     Malformed,
@@ -45,7 +46,7 @@ class WorkerServicer(ServicerBase, worker_service_pb2_grpc.WorkerServiceServicer
             for name, inc in self.worker_handler.get_status():
                 resp.device_attributes.append(
                     device_attributes_pb2.DeviceAttributes(
-                        name=name, device_type="CPU", incarnation=inc
+                        name=name, device_type=device_type_of(name), incarnation=inc
                     )
                 )
             return resp

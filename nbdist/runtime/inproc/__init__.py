@@ -35,6 +35,7 @@ from nbdist.executor.limits import Limits
 from nbdist.proto import config_pb2, server_def_pb2
 from nbdist.runtime import transports
 from nbdist.runtime.cluster_spec import ClusterSpec, task_device
+from nbdist.runtime.device_attributes import device_counts
 from nbdist.runtime.master import Master
 from nbdist.runtime.router import PeerRouter
 from nbdist.runtime.server_lib import Server
@@ -221,7 +222,7 @@ class InprocServer(Server):
         self._router = PeerRouter(self.task_name, self._connect, [])
         self._worker = Worker(
             self.task_name,
-            num_cpus=max(1, int(session_config.device_count.get("CPU", 1))),
+            **device_counts(session_config),
             transport=self._router.tensor_transport(
                 InprocTensorTransport(self._address_of)),
             limits=limits)
