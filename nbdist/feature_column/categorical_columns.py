@@ -26,7 +26,7 @@ from nbdist.feature_column.base import (_CategoricalColumn, _FeatureColumn,
                                         check_compatible_dtypes,
                                         to_sparse_input_and_drop_ignore_values)
 from nbdist.framework.sparse_tensor import SparseTensor
-from nbdist.ops.feature_ops import sparse_cross_hashed
+from nbdist.ops.sparse_ops_cross import sparse_cross_hashed
 from nbdist.ops.parsing_ops import VarLenFeature
 
 

@@ -34,7 +34,7 @@ from nbdist.feature_column.sequence_columns import (_SequenceCategoricalColumn,
                                                     sequence_indicator)
 from nbdist.framework.sparse_tensor import SparseTensor
 from nbdist.framework.tensor_shape import TensorShape
-from nbdist.ops.feature_ops import bucketize
+from nbdist.ops.bucketize_ops import bucketize
 from nbdist.ops.parsing_ops import FixedLenFeature
 
 

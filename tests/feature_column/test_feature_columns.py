@@ -16,7 +16,7 @@ import pytest
 
 import nbdist as nd
 from nbdist import errors
-from nbdist.ops.feature_ops import sparse_cross_hashed
+from nbdist.ops.sparse_ops_cross import sparse_cross_hashed
 
 fc = nd.feature_column
 
