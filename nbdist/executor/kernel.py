@@ -44,6 +44,7 @@ KERNEL_MODULES = (
     "parsing_kernels", "reader_kernels", "string_kernels",
     "conv_kernels", "norm_kernels", "image_kernels",
     "lookup_kernels",
+    "bucketize_kernels",
     "scatter_nd_kernels", "partition_kernels", "sequence_kernels", "space_kernels",
     "matrix_diag_kernels", "einsum_kernels", "sparse_transform_kernels",
     "shape_utils_kernels", "sparse_cross_kernels", "set_kernels",

@@ -34,6 +34,7 @@ OP_MODULES = (
     "nbdist.ops.nn_norm_ops",
     "nbdist.ops.image_ops",
     "nbdist.ops.lookup_ops",
+    "nbdist.ops.bucketize_ops",
     "nbdist.ops.array_ops_scatter",
     "nbdist.ops.array_ops_partition",
     "nbdist.ops.array_ops_sequence",

@@ -23,6 +23,7 @@ from nbdist.framework.ops import convert_to_tensor
 from nbdist.framework.sparse_tensor import SparseTensor, is_sparse
 from nbdist.framework.tensor_shape import TensorShape
 from nbdist.ops import array_ops as A
+from nbdist.ops.math_ops_elementwise import cast
 
 __all__: list[str] = []
 
@@ -36,11 +37,14 @@ def _cross_infer(c):
 
 
 register_op("SparseCross", _cross_infer,
-            attrs={"N": ("int", 0), "M": ("int", 0),
+            attrs={"N": ("int", 0),
                    "hashed_output": ("bool", False), "num_buckets": ("int", 0),
                    "hash_key": ("int", DEFAULT_HASH_KEY),
                    "sparse_types": ("list(type)", []),
-                   "dense_types": ("list(type)", [])}, min_inputs=1)
+                   "dense_types": ("list(type)", []),
+                   # TF's attrs, so that TF imports the node (SavedModels).
+                   "out_type": ("type", dtypes.int64),
+                   "internal_type": ("type", dtypes.int64)}, min_inputs=1)
 NotDifferentiable("SparseCross")
 
 
@@ -53,6 +57,16 @@ def _cross(inputs, hashed, num_buckets, hash_key, name):
         if t.dtype.base_dtype not in (dtypes.string, dtypes.int64, dtypes.int32):
             raise TypeError(f"cross: features must be strings or integers, got "
                             f"{t.dtype.name}")
+    # As TF's wrapper: integer features cross as int64 (TF's kernel takes
+    # int64 and string only).
+    sparse = [s if s.dtype.base_dtype in (dtypes.string, dtypes.int64) else
+              SparseTensor(s.indices, cast(s.values, dtypes.int64), s.dense_shape)
+              for s in sparse]
+    dense = [d if d.dtype.base_dtype in (dtypes.string, dtypes.int64) else
+             cast(d, dtypes.int64) for d in dense]
+    internal = dtypes.string if all(
+        t.dtype.base_dtype == dtypes.string
+        for t in [s.values for s in sparse] + dense) else dtypes.int64
     with op_scope(name, "SparseCross", [s.values for s in sparse] + dense) as (
             g, scope):
         # TF crosses the sparse inputs before the dense ones.
@@ -60,7 +74,9 @@ def _cross(inputs, hashed, num_buckets, hash_key, name):
             "SparseCross",
             [s.indices for s in sparse] + [s.values for s in sparse]
             + [s.dense_shape for s in sparse] + dense,
-            {"N": len(sparse), "M": len(dense), "hashed_output": bool(hashed),
+            {"N": len(sparse), "hashed_output": bool(hashed),
+             "out_type": dtypes.int64 if hashed else dtypes.string,
+             "internal_type": internal,
              "num_buckets": int(num_buckets), "hash_key": int(hash_key),
              "sparse_types": [s.dtype.base_dtype for s in sparse],
              "dense_types": [d.dtype.base_dtype for d in dense]}, name=scope)

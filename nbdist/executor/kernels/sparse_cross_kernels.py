@@ -42,13 +42,13 @@ def _feature_hash(v) -> int:
 
 @register_kernel("SparseCross")
 def sparse_cross_kernel(node):
-    n, m = node.attrs["N"], node.attrs["M"]
+    n = node.attrs["N"]
     hashed = node.attrs["hashed_output"]
     buckets, key = node.attrs["num_buckets"], node.attrs["hash_key"] & _MASK
 
     def compute(step, *args):
         ind, val, shp = args[:n], args[n:2 * n], args[2 * n:3 * n]
-        dense = [np.asarray(d) for d in args[3 * n:3 * n + m]]
+        dense = [np.asarray(d) for d in args[3 * n:]]
         sizes = [ints(s)[0] for s in shp] + [d.shape[0] for d in dense]
         if len(set(sizes)) > 1:
             raise op_error(node, f"Expected batch size {sizes[0]}, got {sizes}")
