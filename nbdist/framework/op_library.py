@@ -40,6 +40,12 @@ OP_MODULES = (
     "nbdist.ops.cumulative_ops",
     "nbdist.ops.statistics_ops",
     "nbdist.ops.sobol_ops",
+    "nbdist.ops.image_color_ops",
+    "nbdist.ops.image_codec_ops",
+    "nbdist.ops.image_box_ops",
+    "nbdist.ops.image_resize_ops",
+    "nbdist.ops.image_nms_ops",
+    "nbdist.ops.nn_conv3d_ops",
 )
 
 
