@@ -133,3 +133,18 @@ __all__ = [
 from nbdist.ops.elementary_math_ops import softsign  # noqa: E402  (tf.nn.softsign)
 
 __all__.append("softsign")
+
+from nbdist.ops import nn_activations_stats as _tf1_more  # noqa: E402
+from nbdist.ops.nn_activations_stats import *  # noqa: E402,F403
+
+__all__ += _tf1_more.__all__
+
+from nbdist.ops import nn_conv3d_ops as _conv3d  # noqa: E402
+from nbdist.ops.nn_conv3d_ops import *  # noqa: E402,F403
+
+__all__ += _conv3d.__all__
+
+from nbdist.ops import ctc_ops as _ctc  # noqa: E402
+from nbdist.ops.ctc_ops import *  # noqa: E402,F403
+
+__all__ += _ctc.__all__

@@ -47,7 +47,7 @@ KERNEL_MODULES = (
     "elementary_math_kernels", "special_math_kernels", "segment_kernels",
     "cumulative_kernels", "statistics_kernels",
     "image_color_kernels", "image_codec_kernels", "image_box_kernels",
-    "image_nms_kernels", "conv3d_kernels",
+    "image_nms_kernels", "conv3d_kernels", "ctc_kernels",
 )
 
 _loaded = False

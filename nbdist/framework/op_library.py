@@ -46,6 +46,7 @@ OP_MODULES = (
     "nbdist.ops.image_resize_ops",
     "nbdist.ops.image_nms_ops",
     "nbdist.ops.nn_conv3d_ops",
+    "nbdist.ops.ctc_ops",
 )
 
 
