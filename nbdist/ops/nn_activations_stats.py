@@ -16,10 +16,19 @@ from nbdist.framework.constant_op import identity
 from nbdist.framework.ops import convert_to_tensor, get_default_graph
 from nbdist.ops import array_ops as A
 from nbdist.ops import math_ops as M
-from nbdist.ops.nn_conv_ops import conv2d_transpose
+from nbdist.ops.nn_conv_ops import (
+    conv2d_transpose,
+    depthwise_conv2d_native_backprop_filter,
+    depthwise_conv2d_native_backprop_input,
+)
+from nbdist.ops.nn_conv3d_ops import conv3d_transpose
 from nbdist.ops.nn_norm_ops import batch_normalization, top_k
 from nbdist.ops.nn_ops import elu, relu, xw_plus_b
 from nbdist.ops.nn_pool_ops import avg_pool, max_pool
+
+# TF1 exports the native depthwise gradients under these names too.
+depthwise_conv2d_backprop_filter = depthwise_conv2d_native_backprop_filter
+depthwise_conv2d_backprop_input = depthwise_conv2d_native_backprop_input
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
@@ -367,7 +376,66 @@ def approx_min_k(operand, k, reduction_dimension=-1, recall_target=0.95,
     return _approx_k(operand, k, reduction_dimension, False, name)
 
 
+# -- transposed convolutions by rank, space to batch -----------------------------------
+def conv_transpose(input, filters, output_shape, strides, padding="SAME",  # noqa: A002
+                   data_format=None, dilations=None, name=None):
+    """The transposed convolution for 1-D, 2-D or 3-D ``input`` (by its rank)."""
+    x = convert_to_tensor(input, name="input")
+    rank = x.shape.rank
+    if rank == 3:
+        return conv1d_transpose(x, filters, output_shape, strides, padding,
+                                data_format or "NWC", dilations, name)
+    if rank == 4:
+        fmt = data_format or "NHWC"
+        return conv2d_transpose(x, filters, output_shape, _four(strides, fmt),
+                                padding, fmt, name,
+                                dilations=None if dilations is None else
+                                _four(dilations, fmt))
+    if rank == 5:
+        s = [strides] * 3 if isinstance(strides, int) else list(strides)
+        return conv3d_transpose(x, filters, output_shape, s, padding,
+                                data_format or "NDHWC", name)
+    raise ValueError(f"input must have rank 3, 4 or 5, got {rank}")
+
+
+def atrous_conv2d_transpose(value, filters, output_shape, rate, padding,
+                            name=None):
+    """The transpose of ``atrous_conv2d``: a transposed convolution with
+    ``rate - 1`` zeros between the filter's taps."""
+    if rate < 1:
+        raise ValueError(f"rate {rate} cannot be less than one")
+    if padding not in ("SAME", "VALID"):
+        raise ValueError(f"padding must be either VALID or SAME: {padding}")
+    return conv2d_transpose(value, filters, output_shape, [1, 1, 1, 1], padding,
+                            name=name or "atrous_conv2d_transpose",
+                            dilations=[1, rate, rate, 1])
+
+
+def space_to_batch(input, paddings, block_size=None, name=None,  # noqa: A002
+                   block_shape=None):
+    """Zero-pads [n, h, w, c] by ``paddings`` and moves each ``block_size``
+    x ``block_size`` block's positions into the batch: [b * b * n, h / b, w / b,
+    c], batch index ``(i * b + j) * n + k`` as TF."""
+    b = int(block_size if block_size is not None else np.ravel(block_shape)[0])
+    with _scope(name, "SpaceToBatchND") as scope:
+        x = A.pad(convert_to_tensor(input, name="input"), [[0, 0], *paddings, [0, 0]])
+        n, h, w, c = x.shape.as_list()
+        for d in (h, w):
+            if d is not None and d % b:
+                raise ValueError(f"padded spatial dimensions must be divisible by "
+                                 f"block_size {b}, got {d}")
+        s = A.shape(x)
+        t = A.reshape(x, A.stack([s[0], s[1] // b, b, s[2] // b, b, s[3]]))
+        t = A.transpose(t, [2, 4, 0, 1, 3, 5])
+        out = A.reshape(t, A.stack([s[0] * b * b, s[1] // b, s[2] // b, s[3]]),
+                        name=scope)
+        out.set_shape([n and n * b * b, h and h // b, w and w // b, c])
+        return out
+
+
 __all__ = [
+    "atrous_conv2d_transpose", "conv_transpose", "space_to_batch",
+    "depthwise_conv2d_backprop_filter", "depthwise_conv2d_backprop_input",
     "approx_max_k", "approx_min_k", "avg_pool1d", "avg_pool_v2",
     "batch_norm_with_global_normalization", "compute_average_loss",
     "conv1d_transpose", "crelu", "depth_to_space", "log_poisson_loss", "max_pool1d",

@@ -106,3 +106,23 @@ def test_depth_space_and_approx_k():
     np.testing.assert_array_equal(idx, np.argsort(z, axis=1)[:, :2])
     top = run(nd.nn.approx_max_k(z, 3)[0])
     np.testing.assert_array_equal(top, -np.sort(-z, axis=-1)[..., :3])
+
+
+def test_transposes_by_rank_atrous_and_space_to_batch():
+    # atrous_conv2d_transpose is atrous_conv2d's adjoint.
+    f = RS.rand(3, 3, 2, 4)                          # [kh, kw, in=2, out=4]
+    a, b = RS.rand(1, 7, 8, 2), RS.rand(1, 7, 8, 4)
+    ca, tb, t2 = run([nd.nn.atrous_conv2d(a, f, 2, "SAME"),
+                      nd.nn.atrous_conv2d_transpose(b, f, [1, 7, 8, 2], 2, "SAME"),
+                      nd.nn.conv_transpose(b, f, [1, 7, 8, 2], 1)])
+    np.testing.assert_allclose(np.sum(ca * b), np.sum(a * tb), rtol=1e-6)
+    ref2 = run(nd.nn.conv2d_transpose(b, f, [1, 7, 8, 2], [1, 1, 1, 1]))
+    np.testing.assert_allclose(t2, ref2)
+    x = RS.rand(2, 3, 4, 1)
+    sb = run(nd.nn.space_to_batch(x, [[1, 0], [0, 0]], block_size=2))
+    padded = np.pad(x, [(0, 0), (1, 0), (0, 0), (0, 0)])
+    assert sb.shape == (8, 2, 2, 1)
+    # Batch (i * 2 + j) * 2 + k holds image k's pixels at offset (i, j).
+    np.testing.assert_array_equal(sb[(1 * 2 + 0) * 2 + 1], padded[1, 1::2, 0::2])
+    assert nd.nn.depthwise_conv2d_backprop_input is \
+        nd.nn.depthwise_conv2d_native_backprop_input
