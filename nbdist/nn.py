@@ -148,3 +148,7 @@ from nbdist.ops import ctc_ops as _ctc  # noqa: E402
 from nbdist.ops.ctc_ops import *  # noqa: E402,F403
 
 __all__ += _ctc.__all__
+
+from nbdist.ops.nn_morphology_ops import dilation2d, erosion2d  # noqa: E402
+
+__all__ += ["dilation2d", "erosion2d"]

@@ -47,6 +47,7 @@ OP_MODULES = (
     "nbdist.ops.image_nms_ops",
     "nbdist.ops.nn_conv3d_ops",
     "nbdist.ops.ctc_ops",
+    "nbdist.ops.nn_morphology_ops",
 )
 
 
