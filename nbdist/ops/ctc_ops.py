@@ -1,7 +1,7 @@
 """Connectionist temporal classification: the ops ``CTCLoss`` (loss and its
 gradient in one pass, as TF), ``CTCGreedyDecoder`` and ``CTCBeamSearchDecoder``,
 with TF1's ``ctc_loss``, ``ctc_loss_v2``, ``ctc_greedy_decoder``,
-``ctc_beam_search_decoder(_v2)``. Inputs are time-major logits [max_time, batch, classes];
+``ctc_beam_search_decoder(_v2)`` and ``collapse_repeated``. Inputs are time-major logits [max_time, batch, classes];
 the blank is the last class (TF1's convention).
 """
 
@@ -14,6 +14,8 @@ from nbdist.framework.ops import convert_to_tensor, get_default_graph
 from nbdist.framework.sparse_tensor import SparseTensor
 from nbdist.framework.tensor_shape import TensorShape
 from nbdist.ops import array_ops as A
+from nbdist.ops import math_ops as M
+from nbdist.ops.cumulative_ops import cumsum
 from nbdist.ops.image_ops import input_rank
 
 
@@ -144,7 +146,39 @@ def ctc_beam_search_decoder_v2(inputs, sequence_length, beam_width=100,
                                    merge_repeated=False)
 
 
+def collapse_repeated(labels, seq_length, name=None):
+    """(labels with each run of repeats merged, left-aligned and zero-padded to
+    the longest result [batch, new_max_len], the new lengths). Only the first
+    ``seq_length[b]`` entries of row ``b`` count.
+
+    >>> import nbdist as nd
+    >>> with nd.Graph().as_default():
+    ...     out, n = nd.nn.collapse_repeated([[1, 1, 2, 2, 1]], [5])
+    ...     with nd.Session() as s:
+    ...         s.run(out).tolist(), s.run(n).tolist()
+    ([[1, 2, 1]], [3])
+    """
+    with get_default_graph().name_scope(name or "collapse_repeated_labels") as scope:
+        labels = convert_to_tensor(labels, name="labels")
+        seq_length = convert_to_tensor(seq_length, name="seq_length")
+        first = A.ones_like(labels[:, :1], dtype=dtypes.bool)
+        changed = M.not_equal(labels[:, 1:], labels[:, :-1])
+        keep = A.concat([first, changed], 1)
+        steps = A.expand_dims(A.range(A.shape(labels)[1]), 0)
+        in_seq = M.less(steps, A.expand_dims(M.cast(seq_length, dtypes.int32), 1))
+        keep = M.logical_and(keep, in_seq)
+        keep_i = M.cast(keep, dtypes.int32)
+        new_len = M.reduce_sum(keep_i, 1)
+        slot = cumsum(keep_i, axis=1, exclusive=True)        # where each one goes
+        width = M.reduce_max(new_len)
+        place = M.multiply(A.one_hot(slot, width, dtype=labels.dtype.base_dtype),
+                           A.expand_dims(M.cast(keep, labels.dtype.base_dtype), -1))
+        out = M.reduce_sum(M.multiply(A.expand_dims(labels, -1), place), 1,
+                           name=scope)
+        return out, M.cast(new_len, seq_length.dtype.base_dtype)
+
+
 __all__ = [
-    "ctc_beam_search_decoder", "ctc_beam_search_decoder_v2", "ctc_greedy_decoder",
+    "collapse_repeated", "ctc_beam_search_decoder", "ctc_beam_search_decoder_v2", "ctc_greedy_decoder",
     "ctc_loss", "ctc_loss_v2",
 ]

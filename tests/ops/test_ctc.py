@@ -95,3 +95,12 @@ def test_greedy_and_beam_search_decoders():
         for k, path in enumerate((b0, b1)):
             assert tuple(path.values[path.indices[:, 0] == b]) == exact[k][0]
             assert bl[b, k] == pytest.approx(exact[k][1], rel=1e-9)
+
+
+def test_collapse_repeated_merges_runs_within_each_length():
+    with nd.Graph().as_default():
+        out, n = nd.nn.collapse_repeated([[1, 1, 2, 2, 1], [3, 3, 3, 4, 4]], [5, 4])
+        with nd.Session() as s:
+            got, lens = s.run([out, n])
+    # Row 1 counts its first 4 entries only: 3 3 3 4 -> 3 4, zero-padded.
+    assert got.tolist() == [[1, 2, 1], [3, 4, 0]] and lens.tolist() == [3, 2]
