@@ -152,3 +152,10 @@ __all__ += _ctc.__all__
 from nbdist.ops.nn_morphology_ops import dilation2d, erosion2d  # noqa: E402
 
 __all__ += ["dilation2d", "erosion2d"]
+
+from nbdist.ops.nn_fractional_pool_ops import (  # noqa: E402
+    fractional_avg_pool,
+    fractional_max_pool,
+)
+
+__all__ += ["fractional_avg_pool", "fractional_max_pool"]

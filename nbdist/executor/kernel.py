@@ -48,7 +48,7 @@ KERNEL_MODULES = (
     "cumulative_kernels", "statistics_kernels",
     "image_color_kernels", "image_codec_kernels", "image_box_kernels",
     "image_nms_kernels", "conv3d_kernels", "ctc_kernels",
-    "morphology_kernels",
+    "morphology_kernels", "fractional_pool_kernels",
 )
 
 _loaded = False

@@ -48,6 +48,7 @@ OP_MODULES = (
     "nbdist.ops.nn_conv3d_ops",
     "nbdist.ops.ctc_ops",
     "nbdist.ops.nn_morphology_ops",
+    "nbdist.ops.nn_fractional_pool_ops",
 )
 
 
