@@ -53,6 +53,9 @@ KERNEL_MODULES = (
     "cumulative_kernels", "statistics_kernels",
     "candidate_sampling_kernels",
     "script_kernels",
+    "image_color_kernels", "image_codec_kernels", "image_box_kernels",
+    "image_nms_kernels", "conv3d_kernels", "ctc_kernels",
+    "morphology_kernels", "fractional_pool_kernels",
 )
 
 _loaded = False

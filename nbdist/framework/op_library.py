@@ -57,6 +57,15 @@ OP_MODULES = (
     "nbdist.ops.candidate_sampling_ops",
     "nbdist.ops.script_ops",
     "nbdist.ops.logging_ops",
+    "nbdist.ops.image_color_ops",
+    "nbdist.ops.image_codec_ops",
+    "nbdist.ops.image_box_ops",
+    "nbdist.ops.image_resize_ops",
+    "nbdist.ops.image_nms_ops",
+    "nbdist.ops.nn_conv3d_ops",
+    "nbdist.ops.ctc_ops",
+    "nbdist.ops.nn_morphology_ops",
+    "nbdist.ops.nn_fractional_pool_ops",
 )
 
 
