@@ -1,6 +1,7 @@
 """Boxes and windows in ``nd.image``: the ops ``CropAndResize`` (and its two
 gradients), ``DrawBoundingBoxesV2``, ``SampleDistortedBoundingBoxV2``,
-``ExtractGlimpse`` and ``ExtractImagePatches``, with TF1's functions.
+``ExtractGlimpse``, with TF1's functions (``extract_image_patches`` runs
+``array_ops_space``'s op).
 
 Boxes are ``[y_min, x_min, y_max, x_max]`` in coordinates normalised to the
 image (0 the first pixel's centre, 1 the last's), as TF.
@@ -11,11 +12,12 @@ from __future__ import annotations
 import numpy as np
 
 from nbdist.framework import dtypes
-from nbdist.framework.op_def_registry import REQUIRED, register_op
+from nbdist.framework.op_def_registry import register_op
 from nbdist.framework.ops import convert_to_tensor, get_default_graph
 from nbdist.framework.tensor_shape import TensorShape
 from nbdist.ops.image_ops import input_rank
 from nbdist.ops.random_ops import _get_seeds
+from nbdist.ops import array_ops_space
 
 _FLOATS = (dtypes.float16, dtypes.float32, dtypes.float64)
 
@@ -123,36 +125,6 @@ register_op("ExtractGlimpse", _glimpse_infer,
             num_inputs=3, stateful=True)
 
 
-def patches_out_size(n, k, stride, rate, padding):
-    """Output length of a window of ``k`` taps ``rate`` apart, as a convolution."""
-    k_eff = k + (k - 1) * (rate - 1)
-    if padding == "VALID":
-        return (n - k_eff) // stride + 1 if n >= k_eff else 0
-    return -(-n // stride)
-
-
-def _patches_infer(c):
-    x = input_rank(c, 0, 4, "images")
-    ks, st, rt = (list(c.attr(a)) for a in ("ksizes", "strides", "rates"))
-    for name, v in (("ksizes", ks), ("strides", st), ("rates", rt)):
-        if len(v) != 4 or v[0] != 1 or v[3] != 1:
-            raise ValueError(f"ExtractImagePatches: {name} must be [1, rows, cols, "
-                             f"1], got {v}")
-    pad = c.attr("padding")
-    if pad not in ("SAME", "VALID"):
-        raise ValueError(f"padding must be SAME or VALID, got {pad}")
-    h = None if x[1] is None else patches_out_size(x[1], ks[1], st[1], rt[1], pad)
-    w = None if x[2] is None else patches_out_size(x[2], ks[2], st[2], rt[2], pad)
-    d = None if x[3] is None else ks[1] * ks[2] * x[3]
-    return [(c.dtype(0), TensorShape([x[0], h, w, d]))]
-
-
-register_op("ExtractImagePatches", _patches_infer,
-            attrs={"T": ("type", dtypes.float32), "ksizes": ("list(int)", REQUIRED),
-                   "strides": ("list(int)", REQUIRED),
-                   "rates": ("list(int)", REQUIRED), "padding": ("string", REQUIRED)}, num_inputs=1)
-
-
 # -- functions -------------------------------------------------------------------------
 def crop_and_resize(image, boxes, box_ind=None, crop_size=None, method="bilinear",
                     extrapolation_value=0, name=None, box_indices=None):
@@ -249,18 +221,14 @@ def extract_image_patches(images, ksizes=None, strides=None, rates=None,
                           padding=None, name=None, sizes=None):
     """[batch, rows, cols, k_rows * k_cols * depth]: each output pixel holds the
     ``ksizes`` patch (taps ``rates`` apart) at its position, flattened in
-    (row, col, depth) order; SAME pads with zeros."""
+    (row, col, depth) order; SAME pads with zeros. The op is
+    ``array_ops_space``'s (one ``ExtractImagePatches`` in nbdist)."""
     ksizes = sizes if ksizes is None else ksizes
     if ksizes is None or strides is None or rates is None or padding is None:
         raise ValueError("extract_image_patches needs ksizes, strides, rates and "
                          "padding")
-    images = convert_to_tensor(images, name="images")
-    attrs = {"T": images.dtype.base_dtype, "ksizes": [int(v) for v in ksizes],
-             "strides": [int(v) for v in strides], "rates": [int(v) for v in rates],
-             "padding": padding}
-    with get_default_graph().name_scope(name or "extract_image_patches") as scope:
-        return images.graph.create_op("ExtractImagePatches", [images], attrs,
-                                      name=scope).outputs[0]
+    return array_ops_space.extract_image_patches(images, ksizes, strides, rates,
+                                                 padding, name=name)
 
 
 def extract_patches(images, sizes, strides, rates, padding, name=None):

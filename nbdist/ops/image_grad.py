@@ -1,19 +1,14 @@
 """Gradients of the image ops that TF differentiates: ``ResizeBicubic``,
-``CropAndResize`` (in the image and the boxes) and ``ExtractImagePatches``;
+``CropAndResize`` (in the image and the boxes; ``ExtractImagePatches``'s is in
+``array_ops_space``);
 ``RGBToHSV``/``HSVToRGB``, ``ResizeArea`` and the codecs have none, as in TF."""
 
 from __future__ import annotations
 
-import numpy as np
 
-from nbdist.framework import dtypes
 from nbdist.framework.gradient_registry import register_gradient
-from nbdist.framework.ops import convert_to_tensor
 from nbdist.ops import array_ops as A
 from nbdist.ops import image_box_ops, image_resize_ops  # noqa: F401  (op definitions)
-from nbdist.ops.image_box_ops import extract_image_patches
-from nbdist.ops.math_ops import cast
-from nbdist.ops.nn_ops import unsorted_segment_sum
 
 
 @register_gradient("ResizeBicubic")
@@ -42,25 +37,4 @@ def _crop_and_resize_grad(op, grad):
         {"T": image.dtype.base_dtype, "method": "bilinear"},
         name="CropAndResizeGradBoxes").outputs[0]
     return [grad_image, grad_boxes, None, None]
-
-
-@register_gradient("ExtractImagePatches")
-def _extract_image_patches_grad(op, grad):
-    # Patches of pixel numbers (1-based, 0 for padding) say where each patch
-    # entry came from; the gradient sums the entries per pixel.
-    x = op.inputs[0]
-    _, h, w, d = x.shape.as_list()
-    if None in (h, w, d):
-        raise ValueError("ExtractImagePatches' gradient needs the image's height, "
-                         "width and depth known statically")
-    numbers = np.arange(1, h * w + 1, dtype=np.float32).reshape(1, h, w, 1)
-    where = extract_image_patches(convert_to_tensor(numbers), op.get_attr("ksizes"),
-                                  op.get_attr("strides"), op.get_attr("rates"),
-                                  op.get_attr("padding"))
-    ids = A.reshape(cast(where, dtypes.int32), [-1])                 # [oh * ow * kr * kc]
-    n = A.shape(grad)[0]
-    g = A.reshape(grad, A.stack([n, -1, d]))             # [n, oh*ow*kr*kc, d]
-    summed = unsorted_segment_sum(A.transpose(g, [1, 0, 2]), ids, h * w + 1)
-    per_pixel = A.reshape(summed[1:], A.stack([h, w, n, d]))
-    return [A.transpose(per_pixel, [2, 0, 1, 3])]
 

@@ -1,6 +1,6 @@
 """Kernels of the box and window ops: ``CropAndResize`` and its gradients,
-``DrawBoundingBoxesV2``, ``SampleDistortedBoundingBoxV2``, ``ExtractGlimpse``,
-``ExtractImagePatches``."""
+``DrawBoundingBoxesV2``, ``SampleDistortedBoundingBoxV2``, ``ExtractGlimpse``
+(``ExtractImagePatches``' kernel is in ``space_kernels``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import nbdist.ops.image_box_ops  # noqa: F401  (registers the op definitions)
 from nbdist import errors
 from nbdist.executor.kernel import register_kernel
 from nbdist.executor.kernels.random_kernels import _generator
-from nbdist.ops.image_box_ops import patches_out_size
 
 
 def _invalid(node, msg):
@@ -318,38 +317,3 @@ def extract_glimpse_kernel(node):
 
 def _generator_unseeded():
     return np.random.Generator(np.random.Philox())
-
-
-# -- extract_image_patches -------------------------------------------------------------
-@register_kernel("ExtractImagePatches")
-def extract_image_patches_kernel(node):
-    _, kr, kc, _ = node.attrs["ksizes"]
-    _, sr, sc, _ = node.attrs["strides"]
-    _, rr, rc, _ = node.attrs["rates"]
-    padding = node.attrs["padding"]
-
-    def compute(step, images):
-        if images.ndim != 4:
-            raise _invalid(node, f"input must be 4-dimensional, got "
-                           f"{list(images.shape)}")
-        n, h, w, d = images.shape
-        oh = patches_out_size(h, kr, sr, rr, padding)
-        ow = patches_out_size(w, kc, sc, rc, padding)
-        pad_top = pad_left = 0
-        if padding == "SAME":
-            pad_top = max((oh - 1) * sr + (kr - 1) * rr + 1 - h, 0) // 2
-            pad_left = max((ow - 1) * sc + (kc - 1) * rc + 1 - w, 0) // 2
-        out = np.zeros((n, oh, ow, kr, kc, d), images.dtype)
-        for i in range(kr):
-            rows = np.arange(oh) * sr + i * rr - pad_top
-            rok = (rows >= 0) & (rows < h)
-            for j in range(kc):
-                cols = np.arange(ow) * sc + j * rc - pad_left
-                cok = (cols >= 0) & (cols < w)
-                patch = images[:, np.clip(rows, 0, h - 1)][:, :, np.clip(cols, 0,
-                                                                         w - 1)]
-                mask = (rok[:, None] & cok[None, :])[None, :, :, None]
-                out[:, :, :, i, j] = np.where(mask, patch, 0)
-        return out.reshape(n, oh, ow, kr * kc * d)
-
-    return compute
