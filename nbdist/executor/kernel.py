@@ -52,6 +52,7 @@ KERNEL_MODULES = (
     "cumulative_kernels", "statistics_kernels",
     "candidate_sampling_kernels",
     "script_kernels",
+    "feature_kernels",
 )
 
 _loaded = False

@@ -56,6 +56,7 @@ OP_MODULES = (
     "nbdist.ops.candidate_sampling_ops",
     "nbdist.ops.script_ops",
     "nbdist.ops.logging_ops",
+    "nbdist.ops.feature_ops",
 )
 
 
