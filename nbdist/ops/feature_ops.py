@@ -8,8 +8,7 @@ FingerprintCat64 scheme, so the same ids as TensorFlow).
 op           inputs -> outputs
 ===========  ==============================================================
 Bucketize    x -> int32 buckets, same shape (attr boundaries)
-SparseCross  N indices, N values, N shapes, dense inputs -> indices, int64
-             values, shape (attrs hashed_output, num_buckets, hash_key ...)
+SparseCross  see nbdist.ops.sparse_ops_cross (nd.sparse.cross_hashed)
 ===========  ==============================================================
 
 >>> import nbdist as nd
@@ -26,11 +25,10 @@ from nbdist.framework.gradient_registry import NotDifferentiable
 from nbdist.framework.op_def_registry import REQUIRED, register_op
 from nbdist.framework.ops import convert_to_tensor, get_default_graph
 from nbdist.framework.sparse_tensor import SparseTensor
-from nbdist.framework.tensor_shape import TensorShape
+from nbdist.ops import sparse_ops_cross
 from nbdist.ops.math_ops_elementwise import cast
 
-# TF's sparse_ops._DEFAULT_HASH_KEY: the cross's seed when none is given.
-DEFAULT_HASH_KEY = 0xDECAFCAFFE
+DEFAULT_HASH_KEY = sparse_ops_cross.DEFAULT_HASH_KEY
 _BUCKETIZE_TYPES = (dtypes.int32, dtypes.int64, dtypes.float32, dtypes.float64)
 
 
@@ -44,31 +42,10 @@ def _bucketize_infer(c):
     return [(dtypes.int32, c.shape(0))]
 
 
-def _cross_infer(c):
-    n = c.attr("N")
-    if c.attr("out_type") is not dtypes.int64 or not c.attr("hashed_output"):
-        raise ValueError(f"SparseCross ({c.name}): nbdist crosses hashed int64 "
-                         "outputs only (sparse.cross_hashed)")
-    for i in range(3 * n, len(c.input_dtypes)):
-        if c.shape(i).rank not in (None, 2):
-            raise ValueError(f"SparseCross ({c.name}): Dense inputs should be a "
-                             f"matrix but received shape {c.shape(i)}")
-    return [(dtypes.int64, TensorShape([None, 2])), (dtypes.int64, TensorShape([None])),
-            (dtypes.int64, TensorShape([2]))]
-
-
 register_op("Bucketize", _bucketize_infer,
             attrs={"T": ("type", None), "boundaries": ("list(float)", REQUIRED)},
             num_inputs=1)
-register_op("SparseCross", _cross_infer,
-            attrs={"N": ("int", 0), "hashed_output": ("bool", REQUIRED),
-                   "num_buckets": ("int", REQUIRED), "hash_key": ("int", REQUIRED),
-                   "sparse_types": ("list(type)", []),
-                   "dense_types": ("list(type)", []),
-                   "out_type": ("type", REQUIRED), "internal_type": ("type", REQUIRED)},
-            min_inputs=1)
 NotDifferentiable("Bucketize")
-NotDifferentiable("SparseCross")
 
 
 def bucketize(input, boundaries, name=None):  # noqa: A002 - TF's name
@@ -103,25 +80,13 @@ def sparse_cross_hashed(inputs, num_buckets=0, hash_key=None, name=None):
         raise TypeError("Inputs must be a list")
     if not inputs:
         raise ValueError("sparse_cross_hashed needs at least one input")
-    sparse, dense = [], []
-    g = get_default_graph()
-    for x in inputs:
-        if isinstance(x, SparseTensor):
-            sparse.append(SparseTensor(x.indices, _int64_or_string(x.values),
-                                       x.dense_shape))
-        else:
-            dense.append(_int64_or_string(convert_to_tensor(x)))
-    op = g.create_op(
-        "SparseCross",
-        [s.indices for s in sparse] + [s.values for s in sparse]
-        + [s.dense_shape for s in sparse] + dense,
-        {"N": len(sparse), "hashed_output": True, "num_buckets": int(num_buckets),
-         "hash_key": int(DEFAULT_HASH_KEY if hash_key is None else hash_key),
-         "sparse_types": [s.dtype.base_dtype for s in sparse],
-         "dense_types": [d.dtype.base_dtype for d in dense],
-         "out_type": dtypes.int64, "internal_type": dtypes.int64},
-        name=name or "SparseCross")
-    return SparseTensor(*op.outputs)
+    cast_inputs = [
+        SparseTensor(x.indices, _int64_or_string(x.values), x.dense_shape)
+        if isinstance(x, SparseTensor) else _int64_or_string(convert_to_tensor(x))
+        for x in inputs]
+    # One SparseCross op in nbdist: nd.sparse.cross_hashed's.
+    return sparse_ops_cross.sparse_cross_hashed(cast_inputs, num_buckets,
+                                                hash_key, name=name)
 
 
 __all__ = ["DEFAULT_HASH_KEY", "bucketize", "sparse_cross_hashed"]
