@@ -53,6 +53,7 @@ def test_every_notebook_is_tested():
         "08-conv-net-across-workers.ipynb",
         "09-one-step-on-the-wire.ipynb",
         "10-stragglers-backup-workers-staleness.ipynb",
+        "11-an-estimator-on-a-cluster.ipynb",
     ]
 
 
