@@ -48,6 +48,9 @@ KERNEL_MODULES = (
     "cumulative_kernels", "statistics_kernels",
     "candidate_sampling_kernels",
     "script_kernels",
+    "bitwise_kernels", "set_kernels", "spectral_kernels", "unicode_string_kernels",
+    "random_distribution_kernels", "tensor_serialization_kernels",
+    "audio_summary_kernels",
 )
 
 _loaded = False

@@ -43,6 +43,13 @@ OP_MODULES = (
     "nbdist.ops.candidate_sampling_ops",
     "nbdist.ops.script_ops",
     "nbdist.ops.logging_ops",
+    "nbdist.ops.bitwise_ops",
+    "nbdist.ops.set_ops",
+    "nbdist.ops.spectral_ops",
+    "nbdist.ops.unicode_string_ops",
+    "nbdist.ops.random_distribution_ops",
+    "nbdist.ops.tensor_serialization_ops",
+    "nbdist.ops.audio_summary_ops",
 )
 
 

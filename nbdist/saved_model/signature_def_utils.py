@@ -6,7 +6,8 @@ from nbdist.proto import meta_graph_pb2
 from nbdist.saved_model import signature_constants
 from nbdist.saved_model.utils import build_tensor_info
 
-__all__ = ["build_signature_def", "is_valid_signature", "predict_signature_def"]
+__all__ = ["build_signature_def", "classification_signature_def", "is_valid_signature",
+           "predict_signature_def", "regression_signature_def"]
 
 
 def build_signature_def(inputs=None, outputs=None, method_name=None):
@@ -49,3 +50,44 @@ def is_valid_signature(signature_def) -> bool:
     infos = list(signature_def.inputs.values()) + list(
         signature_def.outputs.values())
     return bool(signature_def.outputs) and all(i.name for i in infos)
+
+
+def _string_input(examples, what):
+    from nbdist.framework import dtypes
+    from nbdist.framework.ops import Tensor
+
+    if examples is None:
+        raise ValueError(f"{what} examples cannot be None.")
+    if not isinstance(examples, Tensor):
+        raise ValueError(f"{what} examples must be a string Tensor.")
+    if examples.dtype.base_dtype is not dtypes.string:
+        raise ValueError(f"{what} examples must be a string Tensor.")
+    return {signature_constants.CLASSIFY_INPUTS: build_tensor_info(examples)}
+
+
+def classification_signature_def(examples, classes, scores):
+    """The classify ``SignatureDef``: serialized ``examples`` (a string tensor)
+    in, ``classes`` (strings) and/or ``scores`` (floats) out."""
+    inputs = _string_input(examples, "Classification")
+    if classes is None and scores is None:
+        raise ValueError("Classification classes and scores cannot both be None.")
+    outputs = {}
+    if classes is not None:
+        outputs[signature_constants.CLASSIFY_OUTPUT_CLASSES] = build_tensor_info(
+            classes)
+    if scores is not None:
+        outputs[signature_constants.CLASSIFY_OUTPUT_SCORES] = build_tensor_info(
+            scores)
+    return build_signature_def(inputs, outputs,
+                               signature_constants.CLASSIFY_METHOD_NAME)
+
+
+def regression_signature_def(examples, predictions):
+    """The regress ``SignatureDef``: serialized ``examples`` in, float
+    ``predictions`` out."""
+    inputs = _string_input(examples, "Regression")
+    if predictions is None:
+        raise ValueError("Regression predictions cannot be None.")
+    return build_signature_def(
+        inputs, {signature_constants.REGRESS_OUTPUTS: build_tensor_info(predictions)},
+        signature_constants.REGRESS_METHOD_NAME)
