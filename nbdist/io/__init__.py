@@ -50,9 +50,21 @@ from nbdist.ops.data_flow_ops import (  # noqa: E402
 from nbdist.ops.string_ops import decode_base64, encode_base64  # noqa: E402
 from nbdist.train.graph_io import write_graph  # noqa: E402
 from nbdist.train.input import match_filenames_once  # noqa: E402
+from nbdist.ops.tensor_serialization_ops import (  # noqa: E402
+    decode_compressed,
+    decode_json_example,
+    deserialize_many_sparse,
+    parse_tensor,
+    serialize_many_sparse,
+    serialize_sparse,
+    serialize_tensor,
+)
 
 __all__ += ["FIFOQueue", "PaddingFIFOQueue", "QueueBase", "RandomShuffleQueue",
-            "decode_base64", "encode_base64", "match_filenames_once",
+            "decode_base64", "decode_compressed", "decode_json_example",
+            "deserialize_many_sparse", "encode_base64", "match_filenames_once",
+            "parse_tensor", "serialize_many_sparse", "serialize_sparse",
+            "serialize_tensor",
             "matching_files", "write_graph"]
 
 # tf.io's image codecs are nd.image's (decode_png, encode_jpeg ...): forwarded,
