@@ -23,11 +23,15 @@ from nbdist.ops.spectral_ops import (
     ifft2d,
     ifft3d,
     ifftshift,
+    inverse_stft,
+    inverse_stft_window_fn,
     irfft,
     irfft2d,
     irfft3d,
     kaiser_window,
     linear_to_mel_weight_matrix,
+    mfccs_from_log_mel_spectrograms,
+    overlap_and_add,
     rfft,
     rfft2d,
     rfft3d,
@@ -36,6 +40,8 @@ from nbdist.ops.spectral_ops import (
 )
 
 __all__ = ["dct", "fft", "fft2d", "fft3d", "fftshift", "frame", "hamming_window",
-           "hann_window", "idct", "ifft", "ifft2d", "ifft3d", "ifftshift", "irfft",
-           "irfft2d", "irfft3d", "kaiser_window", "linear_to_mel_weight_matrix",
-           "rfft", "rfft2d", "rfft3d", "stft", "vorbis_window"]
+           "hann_window", "idct", "ifft", "ifft2d", "ifft3d", "ifftshift",
+           "inverse_stft", "inverse_stft_window_fn", "irfft", "irfft2d", "irfft3d",
+           "kaiser_window", "linear_to_mel_weight_matrix",
+           "mfccs_from_log_mel_spectrograms", "overlap_and_add", "rfft", "rfft2d",
+           "rfft3d", "stft", "vorbis_window"]

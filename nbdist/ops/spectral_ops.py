@@ -99,6 +99,21 @@ def _frame_infer(c):
     return [(c.dtype(0), TensorShape(dims[:axis] + [n, length] + dims[axis + 1:]))]
 
 
+def _overlap_and_add_infer(c):
+    s = c.shape(0)
+    if s.rank is not None and s.rank < 2:
+        raise ValueError(f"overlap_and_add: signal must have rank >= 2, got {s}")
+    if s.rank is None:
+        return [(c.dtype(0), TensorShape(None))]
+    frames, length = s.as_list()[-2:]
+    n = None if None in (frames, length) else (
+        (frames - 1) * c.attr("frame_step") + length if frames else 0)
+    return [(c.dtype(0), TensorShape(s.as_list()[:-2] + [n]))]
+
+
+register_op("OverlapAndAdd", _overlap_and_add_infer,
+            attrs={"frame_step": ("int", 1), "T": ("type", None)}, num_inputs=1)
+NotDifferentiable("OverlapAndAdd")
 register_op("Frame", _frame_infer,
             attrs={"frame_length": ("int", 1), "frame_step": ("int", 1),
                    "pad_end": ("bool", False), "pad_value": ("float", 0.0),
@@ -336,6 +351,73 @@ def stft(signals, frame_length, frame_step, fft_length=None,
         return rfft(framed, [int(fft_length)], name=scope)
 
 
+def overlap_and_add(signal, frame_step, name=None):
+    """The frames of ``signal`` (``[..., frames, frame_length]``) added back
+    together ``frame_step`` apart: ``[..., (frames - 1) * frame_step +
+    frame_length]``."""
+    with op_scope(name, "overlap_and_add", [signal]) as (g, scope):
+        x = convert_to_tensor(signal, name="signal")
+        return g.create_op("OverlapAndAdd", [x], {"frame_step": int(frame_step),
+                                                  "T": x.dtype.base_dtype},
+                           name=scope).outputs[0]
+
+
+def inverse_stft_window_fn(frame_step, forward_window_fn=hann_window, name=None):
+    """A window function for ``inverse_stft`` that undoes ``forward_window_fn``
+    (the forward window divided by the overlapping sum of its squares)."""
+    from nbdist.framework.tensor_util import make_ndarray
+
+    def window_fn(frame_length, dtype=dtypes.float32):
+        t = forward_window_fn(frame_length, dtype=dtype)
+        if t.op.type != "Const":
+            raise ValueError("inverse_stft_window_fn: the forward window must be "
+                             "a constant")
+        forward = t.op.get_attr("value")
+        forward = np.asarray(forward if isinstance(forward, np.ndarray)
+                             else make_ndarray(forward), np.float64)
+        overlaps = -(-frame_length // frame_step)
+        denom = np.pad(np.square(forward), (0, overlaps * frame_step - frame_length))
+        denom = np.tile(denom.reshape(overlaps, frame_step).sum(0), overlaps)
+        return _window(forward / denom[:frame_length], dtype, name or
+                       "inverse_stft_window")
+
+    return window_fn
+
+
+def inverse_stft(stfts, frame_length, frame_step, fft_length=None,
+                 window_fn=hann_window, name=None):
+    """The signal whose ``stft`` is ``stfts``: ``irfft`` of each frame, cut to
+    ``frame_length``, times ``window_fn``, overlapped and added. With
+    ``inverse_stft_window_fn`` it inverts ``stft`` up to the edges."""
+    from nbdist.ops.math_ops_elementwise import multiply
+
+    with op_scope(name, "inverse_stft", [stfts]) as (g, scope):
+        if fft_length is None:
+            fft_length = 1 << (int(frame_length) - 1).bit_length()
+        frames = irfft(convert_to_tensor(stfts, name="stfts"), [int(fft_length)])
+        frames = frames[..., :frame_length]
+        if window_fn is not None:
+            frames = multiply(frames, window_fn(frame_length, dtype=frames.dtype))
+        return overlap_and_add(frames, frame_step, name=scope)
+
+
+def mfccs_from_log_mel_spectrograms(log_mel_spectrograms, name=None):
+    """MFCCs: the orthonormal-scaled type-II DCT of log-mel spectrograms
+    (TF: ``dct(x, type=2) * rsqrt(2 * num_mel_bins)``)."""
+    from nbdist.ops.math_ops_elementwise import multiply
+
+    with op_scope(name, "mfccs_from_log_mel_spectrograms",
+                  [log_mel_spectrograms]) as (g, scope):
+        x = convert_to_tensor(log_mel_spectrograms, name="log_mel_spectrograms")
+        bins = x.shape.as_list()[-1] if x.shape.rank else None
+        if bins is None:
+            raise ValueError("mfccs_from_log_mel_spectrograms: the number of mel "
+                             "bins (innermost dimension) must be known")
+        return multiply(dct(x, type=2), np.asarray(1.0 / np.sqrt(2.0 * bins),
+                                                   x.dtype.as_numpy_dtype),
+                        name=scope)
+
+
 def linear_to_mel_weight_matrix(num_mel_bins=20, num_spectrogram_bins=129,
                                 sample_rate=8000, lower_edge_hertz=125.0,
                                 upper_edge_hertz=3800.0, dtype=dtypes.float32,
@@ -366,6 +448,8 @@ def linear_to_mel_weight_matrix(num_mel_bins=20, num_spectrogram_bins=129,
 
 
 __all__ = ["dct", "fft", "fft2d", "fft3d", "fftshift", "frame", "hamming_window",
-           "hann_window", "idct", "ifft", "ifft2d", "ifft3d", "ifftshift", "irfft",
-           "irfft2d", "irfft3d", "kaiser_window", "linear_to_mel_weight_matrix",
-           "rfft", "rfft2d", "rfft3d", "stft", "vorbis_window"]
+           "hann_window", "idct", "ifft", "ifft2d", "ifft3d", "ifftshift",
+           "inverse_stft", "inverse_stft_window_fn", "irfft", "irfft2d", "irfft3d",
+           "kaiser_window", "linear_to_mel_weight_matrix",
+           "mfccs_from_log_mel_spectrograms", "overlap_and_add", "rfft", "rfft2d",
+           "rfft3d", "stft", "vorbis_window"]

@@ -278,12 +278,8 @@ LEFT_OUT = {  # name -> why nbdist does not have it (yet)
         "rfftnd": "TF2.16+ n-dimensional FFT API",
         "irfftnd": "TF2.16+ n-dimensional FFT API",
         "inverse_mdct": "not built",
-        "inverse_stft": "not built",
-        "inverse_stft_window_fn": "not built",
         "kaiser_bessel_derived_window": "not built",
         "mdct": "not built",
-        "mfccs_from_log_mel_spectrograms": "not built",
-        "overlap_and_add": "not built",
     },
     "spectral": {},
 }

@@ -105,3 +105,19 @@ def frame_kernel(node):
         return np.take(x, idx, axis=ax)
 
     return compute
+
+
+@register_kernel("OverlapAndAdd")
+def overlap_and_add_kernel(node):
+    step_ = node.attrs["frame_step"]
+
+    def compute(step, x):
+        x = np.asarray(x)
+        frames, length = x.shape[-2:]
+        out = np.zeros(x.shape[:-2] + ((frames - 1) * step_ + length if frames
+                                       else 0,), x.dtype)
+        for i in range(frames):
+            out[..., i * step_:i * step_ + length] += x[..., i, :]
+        return out
+
+    return compute
