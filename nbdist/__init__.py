@@ -40,6 +40,8 @@ from nbdist.ops.partitioned_variables import (PartitionedVariable,
                                               min_max_variable_partitioner,
                                               variable_axis_size_partitioner)
 from nbdist.framework.tensor_shape import TensorShape
+from nbdist.framework.tensor_shape import (Dimension, dimension_at_index,
+                                           dimension_value)
 from nbdist.ops.state_ops import assign, assign_add, assign_sub
 from nbdist.ops.state_ops import scatter_add, scatter_sub, scatter_update
 from nbdist.ops.state_ops import count_up_to
@@ -203,6 +205,10 @@ def __getattr__(name):
         "tables_initializer": ("nbdist.lookup", "tables_initializer"),
         "initialize_all_tables": ("nbdist.lookup", "tables_initializer"),
         "string_to_hash_bucket_fast": ("nbdist.lookup", "string_to_hash_bucket_fast"),
+        "SparseConditionalAccumulator": ("nbdist.ops.accumulator_ops",
+                                         "SparseConditionalAccumulator"),
+        "convert_to_tensor_or_sparse_tensor": ("nbdist.framework.sparse_tensor",
+                                               "convert_to_tensor_or_sparse_tensor"),
         "map_fn": ("nbdist.ops.map_fn", "map_fn"),
         "scan": ("nbdist.ops.map_fn", "scan"),
         "foldl": ("nbdist.ops.map_fn", "foldl"),

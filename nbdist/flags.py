@@ -12,6 +12,12 @@ TF1 programs define flags and read them at module level, before ``app.run``:
 As TF's ``_FlagValuesWrapper``, the first read of a flag value before any parse
 parses ``sys.argv`` with ``known_only=True``: flags nobody defined stay for a
 later parse (``nd.app.run``) instead of failing. Every other name is absl's.
+
+A program may define a flag that absl's own modules define (``log_dir``,
+``v``, ``logtostderr`` ... from ``absl.logging``; ``pdb`` ... from
+``absl.app``): the program's definition replaces absl's, as TF <= 1.13
+accepted, instead of stopping on absl's ``DuplicateFlagError``. Two
+definitions by the program itself are still that error.
 """
 
 from __future__ import annotations
@@ -19,7 +25,9 @@ from __future__ import annotations
 import functools
 import sys
 
+from absl import app as _absl_app  # noqa: F401 - defines absl's flags first
 from absl import flags as _absl_flags
+from absl import logging as _absl_logging  # noqa: F401 - defines absl's flags first
 from absl.flags import *  # noqa: F401,F403 - TF's tf.flags is absl's, re-exported
 
 
@@ -75,9 +83,22 @@ _RENAMED_ARGUMENTS = {"flag_name": "name", "default_value": "default",
                       "docstring": "help"}
 
 
+def _drop_absl_own_flag(args, kwargs):
+    """Removes the flag the program is about to define if absl's own modules
+    defined it (``absl.logging``'s ``log_dir`` ...): the program's wins."""
+    name = kwargs.get("name", args[0] if args else None)
+    flag_values = kwargs.get("flag_values", _absl_flags.FLAGS)
+    if not isinstance(name, str) or name not in flag_values:
+        return
+    owner = flag_values.find_module_defining_flag(name) or ""
+    if owner == "absl" or owner.startswith("absl."):
+        delattr(flag_values, name)
+
+
 def _unwrapping(define):
     """absl's ``DEFINE_*`` that also take ``flag_values=nd.flags.FLAGS`` (the
-    wrapper) and TF1's old keywords ``flag_name``/``default_value``/``docstring``."""
+    wrapper) and TF1's old keywords ``flag_name``/``default_value``/``docstring``,
+    and let a program redefine a flag of absl's own modules."""
 
     @functools.wraps(define)
     def wrapper(*args, **kwargs):
@@ -86,6 +107,7 @@ def _unwrapping(define):
                 kwargs[new] = kwargs.pop(old)
         if isinstance(kwargs.get("flag_values"), _FlagValuesWrapper):
             kwargs["flag_values"] = kwargs["flag_values"]._wrapped
+        _drop_absl_own_flag(args, kwargs)
         return define(*args, **kwargs)
 
     return wrapper

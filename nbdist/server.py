@@ -83,6 +83,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--num_cpus", type=int, default=1, help="CPU devices of this task (default 1)"
     )
+    p.add_argument(
+        "--num_gpus", type=int, default=0,
+        help="virtual GPU devices of this task, run on the CPU (default 0)",
+    )
     for name in _LIMITS:
         p.add_argument(
             f"--{name}", type=int, default=0, metavar="BYTES",
@@ -207,7 +211,8 @@ def main(argv=None) -> int:
         bind_address=args.bind or "",
     )
     server_def.default_session_config.CopyFrom(
-        config_pb2.ConfigProto(device_count={"CPU": max(1, args.num_cpus)})
+        config_pb2.ConfigProto(device_count={"CPU": max(1, args.num_cpus),
+                                             "GPU": max(0, args.num_gpus)})
     )
     for name in _LIMITS:
         if getattr(args, name) < 0:
@@ -224,9 +229,11 @@ def main(argv=None) -> int:
     except (errors.OpError, ValueError, OSError) as e:
         print(f"nbdist-server: {e}", file=sys.stderr, flush=True)
         return 1
-    from nbdist.runtime.tap_record import publish_from_env
+    from nbdist.runtime.tap_record import switch_for
 
-    tap_publisher = publish_from_env(server)  # NBDIST_TAP_EVENTS=1: TrafficView
+    # TrafficView's records: on with NBDIST_TAP_EVENTS=1, switched while the
+    # cluster runs by "tap_control" events (%cluster traffic on|off).
+    tap_publisher = switch_for(server)
     print(
         f"nbdist-server {server.task_name} listening on {server.bind_address} "
         f"(pid {os.getpid()})",

@@ -1,16 +1,14 @@
-"""``nd.sets``: TF's ``tf.sets`` (``intersection``, ``union``, ``difference``,
-``size`` and their ``set_*`` names).
+"""``nd.sets``: TF1's ``tf.sets`` (set operations on the last dimension).
 
 >>> import nbdist as nd
->>> u = nd.sets.union([[1, 2]], [[2, 5]])
 >>> with nd.Session() as s:
-...     s.run(u).values.tolist()
-[1, 2, 5]
+...     s.run(nd.sets.size([[1, 1, 2], [3, 4, 5]])).tolist()
+[2, 3]
 """
 
 from __future__ import annotations
 
-from nbdist.ops.set_ops import set_difference, set_intersection, set_size, set_union
+from nbdist.ops.sets_ops import set_difference, set_intersection, set_size, set_union
 
 difference = set_difference
 intersection = set_intersection

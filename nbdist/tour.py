@@ -2,10 +2,11 @@
 
 Executes the notebooks of ``notebooks/`` top to bottom in a fresh Jupyter
 kernel each (with nbclient), against in-process and local multi-process
-clusters, printing one line per cell and a summary with where the executed
-copies are. To open them in JupyterLab instead::
+clusters, printing one line per cell (one notebook's at a time, in order,
+however many run at once) and a summary with where the executed copies are.
+To open them in JupyterLab instead (as the README says)::
 
-    jupyter lab notebooks/
+    .venv/bin/pip install -q jupyterlab && .venv/bin/jupyter lab notebooks/
 
 ``--only 03`` runs the notebooks whose names contain 03; ``--jobs N`` runs N
 at a time (default 2); ``--inplace`` writes the outputs back into
@@ -26,6 +27,39 @@ import time
 
 NOTEBOOKS = pathlib.Path(__file__).resolve().parents[1] / "notebooks"
 CELL_TIMEOUT_S = 120
+FREEZE_SOURCE = (
+    "from nbdist.notebook.live_view import freeze_scrubbers as _freeze\n_ = _freeze()")
+LAB_COMMAND = ".venv/bin/pip install -q jupyterlab && .venv/bin/jupyter lab notebooks/"
+
+
+class InOrder:
+    """Prints the lines of several notebooks run at once one notebook at a
+    time, in the order given: the first's as they come, the others' held
+    until every notebook before them has finished."""
+
+    def __init__(self, names, write=print):
+        self._order = list(names)
+        self._held: dict = {name: [] for name in self._order}
+        self._done: set = set()
+        self._at = 0
+        self._lock = threading.Lock()
+        self._write = write
+
+    def say(self, name: str, line: str) -> None:
+        with self._lock:
+            if self._order[self._at] == name:
+                self._write(line)
+            else:
+                self._held[name].append(line)
+
+    def finished(self, name: str) -> None:
+        with self._lock:
+            self._done.add(name)
+            while self._at < len(self._order) and self._order[self._at] in self._done:
+                self._at += 1
+                if self._at < len(self._order):
+                    for line in self._held.pop(self._order[self._at]):
+                        self._write(line)
 
 
 def _first_line(cell) -> str:
@@ -70,6 +104,14 @@ def run_notebook(
                     f"  [{n:2d}/{len(code)}] {time.perf_counter() - t:5.1f} s  "
                     f"{_first_line(cell)}"
                 )
+            # Views with sliders stayed live while the kernel ran: their static
+            # faces go into their outputs now (a cell run and dropped).
+            freeze = nbformat.v4.new_code_cell(FREEZE_SOURCE)
+            nb.cells.append(freeze)
+            try:
+                client.execute_cell(freeze, len(nb.cells) - 1)
+            finally:
+                nb.cells.pop()
             # No widget state is saved (JupyterLab's default too): every view
             # leaves a static face in its outputs, which shows everywhere.
             nb.metadata.pop("widgets", None)
@@ -114,19 +156,23 @@ def main(argv=None) -> int:
         "time",
         flush=True,
     )
-    lock = threading.Lock()
-
-    def say(line: str):
-        with lock:
-            print(line, flush=True)
+    printer = InOrder([q.stem for q in paths],
+                      write=lambda line: print(line, flush=True))
 
     def one(path: pathlib.Path) -> tuple[str, str, bool]:
         name = path.stem
-        say(f"== {name}: started")
         try:
-            seconds, _ = run_notebook(
-                path, out_dir, args.kernel, progress=lambda s: say(f"{name} {s}")
-            )
+            return _one(path, name)
+        finally:
+            printer.finished(name)
+
+    def _one(path: pathlib.Path, name: str) -> tuple[str, str, bool]:
+        def say(line: str):
+            printer.say(name, line)
+
+        say(f"== {name}")
+        try:
+            seconds, _ = run_notebook(path, out_dir, args.kernel, progress=say)
             say(f"== {name}: done in {seconds:.1f} s")
             return path.name, f"ok   {seconds:5.1f} s", True
         except Exception as e:  # noqa: BLE001 - reported, the tour goes on
@@ -146,7 +192,7 @@ def main(argv=None) -> int:
         print(f"  {name:<40} {status}")
     where = NOTEBOOKS if out_dir is None else out_dir
     print(f"\nExecuted notebooks: {where}")
-    print("Open the tour in JupyterLab: jupyter lab notebooks/")
+    print(f"Open the tour in JupyterLab: {LAB_COMMAND}")
     return 0 if all(ok for _, _, ok in summary) else 1
 
 

@@ -58,6 +58,9 @@ class TaskInfo:
     # When kill() SIGKILLed it (wall time); keyword-only, so that subclasses
     # (SlurmTaskInfo) may add fields without defaults.
     ended_at: float | None = field(default=None, kw_only=True)
+    # When its process was started (wall time): the one time every view gives
+    # a restart, however late each polls.
+    started_at: float | None = field(default=None, kw_only=True)
 
     @property
     def name(self) -> str:

@@ -23,6 +23,7 @@ from nbdist import errors
 from nbdist.cluster.base import ClusterBase, TaskInfo
 from nbdist.runtime import transports
 from nbdist.runtime.cluster_spec import ClusterSpec
+from nbdist.runtime.faults import owner_credential
 
 _live_clusters: weakref.WeakSet = weakref.WeakSet()
 
@@ -53,18 +54,26 @@ class LocalCluster(ClusterBase):
     ...     with nd.Session(cluster.target("worker", 0)) as sess:
     ...         sess.run(nd.constant(1.0))
     np.float32(1.0)
+
+    ``gpus_per_task=N`` gives every task N virtual GPU devices
+    (``/device:GPU:0..N-1``, run on the CPU) for tower programs written for
+    ``/gpu:i`` (as does ``config.device_count["GPU"]``).
     """
 
     def __init__(self, ps: int = 1, workers: int = 2, chief: int = 0,
                  evaluator: int = 0, config=None, start_timeout: float = 30.0,
                  progress: bool = True, log_dir: str | None = None,
-                 coordination_config=None):
+                 coordination_config=None, gpus_per_task: int = 0):
         counts = {"chief": chief, "worker": workers, "ps": ps, "evaluator": evaluator}
         for job, n in counts.items():
             if not isinstance(n, int) or n < 0:
                 raise ValueError(f"LocalCluster: {job} must be an int >= 0, got {n!r}")
         if sum(counts.values()) == 0:
             raise ValueError("LocalCluster needs at least one task")
+        if not isinstance(gpus_per_task, int) or gpus_per_task < 0:
+            raise ValueError(f"LocalCluster: gpus_per_task must be an int >= 0, "
+                             f"got {gpus_per_task!r}")
+        self._gpus_per_task = gpus_per_task
         self._config = config
         # Heartbeat interval/timeout and event bound of the cluster's
         # coordination service (a dict or CoordinationConfig; see Server).
@@ -109,7 +118,7 @@ class LocalCluster(ClusterBase):
         with self._lock:
             self._refresh_states()
             return [TaskInfo(t.job, t.index, t.address, t.pid, t.state,
-                             ended_at=t.ended_at)
+                             ended_at=t.ended_at, started_at=t.started_at)
                     for t in self._tasks.values()]
 
     @property
@@ -215,15 +224,21 @@ class LocalCluster(ClusterBase):
                f"--task_index={index}"]
         env = dict(os.environ)
         cfg = self._config
+        gpus = self._gpus_per_task
         if cfg is not None:
             n = int(cfg.device_count.get("CPU", 1))
             cmd.append(f"--num_cpus={max(1, n)}")
+            gpus = gpus or int(cfg.device_count.get("GPU", 0))
+        if gpus:
+            cmd.append(f"--num_gpus={gpus}")
+        if cfg is not None:
             if cfg.auth_token:
                 env["NBDIST_TOKEN"] = cfg.auth_token
         cc = self._coordination_config
         env["NBDIST_HEARTBEAT_INTERVAL_MS"] = str(cc.heartbeat_interval_ms)
         env["NBDIST_HEARTBEAT_TIMEOUT_MS"] = str(cc.heartbeat_timeout_ms)
         env["NBDIST_COORDINATION_MAX_EVENTS"] = str(cc.max_events)
+        env["NBDIST_FAULT_OWNER"] = owner_credential()  # only we may inject faults
         env.setdefault("PYTHONUNBUFFERED", "1")
         # One BLAS/OpenMP thread per task, as dask's workers: the tasks are the
         # parallelism, and several processes each spinning a thread per core
@@ -239,7 +254,8 @@ class LocalCluster(ClusterBase):
         finally:
             log.close()
         self._procs[(job, index)] = p
-        self._tasks[(job, index)] = TaskInfo(job, index, address, p.pid, "starting")
+        self._tasks[(job, index)] = TaskInfo(job, index, address, p.pid, "starting",
+                                             started_at=time.time())
 
     def _cluster_string(self) -> str:
         return ",".join(f"{job}|" + ";".join(self._spec.job_tasks(job))

@@ -34,6 +34,7 @@ from nbdist.cluster.base import ClusterBase, TaskInfo
 from nbdist.cluster.local_cluster import _progress_bar
 from nbdist.runtime import transports
 from nbdist.runtime.cluster_spec import ClusterSpec
+from nbdist.runtime.faults import owner_credential
 
 __all__ = ["SlurmCluster", "SlurmTaskInfo", "job_task_states", "scontrol_fields",
            "show_job"]
@@ -257,6 +258,7 @@ class SlurmCluster(ClusterBase):
             env.setdefault(var, "1")
         if self._config is not None and self._config.auth_token:
             env["NBDIST_TOKEN"] = self._config.auth_token
+        env["NBDIST_FAULT_OWNER"] = owner_credential()  # only we may inject faults
         r = _slurm(["sbatch", "--parsable", self.script], env=env)
         if r.returncode:
             raise errors.UnavailableError(

@@ -9,5 +9,6 @@ True
 from __future__ import annotations
 
 from nbdist.compat import v1 as v1
+from nbdist.framework.tensor_shape import dimension_at_index, dimension_value
 
-__all__ = ["v1"]
+__all__ = ["dimension_at_index", "dimension_value", "v1"]

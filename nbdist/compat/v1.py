@@ -24,6 +24,8 @@ from __future__ import annotations
 import importlib
 
 from nbdist.compat import tf_logging as logging
+from nbdist.framework.tensor_shape import (disable_v2_tensorshape,
+                                           enable_v2_tensorshape)
 
 
 def _graph_mode_already(*args, **kwargs):
@@ -36,7 +38,6 @@ disable_eager_execution = _graph_mode_already
 disable_resource_variables = _graph_mode_already
 disable_control_flow_v2 = _graph_mode_already
 disable_tensor_equality = _graph_mode_already
-disable_v2_tensorshape = _graph_mode_already
 
 
 def executing_eagerly() -> bool:
@@ -81,6 +82,7 @@ __all__ = [
     "disable_v2_tensorshape",
     "enable_eager_execution",
     "enable_v2_behavior",
+    "enable_v2_tensorshape",
     "executing_eagerly",
     "logging",
 ]

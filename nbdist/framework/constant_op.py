@@ -11,7 +11,7 @@ from nbdist.framework.ops import (
     get_default_graph,
     register_constant_function,
 )
-from nbdist.framework.tensor_shape import TensorShape, as_shape
+from nbdist.framework.tensor_shape import TensorShape, as_shape, dimensions_to_ints
 
 register_op("Const", lambda c: [(c.attr("dtype"), TensorShape(c.attr("value").shape))],
             attrs={"value": ("tensor", REQUIRED), "dtype": ("type", REQUIRED)},
@@ -69,6 +69,7 @@ def constant(value, dtype=None, shape=None, name="Const", verify_shape=False):
     Python floats become float32 and ints int32, as in TF.
     """
     dtype = dtypes.as_dtype(dtype) if dtype is not None else None
+    value = dimensions_to_ints(value)
     arr = to_numpy(value, dtype)
     if shape is not None:
         shape = tuple(as_shape(shape).as_list())

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from nbdist.framework.tensor_shape import dimensions_to_ints
+
 _REF_OFFSET = 100
 
 
@@ -171,7 +173,7 @@ def infer_dtype(value) -> DType:
         return int32 if -(2**31) <= value < 2**31 else int64
     if isinstance(value, float):
         return float32
-    arr = np.asarray(value)
+    arr = np.asarray(dimensions_to_ints(value))
     if arr.dtype.kind == "f":
         return float32
     if arr.dtype.kind in "iu":

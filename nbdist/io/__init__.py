@@ -50,13 +50,15 @@ from nbdist.ops.data_flow_ops import (  # noqa: E402
 from nbdist.ops.string_ops import decode_base64, encode_base64  # noqa: E402
 from nbdist.train.graph_io import write_graph  # noqa: E402
 from nbdist.train.input import match_filenames_once  # noqa: E402
+from nbdist.ops.sparse_ops_serialize import (  # noqa: E402
+    deserialize_many_sparse,
+    serialize_many_sparse,
+    serialize_sparse,
+)
 from nbdist.ops.tensor_serialization_ops import (  # noqa: E402
     decode_compressed,
     decode_json_example,
-    deserialize_many_sparse,
     parse_tensor,
-    serialize_many_sparse,
-    serialize_sparse,
     serialize_tensor,
 )
 

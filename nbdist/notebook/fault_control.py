@@ -16,12 +16,14 @@ from __future__ import annotations
 import re
 import weakref
 
+from nbdist import errors
 from nbdist.notebook.control import ClusterCommandError, parse_task
 from nbdist.runtime import transports
 from nbdist.runtime.cluster_spec import task_device
 from nbdist.runtime.faults import MAX_DELAY_S, FaultRule
 
-__all__ = ["active_faults", "heal", "parse_delay", "partition", "slow"]
+__all__ = ["active_faults", "describe_faults", "heal", "parse_delay", "partition",
+           "slow"]
 
 _DELAY_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s)?\s*$")
 # The rules this notebook set on each cluster: {cluster: {task name: [rules]}}.
@@ -64,13 +66,15 @@ def _protocol(cluster) -> str | None:
     return (server_def.protocol or None) if server_def is not None else None
 
 
-def _send(cluster, job: str, index: int, rules) -> None:
+def _send(cluster, job: str, index: int, rules, removed: list | None = None) -> None:
+    """Sets ``job:index``'s rules as the cluster's owner (the client sends this
+    process's owner credential); the rules replaced go to ``removed``."""
     address = cluster.cluster_spec.task_address(job, index)
     client = transports.connect_worker(task_device(job, index), address,
                                        token=_token(cluster),
                                        protocol_name=_protocol(cluster))
     try:
-        client.set_faults([tuple(r) for r in rules])
+        client.set_faults([tuple(r) for r in rules], removed)
     finally:
         client.close()
 
@@ -146,12 +150,47 @@ def partition(cluster, task: str, peer: str) -> str:
 
 
 def heal(cluster) -> str:
-    """Removes every fault this notebook injected into ``cluster``."""
+    """Asks every task of ``cluster`` to drop all its fault rules (whoever set
+    them, whatever this notebook remembers); says what was removed."""
     cluster = _owned(cluster, "heal")
+    spec = cluster.cluster_spec
     table = _table(cluster)
-    healed = sorted(t for t, rules in table.items() if rules)
-    for name in healed:
-        _update(cluster, name, lambda r: False, None)
-    if not healed:
-        return "no fault to heal"
-    return f"healed {', '.join(healed)}: no fault injected"
+    removed_by_task: dict[str, list[FaultRule]] = {}
+    failed = []
+    for job in spec.jobs:
+        for index in spec.task_indices(job):
+            removed: list = []
+            try:
+                _send(cluster, job, index, [], removed)
+            except errors.OpError as e:
+                failed.append(f"{job}:{index} ({e.message.splitlines()[0]})")
+                continue
+            table.pop(f"{job}:{index}", None)
+            if removed:
+                removed_by_task[f"{job}:{index}"] = [FaultRule(*r) for r in removed]
+    said = describe_faults(removed_by_task)
+    lines = [f"healed: removed {'; '.join(said)} (no fault left)" if said
+             else "no fault to heal"]
+    if failed:
+        lines.append(f"not reached: {', '.join(failed)}")
+    return "\n".join(lines)
+
+
+def describe_faults(table: dict) -> list[str]:
+    """The faults of ``{task: [FaultRule]}`` in words, a link's two rules
+    once: ["worker:2 slowed by 20 ms", "link worker:0 ↔ ps:0 cut"]."""
+    from nbdist.notebook.live_view import short_task
+    from nbdist.notebook.timeline_model import task_key
+
+    out: list[str] = []
+    for task in sorted(table, key=task_key):
+        for r in table[task]:
+            if not r.peer:
+                out.append(f"{task} slowed by {_ms(r.delay_s)}")
+                continue
+            a, b = sorted((task, short_task(r.peer)), key=task_key)
+            what = (f"link {a} ↔ {b} slowed by {_ms(r.delay_s)}" if r.kind == "slow"
+                    else f"link {a} ↔ {b} cut")
+            if what not in out:
+                out.append(what)
+    return out

@@ -21,6 +21,7 @@ __all__ = [
     "LiveView",
     "clock",
     "esc",
+    "freeze_scrubbers",
     "freeze_views",
     "in_kernel",
     "inline_styles",
@@ -29,6 +30,9 @@ __all__ = [
 
 _live_views: weakref.WeakSet = weakref.WeakSet()  # for freeze_views
 _shown_this_cell: list = []  # views that follow nothing, shown by the running cell
+# Views with controls to scrub (a slider over steps) shown in this kernel: they
+# stay live until freeze_scrubbers() (the tour calls it before saving).
+_scrubbers: weakref.WeakSet = weakref.WeakSet()
 
 
 def freeze_views(cluster):
@@ -38,6 +42,17 @@ def freeze_views(cluster):
     for view in list(_live_views):
         if view.cluster is cluster:
             view.close()
+
+
+def freeze_scrubbers() -> int:
+    """Leaves the static face in the outputs of every view with scrub controls
+    shown in this kernel (their widgets stay live until then: a notebook saved
+    after this reopens without "model not found"). Returns how many."""
+    views = list(_scrubbers)
+    _scrubbers.clear()
+    for view in views:
+        view._show_static()
+    return len(views)
 
 
 def clock(t: float) -> str:
@@ -378,8 +393,16 @@ class LiveView:
         handle = display(self._repr_mimebundle_(), raw=True, display_id=True)
         if handle is not None and not self._closed:
             self._handles.append(handle)
-            if not self.live:  # nothing will freeze it: the cell's end does
+            if self.scrubbable():  # its slider stays live, beside its face
+                _scrubbers.add(self)
+            elif not self.live:  # nothing will freeze it: the cell's end does
                 _freeze_at_cell_end(self)
+
+    def scrubbable(self) -> bool:
+        """Whether the live widget has controls to scrub through what the view
+        holds (steps, rounds): then it is not turned into its static face when
+        its cell ends, only by ``freeze_scrubbers()``."""
+        return False
 
     def _static_bundle(self) -> dict:
         """The forms a static render (nbconvert, GitHub, no kernel) shows."""

@@ -81,6 +81,8 @@ class ClusterMagics(Magics):
     @argument("--workers", type=int, default=None, help="start: workers (2)")
     @argument("--chief", action="store_true", help="start: add a chief task")
     @argument("--evaluator", action="store_true", help="start: add an evaluator task")
+    @argument("--gpus", type=int, default=0,
+              help="start: virtual GPU devices per task, run on the CPU (0)")
     @argument(
         "--tasks",
         nargs="+",
@@ -105,6 +107,14 @@ class ClusterMagics(Magics):
         metavar="JOBID",
         help="start: in a SLURM job (SlurmCluster); connect: to SLURM job JOBID",
     )
+    @argument(
+        "--traffic",
+        choices=("on", "off"),
+        default=None,
+        help="start: whether the tasks record their traffic for TrafficView "
+        "(default on; off also with NBDIST_TAP_EVENTS=0 or "
+        "TrafficView.record_new_clusters(False))",
+    )
     @argument("--partition", default=None, help="start --slurm: the SLURM partition")
     @argument("--time", default=None, help="start --slurm: the job's time limit")
     @argument(
@@ -124,6 +134,7 @@ class ClusterMagics(Magics):
             %cluster local                      an in-process server; `target`
             %cluster start --ps 1 --workers 2   a LocalCluster (one process per
                             [--chief] [--evaluator]   task); shows a live ClusterView
+                            [--gpus N]          N virtual GPUs per task (/gpu:i)
             %cluster status                     the ClusterView as it is now,
                                                 with each task's history
             %cluster kill worker:1              SIGKILL a task
@@ -134,9 +145,11 @@ class ClusterMagics(Magics):
                                                 a RunMetadata) as a TimelineView;
                                                 bare: the last step traced here
             %cluster traffic                    TrafficView: calls and bytes
-                                                between tasks, live (LocalCluster
-                                                tasks publish their taps when
-                                                started with NBDIST_TAP_EVENTS=1)
+                                                between tasks, live (the tasks
+                                                of %cluster start record them
+                                                unless started --traffic off)
+            %cluster traffic on|off             switch the running tasks'
+                                                recording
             %cluster stop                       stop every task
             %cluster slow worker:1 20ms         each call worker:1 makes (and
                                                 each step it serves) waits 20 ms
@@ -271,12 +284,14 @@ class ClusterMagics(Magics):
 
         args.ps = 1 if args.ps is None else args.ps
         args.workers = 2 if args.workers is None else args.workers
+        _record_traffic(args.traffic)
         cluster = LocalCluster(
             ps=args.ps,
             workers=args.workers,
             chief=int(args.chief),
             evaluator=int(args.evaluator),
             progress=False,
+            gpus_per_task=args.gpus,
         )
         job = (
             "chief"
@@ -399,12 +414,11 @@ class ClusterMagics(Magics):
 
         if not args.args:
             last = last_traced_step()
-            if last is None:
-                raise UsageError(
-                    "%cluster timeline: no step was traced yet in this kernel; "
-                    "give FETCHES (an expression) or a RunMetadata, e.g. "
-                    "%cluster timeline train_op"
-                )
+            if last is None:  # said, not raised: Run All goes on
+                print("%cluster timeline: no step traced yet in this kernel; trace "
+                      "one with %cluster timeline FETCHES, e.g. %cluster timeline "
+                      "train_op")
+                return None
             return TimelineView(last, title="the last traced step")
         value = self._eval(args)
         if isinstance(value, RunMetadata):
@@ -420,8 +434,19 @@ class ClusterMagics(Magics):
     def _traffic(self, args):
         from nbdist.notebook.widget_traffic import TrafficView
 
-        self._no_args(args, "traffic")
         cluster = self._need_cluster()
+        if args.args:  # on|off: switch the running tasks' recording
+            if args.args not in (["on"], ["off"]):
+                raise UsageError("%cluster traffic takes on or off (or nothing: "
+                                 f"the view); got '{' '.join(args.args)}'")
+            if hasattr(cluster, "tap"):
+                print("an in-process server's traffic is always seen: its tap is "
+                      "this kernel's")
+                return None
+            from nbdist.notebook.traffic_control import switch_traffic
+
+            print(switch_traffic(cluster, args.args == ["on"]))
+            return None
         if hasattr(cluster, "tap"):  # an in-process server: its own tap
             return self._keep(TrafficView(cluster))
         if self.follower is None:
@@ -452,17 +477,22 @@ class ClusterMagics(Magics):
         if live:
             from IPython.display import display
 
-            # While it runs: the widget alone (tabs filling live), under a display
-            # id; emptied at the end, when the view is shown again with every
-            # task's output in its text forms. Never an update that adds text: nbval
-            # sees only the first display of an output, nbclient and Jupyter the
-            # updated one.
-            widget_only = {
+            # While it runs: the widget (tabs filling live) under a display id,
+            # with one line that stays when the widget goes at the end (the view
+            # is shown again below, every task's output in its text forms). Never
+            # an update that changes text (nbval sees only the first display of
+            # an output, nbclient and Jupyter the updated one), nor one that
+            # leaves an empty output.
+            names = ", ".join(r.name for r in view.runs)
+            line = f"%%cluster on {names} (each task's output below)"
+            lines = {"text/plain": line,
+                     "text/html": f"<div class='muted'>{line}</div>"}
+            widget = {
                 k: v
                 for k, v in view.widget._repr_mimebundle_().items()
                 if k.startswith("application/vnd.jupyter.widget")
             }
-            handle = display(widget_only, raw=True, display_id=True)
+            handle = display({**widget, **lines}, raw=True, display_id=True)
 
         def changed(run):
             for i, r in enumerate(view.runs):
@@ -483,7 +513,7 @@ class ClusterMagics(Magics):
         view.refresh()
         view.close()
         if live:
-            handle.update({}, raw=True)
+            handle.update(lines, raw=True)
             display(view)
         if not live:
             for r in runs:
@@ -546,6 +576,19 @@ class ClusterMagics(Magics):
                 del ns[k]
         self._pushed = {}
         self.view = None
+
+
+def _record_traffic(choice: str | None) -> None:
+    """Whether the tasks ``%cluster start`` makes publish their taps (their
+    environment is the kernel's): on unless ``--traffic off``, or switched
+    off before (``NBDIST_TAP_EVENTS=0``, ``TrafficView.record_new_clusters(False)``).
+    Cost: ``benchmarks/bench_tap_events.py``."""
+    from nbdist.notebook.widget_traffic import TrafficView
+    from nbdist.runtime.tap_record import tap_events_on
+
+    if choice is None:
+        choice = "on" if tap_events_on(default=True) else "off"
+    TrafficView.record_new_clusters(choice == "on")
 
 
 def _one_line(e: BaseException) -> str:

@@ -21,7 +21,8 @@ import time
 
 from nbdist.notebook.live_view import STYLE, esc, inline_styles
 
-__all__ = ["TensorBoardProcess", "register", "start_tensorboard", "stop_all"]
+__all__ = ["TensorBoardProcess", "card_html", "register", "start_tensorboard",
+           "stop_all"]
 
 START_TIMEOUT_S = 60.0
 
@@ -96,15 +97,45 @@ class TensorBoardProcess:
         p.text(self._text())
 
     def _repr_html_(self, height: int = 600) -> str:
+        # The frame lies over a card of what TensorBoard served: while it runs
+        # its page covers the card; once it is gone, or where frames are not
+        # drawn (a static copy, GitHub), the card shows, not a blank box.
         url = esc(self._frame_url())
         return STYLE + inline_styles(
             f"<div class='nbdist nbdist-tensorboard'>TensorBoard at "
             f"<a href='{url}' target='_blank'>{esc(self.url)}</a> "
             f"<span class='muted'>(pid {self.pid}), logdir "
-            f"<code>{esc(self.logdir)}</code></span></div>"
-            f"<iframe class='nbdist-tensorboard' src='{url}' width='100%' "
-            f"height='{height}' frameborder='0'></iframe>"
+            f"<code>{esc(self.logdir)}</code></span>"
+            f"<div style='position:relative;height:{height}px'>"
+            f"{card_html(self.logdir)}"
+            f"<iframe class='nbdist-tensorboard' src='{url}' frameborder='0' "
+            "style='position:absolute;left:0;top:0;width:100%;height:100%;"
+            "border:0;background:transparent'></iframe></div></div>"
         )
+
+
+def card_html(logdir: str, tag: str = "loss") -> str:
+    """What TensorBoard served from ``logdir``, for readers of a static copy:
+    its runs and a picture of their ``tag`` curves as they were when it was
+    shown (``TrainingView``'s figure)."""
+    import base64
+
+    from nbdist.notebook.widget_training import TrainingView
+
+    view = TrainingView(logdir=logdir, tag=tag, live=False)
+    runs = sorted(run for run, points in view.losses.items() if points)
+    what = (f"{len(runs)} run{'s' if len(runs) != 1 else ''} "
+            f"({', '.join(runs)}), their <code>{esc(tag)}</code> curves below"
+            if runs else f"no <code>{esc(tag)}</code> curve yet")
+    picture = ""
+    if runs:
+        png = base64.b64encode(view.png()).decode()
+        picture = (f"<img class='nbdist-tensorboard-curves' alt='{esc(tag)} curves' "
+                   f"style='max-width:100%' src='data:image/png;base64,{png}'/>")
+    return ("<div class='nbdist-tensorboard-card' style='position:absolute;left:0;"
+            "top:0;right:0;padding:8px;border:1px dashed #d0d7de;border-radius:6px'>"
+            f"<b>TensorBoard ran here</b> <span class='muted'>· its frame shows "
+            f"while it runs; it served {what}</span><br/>{picture}</div>")
 
 
 def _option(args: list[str], name: str) -> str | None:

@@ -31,6 +31,7 @@ __all__ = [
     "step_origin_us",
     "task_key",
     "tick_label",
+    "member_label",
     "transfers_from_run_metadata",
 ]
 
@@ -176,6 +177,16 @@ def task_key(task: str):
     order = {"chief": 0, "worker": 1, "ps": 2, "evaluator": 3}
     job, _, index = task.rpartition(":")
     return (order.get(job, 9), job, int(index) if index.isdigit() else 0)
+
+
+def member_label(task: str) -> str:
+    """A task's short label (inside a ring member's circle, on a heat map's
+    axes): "worker:0" -> "w0", "ps:1" -> "ps1", "chief:0" -> "c0"."""
+    name = short_task(task)
+    job, _, index = name.rpartition(":")
+    short = {"worker": "w", "chief": "c", "ps": "ps", "evaluator": "ev"}.get(
+        job, job[:2])
+    return f"{short}{index}" if job else name
 
 
 def nice_ticks(total_us: float, most: int = 8) -> tuple[list[int], str]:

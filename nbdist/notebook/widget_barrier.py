@@ -15,7 +15,8 @@ round number — live. Two kinds:
   rounds a worker that has finished ``r`` steps has arrived at round ``r + 1``
   (it pushes its next gradient right away). Counting, not ordering, makes this
   immune to the order in which tasks publish. Step events must carry their
-  ``graph_handle``.
+  ``graph_handle``. The arrivals a round needs are the optimizer's
+  ``replicas_to_aggregate``, as its take asks for them (``take_started``).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ __all__ = ["BarrierView"]
 _TAKE_OPS = {"AccumulatorTakeGradient", "AccumulatorTakeGradients"}
 _PUSH_OPS = {"AccumulatorApplyGradient"}
 _PENDING_MAX = 4096
+_CHIPS_AT = 8  # more participants than this: the arrivals' distribution, no chips
 
 
 @dataclass
@@ -48,6 +50,9 @@ class BarrierRecord:
     # SyncReplicas: each round's arrivals, waits and drops (its accumulators'
     # gradient_pushed events); None until the first push is seen.
     rounds: RoundTracker | None = None
+    # SyncReplicas: the gradients a round takes (the take's num_required,
+    # i.e. replicas_to_aggregate); None until a take is seen.
+    needed: int | None = None
 
 
 class BarrierState:
@@ -103,6 +108,11 @@ class BarrierState:
             return self._step(event)
         if kind == "gradient_pushed":
             return self._gradient_pushed(event)
+        if kind == "take_started":
+            rec = self._sync_record(short_task(p.get("task") or event.task))
+            needed = int(p.get("num_required") or 0) or None
+            changed, rec.needed = rec.needed != needed, needed
+            return changed
         return False
 
     # -- SyncReplicas ------------------------------------------------------------------
@@ -238,6 +248,7 @@ class BarrierView(LiveView):
         "graph_registered",
         "step",
         "gradient_pushed",
+        "take_started",
     )
 
     def __init__(
@@ -304,14 +315,13 @@ def _rounds(r: BarrierRecord) -> str:
 
 
 def _needed(r: BarrierRecord) -> int:
-    """Arrivals that complete a round: every participant, or, for a
-    SyncReplicas barrier with backup workers, the fewest gradients a
-    completed round took (``replicas_to_aggregate``: a round takes every
-    gradient that came before its take, so one may hold more than that)."""
-    n = len(r.participants)
-    if r.rounds is not None and r.rounds.done:
-        return min(n, min(len(x.arrivals) for x in r.rounds.done)) or n
-    return n
+    """Arrivals that complete a round: for a SyncReplicas barrier, the
+    ``replicas_to_aggregate`` its take asks for (one worker may bring several:
+    tokens are not tied to workers); for a coordination barrier, every
+    participant."""
+    if r.needed is not None:
+        return r.needed
+    return len(r.participants)
 
 
 def _gathering(r: BarrierRecord) -> list[str]:
@@ -332,22 +342,34 @@ def _next_round(r: BarrierRecord) -> str:
     n, k = len(r.participants), len(arrived)
     need = _needed(r)
     line = f"round {r.round + 1}: "
-    of = f"{need} needed of {n}" if need < n else f"{n}"
+    # "2 needed of 3" (a backup worker), "2 needed" (fewer workers seen yet
+    # than the round takes), or just "2" (every participant).
+    of = f"{n}" if need == n else f"{need} needed" + (f" of {n}" if need < n else "")
     if not k:
         line += f"none of {of} arrived yet"
     else:
-        line += f"{k} of {of} arrived ({', '.join(arrived)})"
+        line += f"{k} of {of} arrived ({_names(arrived)})"
         if r.status != "timed out":
             missing = [t for t in r.participants if t not in arrived]
             if k >= need:
                 line += ", releasing"
-            elif need < n:
-                line += f", waiting for {need - k} more of {', '.join(missing)}"
+            elif need != n:
+                line += f", waiting for {need - k} more" + (
+                    f" of {_names(missing)}" if missing else "")
             else:
-                line += f", waiting for {', '.join(missing)}"
+                line += f", waiting for {_names(missing)}"
     if r.status == "timed out":
         line += f"; TIMED OUT, never arrived: {', '.join(r.missing)}"
     return line
+
+
+def _names(tasks, most: int = _CHIPS_AT) -> str:
+    """ "worker:1, worker:2"; beyond ``most``, the first few and how many
+    more: "worker:1, worker:2, worker:3, … (+28)"."""
+    tasks = list(tasks)
+    if len(tasks) > most:
+        return ", ".join(tasks[:3]) + f", … (+{len(tasks) - 3})"
+    return ", ".join(tasks)
 
 
 def _ms(seconds: float) -> str:
@@ -362,7 +384,7 @@ def round_lines(r: BarrierRecord) -> list[str]:
     if t is None or not t.done:
         return []
     last = t.done[-1]
-    waits = ", ".join(f"{w} {_ms(s)}" for w, s in sorted(last.waits.items()))
+    waits = _some(sorted(last.waits.items(), key=lambda kv: _task_key(kv[0])))
     if len(set(last.workers)) > 1:
         lines = [f"round {last.number}: {last.last} arrived last (waits: {waits})"]
     else:  # one fast worker took every token of the round (TF's semantics)
@@ -375,16 +397,27 @@ def round_lines(r: BarrierRecord) -> list[str]:
     if who is not None:
         lines.append(f"straggler: {who}, last in {counts[who]} {of}")
     elif n:
-        lines.append("arrived last: " + ", ".join(
-            f"{w} {k}×" for w, k in counts.most_common()) + f" ({of})")
+        lines.append("arrived last: " + _some(
+            counts.most_common(), lambda k: f"{k}×") + f" ({of})")
     mean = t.mean_waits()
-    lines.append("mean wait: " + ", ".join(
-        f"{w} {_ms(mean[w])}" for w in sorted(mean)))
+    lines.append("mean wait: " + _some(
+        sorted(mean.items(), key=lambda kv: _task_key(kv[0]))))
     dropped = t.dropped
     if dropped:
-        lines.append("stale gradients dropped: " + ", ".join(
-            f"{w} {k}" for w, k in sorted(dropped.items())))
+        lines.append("stale gradients dropped: " + _some(
+            sorted(dropped.items(), key=lambda kv: _task_key(kv[0])), str))
     return lines
+
+
+def _some(items, fmt=_ms, most: int = _CHIPS_AT) -> str:
+    """ "worker:0 12 ms, worker:1 3 ms"; beyond ``most`` (32 workers), the
+    largest few and how many more: "worker:7 120 ms, ... (+29 more)"."""
+    items = list(items)
+    if len(items) > most:
+        shown = sorted(items, key=lambda kv: -kv[1])[:3]
+        return (", ".join(f"{w} {fmt(v)}" for w, v in shown)
+                + f" (largest; +{len(items) - 3} more)")
+    return ", ".join(f"{w} {fmt(v)}" for w, v in items)
 
 
 def _round_grid(r: BarrierRecord) -> str:
@@ -431,13 +464,45 @@ def _round_grid(r: BarrierRecord) -> str:
             f"xmlns='http://www.w3.org/2000/svg'>{''.join(cells)}</svg>")
 
 
+def arrival_histogram(r: BarrierRecord, bins: int = 12) -> str:
+    """An SVG: how the gradients of the last completed round arrived, as a
+    histogram of their times after the round's first (what 32 chips cannot
+    show: the spread, and the stragglers far to the right)."""
+    t = r.rounds
+    if t is None or not t.done:
+        return ""
+    last = t.done[-1]
+    times = [w for _, w in last.arrivals]
+    if not times:
+        return ""
+    first, span = min(times), max(times) - min(times)
+    width = span / bins or 1e-3
+    counts = [0] * bins
+    for x in times:
+        counts[min(bins - 1, int((x - first) / width))] += 1
+    top, bar_w, h = max(counts), 18, 48
+    bars = "".join(
+        f"<rect class='nbdist-arrival-bin' data-count='{c}' x='{i * (bar_w + 2)}' "
+        f"y='{h - round(h * c / top)}' width='{bar_w}' height='{round(h * c / top)}' "
+        f"fill='#1a7f37'><title>{c} arrived {_ms(i * width)}–{_ms((i + 1) * width)} "
+        f"after the first</title></rect>" for i, c in enumerate(counts))
+    axis = (f"<text x='0' y='{h + 12}' font-size='10' fill='#59636e'>0</text>"
+            f"<text x='{bins * (bar_w + 2)}' y='{h + 12}' font-size='10' "
+            f"text-anchor='end' fill='#59636e'>{_ms(span)}</text>")
+    return (f"<div class='muted' style='font-size:11px'>round {last.number}: "
+            f"{len(times)} gradients arrived over {_ms(span)} (after the first)</div>"
+            f"<svg class='nbdist-arrivals' width='{bins * (bar_w + 2)}' "
+            f"height='{h + 14}' xmlns='http://www.w3.org/2000/svg'>{bars}{axis}</svg>")
+
+
 def _card(r: BarrierRecord) -> str:
     # The bar, the chips and the line under the count all show the round
     # being gathered (what arrived of it); the last completed round has its
     # own line below, so the two never contradict each other.
     shown = _gathering(r)
     chips = []
-    for t in r.participants:
+    many = len(r.participants) > _CHIPS_AT
+    for t in [] if many else r.participants:
         if t in shown:
             style, mark = "background:#dafbe1;border-color:#1a7f37", "✓ "
         elif t in r.missing:
@@ -476,13 +541,15 @@ def _card(r: BarrierRecord) -> str:
         f"<svg width='220' height='8' xmlns='http://www.w3.org/2000/svg'>"
         f"<rect width='220' height='8' rx='4' fill='#eaeef2'/>"
         f"<rect width='{round(220 * frac)}' height='8' rx='4' fill='#1a7f37'/></svg>"
-        f"<div>{''.join(chips)}</div>{history}{_rounds_html(r)}</div>"
+        f"<div>{''.join(chips)}</div>{history}"
+        f"{arrival_histogram(r) if many else ''}{_rounds_html(r, grid=not many)}</div>"
     )
 
 
-def _rounds_html(r: BarrierRecord) -> str:
+def _rounds_html(r: BarrierRecord, grid: bool = True) -> str:
     lines = round_lines(r)
     if not lines:
         return ""
     items = "".join(f"<div class='nbdist-round-line'>{esc(x)}</div>" for x in lines)
-    return f"<div style='font-size:12px;margin-top:4px'>{items}</div>{_round_grid(r)}"
+    return (f"<div style='font-size:12px;margin-top:4px'>{items}</div>"
+            + (_round_grid(r) if grid else ""))

@@ -17,6 +17,12 @@ from dataclasses import dataclass, field
 
 from nbdist.cluster.base import as_cluster
 from nbdist.notebook import control
+from nbdist.notebook.cluster_compact import (
+    COMPACT_AT,
+    compact_grid_html,
+    grouped_history,
+    job_counts_text,
+)
 from nbdist.notebook.live_view import STATE_COLORS, LiveView, clock, esc, short_task
 from nbdist.notebook.events import cluster_gone
 from nbdist.notebook.widget_story import FailureStory
@@ -149,7 +155,7 @@ class ClusterState:
                     row.service = ""  # a new process: the service has not seen it yet
                     row.restarts += 1
                     row.steps = 0
-                    row.note("restarted")
+                    row.note("restarted", getattr(t, "started_at", None))
                 elif t.state == "running" and not row.history:
                     row.note("started")
                 elif t.state in _PROCESS_NOTES:
@@ -398,6 +404,8 @@ class ClusterView(LiveView):
     # -- drawing --------------------------------------------------------------------------
     def _text(self) -> str:
         rows = self._state.sorted_rows()
+        if len(rows) > COMPACT_AT:
+            return self._compact_text(rows)
         table = [("task", "address", "pid", "state", "steps")] + [
             (
                 r.name,
@@ -427,6 +435,23 @@ class ClusterView(LiveView):
             lines.append(self.message)
         return "\n".join(lines)
 
+    def _compact_text(self, rows) -> str:
+        """Many tasks: a line per job (how many in each state) and the
+        history grouped across tasks."""
+        lines = [f"ClusterView: {self._state.summary()}", *job_counts_text(rows)]
+        history = grouped_history(rows)
+        if history:
+            lines.append("history:")
+            lines.extend(f"  {task + '  ' if task else ''}{line}"
+                         for task, line in history)
+        story = self._story_lines()
+        if story:
+            lines.append("failure story:")
+            lines.extend("  " + line for line in story.splitlines())
+        if self.message:
+            lines.append(self.message)
+        return "\n".join(lines)
+
     def _story_lines(self) -> str:
         self._sync_story()
         return self._state.story.lines()
@@ -444,6 +469,13 @@ class ClusterView(LiveView):
         self._state.story.sync_history(self._state.rows.values())
 
     def _history_html(self) -> str:
+        rows = self._state.sorted_rows()
+        if len(rows) > COMPACT_AT:
+            items = "".join(
+                f"<tr class='nbdist-history' data-task='{esc(task)}'><td><b>"
+                f"{esc(task)}</b></td><td class='muted'>{esc(line)}</td></tr>"
+                for task, line in grouped_history(rows))
+            return f"<table class='nbdist-history'>{items}</table>" if items else ""
         items = "".join(
             f"<tr class='nbdist-history' data-task='{esc(task)}'><td><b>{esc(task)}"
             f"</b></td><td class='muted'>{esc(line)}</td></tr>"
@@ -455,15 +487,19 @@ class ClusterView(LiveView):
         return f"<h4>Cluster <span class='muted'>· {esc(self._state.summary())}</span></h4>"
 
     def _html(self) -> str:
+        tasks = self._state.sorted_rows()
+        msg = f"<div class='muted'>{esc(self.message)}</div>" if self.message else ""
+        if len(tasks) > COMPACT_AT:
+            return (f"{self._header_html()}{compact_grid_html(tasks)}"
+                    f"{self._history_html()}{self._story_html()}{msg}")
         rows = "".join(
             f"<tr class='nbdist-task' data-task='{esc(r.name)}'>"
             f"<td><b>{esc(r.name)}</b></td><td><code>{esc(r.address or '-')}</code></td>"
             f"<td class='pid'>{esc(r.pid or '-')}</td>"
             f"<td>{_state_html(r.state, r.reason)}</td>"
             f"<td class='steps'>{r.steps}</td><td class='muted'>{_restarts(r)}</td></tr>"
-            for r in self._state.sorted_rows()
+            for r in tasks
         )
-        msg = f"<div class='muted'>{esc(self.message)}</div>" if self.message else ""
         return (
             f"{self._header_html()}<table><tr><th>task</th><th>address</th>"
             f"<th>pid</th><th>state</th><th>steps</th><th></th></tr>{rows}"
@@ -486,7 +522,8 @@ class ClusterView(LiveView):
                 w.HTML(value=f"<div class='nbdist'><b class='muted'>{label}</b></div>")
             )
         self._buttons = {}
-        for r in self._state.sorted_rows():
+        compact = len(self._state.sorted_rows()) > COMPACT_AT
+        for r in ([] if compact else self._state.sorted_rows()):
             cells = [w.HTML() for _ in range(5)]
             self._cells[r.name] = cells
             grid.extend(cells)
@@ -501,7 +538,8 @@ class ClusterView(LiveView):
                 b.on_click(lambda _b, a=action, t=r.name: self._click(a, t))
                 self._buttons[(r.name, action)] = b
                 grid.append(b)
-        box = w.GridBox(
+        # Many tasks: the grid of cells (kill and restart: %cluster kill/restart).
+        box = w.HTML() if compact else w.GridBox(
             grid,
             layout=w.Layout(
                 grid_template_columns="90px 170px 70px 130px 60px 96px 96px",
@@ -518,12 +556,19 @@ class ClusterView(LiveView):
                        footer])
         view.add_class("nbdist-cluster-view")
         self._header, self._footer = header, footer
+        self._grid = box if compact else None
         self._update(view)
         return view
 
     def _update(self, view):
         from nbdist.notebook.live_view import STYLE
 
+        grid = getattr(self, "_grid", None)
+        if grid is not None:
+            value = f"<div class='nbdist'>{compact_grid_html(self._state.sorted_rows())}"
+            value += "</div>"
+            if grid.value != value:
+                grid.value = value
         for r in self._state.sorted_rows():
             cells = self._cells.get(r.name)
             if cells is None:

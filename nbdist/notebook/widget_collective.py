@@ -18,8 +18,8 @@ the bytes and the measured bandwidth of every link.
 ...     ChunkEvent(1, 1, 0, "all-gather", 0, 0, b, a, 2 << 20, 0.002, 0.004)])
 >>> print(view)  # doctest: +NORMALIZE_WHITESPACE
 CollectiveView: all-reduce over 2 tasks: 4 chunks moved 8.0 MiB in 2 steps (ring), 4.0 ms
-  reduce-scatter step 1: worker:0 → worker:1 2.0 MiB (1049 MB/s), worker:1 → worker:0 2.0 MiB (1049 MB/s)
-  all-gather step 1: worker:0 → worker:1 2.0 MiB (1049 MB/s), worker:1 → worker:0 2.0 MiB (1049 MB/s)
+  reduce-scatter step 1: worker:0 → worker:1 2.0 MiB (1000 MiB/s), worker:1 → worker:0 2.0 MiB (1000 MiB/s)
+  all-gather step 1: worker:0 → worker:1 2.0 MiB (1000 MiB/s), worker:1 → worker:0 2.0 MiB (1000 MiB/s)
 >>> view.bytes_received(a)
 4194304
 """
@@ -31,6 +31,7 @@ import re
 from dataclasses import dataclass
 
 from nbdist.notebook.live_view import LiveView, esc, short_task
+from nbdist.notebook.timeline_model import member_label
 
 __all__ = ["Chunk", "CollectiveView", "Round", "chunks_from_run_metadata"]
 
@@ -70,6 +71,11 @@ class Link:
     @property
     def mb_per_s(self) -> float:
         return self.nbytes / 1e6 / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def mib_per_s(self) -> float:
+        """Bandwidth in MiB/s: the unit of the sizes shown beside it."""
+        return self.nbytes / _MIB / self.seconds if self.seconds > 0 else 0.0
 
 
 @dataclass(frozen=True)
@@ -136,6 +142,9 @@ def _task_key(task: str):
     job = re.search(r"/job:([^/]+)", task)
     index = re.search(r"/task:(\d+)", task)
     return (job[1] if job else task, int(index[1]) if index else 0)
+
+
+_MEMBER_R = 17  # px: a member's circle
 
 
 def _size(nbytes: float) -> str:
@@ -245,6 +254,9 @@ class CollectiveView(LiveView):
         return (r - chunk.step - shift) % n
 
     # -- drawing -------------------------------------------------------------------------
+    def scrubbable(self) -> bool:
+        return len(self.rounds()) >= 2  # the slider and play over the steps
+
     def _summary(self) -> str:
         total = sum(c.nbytes for c in self.chunks)
         rounds = self.rounds()
@@ -260,7 +272,7 @@ class CollectiveView(LiveView):
         for rnd in self.rounds():
             lines.append(f"  {rnd.label}: " + ", ".join(
                 f"{short_task(x.source)} → {short_task(x.destination)} "
-                f"{_size(x.nbytes)} ({x.mb_per_s:.0f} MB/s)" for x in rnd.links))
+                f"{_size(x.nbytes)} ({x.mib_per_s:.0f} MiB/s)" for x in rnd.links))
         return "\n".join(lines)
 
     def _ring_svg(self, rnd: Round | None, size: int = 130) -> str:
@@ -306,7 +318,7 @@ class CollectiveView(LiveView):
             anchor = "middle" if abs(ox) < 0.3 else ("start" if ox > 0 else "end")
             ly += 12 if oy > 0.3 else (-6 if oy < -0.3 else -2)
             label = (f"{_size(link.nbytes)} · "
-                     f"<tspan x='{lx:.1f}' dy='11'>{link.mb_per_s:.0f} MB/s</tspan>")
+                     f"<tspan x='{lx:.1f}' dy='11'>{link.mib_per_s:.0f} MiB/s</tspan>")
             parts.append(
                 f"<g class='nbdist-link' data-src='{esc(link.source)}' "
                 f"data-dst='{esc(link.destination)}' data-bytes='{link.nbytes}'>"
@@ -320,11 +332,14 @@ class CollectiveView(LiveView):
                 f"font-size='10' fill='{color}'>{label}</text></g>")
         for t in tasks:
             x, y = pos[t]
+            # Inside its circle: the short name (w0, ps1); the full one on hover.
             parts.append(
-                f"<g class='nbdist-member'><circle cx='{x:.1f}' cy='{y:.1f}' r='17' "
+                f"<g class='nbdist-member' data-task='{esc(short_task(t))}'>"
+                f"<title>{esc(short_task(t))}</title>"
+                f"<circle cx='{x:.1f}' cy='{y:.1f}' r='{_MEMBER_R}' "
                 "fill='#f6f8fa' stroke='#59636e'/>"
                 f"<text x='{x:.1f}' y='{y + 4:.1f}' text-anchor='middle' "
-                f"font-size='10' font-weight='600'>{esc(short_task(t))}</text></g>")
+                f"font-size='10' font-weight='600'>{esc(member_label(t))}</text></g>")
         title = esc(rnd.label) if rnd else ""
         width, height = size + 2 * pad_x, size + 2 * pad_y
         return (f"<svg class='nbdist-ring' width='{width}' height='{height + 16}' "
@@ -345,7 +360,7 @@ class CollectiveView(LiveView):
         rows = "".join(
             f"<tr><td>{esc(short_task(x.source))} → {esc(short_task(x.destination))}"
             f"</td><td>{_size(x.nbytes)}</td><td>{x.chunks}</td>"
-            f"<td>{x.mb_per_s:.0f} MB/s</td></tr>" for x in self.links())
+            f"<td>{x.mib_per_s:.0f} MiB/s</td></tr>" for x in self.links())
         legend = " ".join(
             f"<span class='chip'><span class='dot' style='background:{c}'></span>"
             f"{p}</span>" for p, c in _COLORS.items()

@@ -59,9 +59,13 @@ def _device_name(device: str, default_task: str) -> str:
 class PlacementState:
     """Ops and variables per device; changed by ``add_graph`` and ``apply``."""
 
-    def __init__(self, ps_tasks=()):
+    def __init__(self, ps_tasks=(), one_device_per_name: bool = False):
         self.devices: dict[str, DeviceRow] = {}
         self.ps_tasks = list(ps_tasks)  # each gets a bar, even with 0 bytes
+        # A view of one graph: each of its nodes is on one device (the last
+        # the master put it on), however often a graph of those names ran.
+        self.one_device_per_name = one_device_per_name
+        self._device_of: dict[str, str] = {}  # node name -> its device
 
     def _row(self, device: str) -> DeviceRow:
         row = self.devices.get(device)
@@ -72,8 +76,16 @@ class PlacementState:
     def add_node(self, name: str, op: str, device: str, variable=None) -> bool:
         if op.startswith("_") or name.startswith("_"):
             return False  # _Send/_Recv/_ctrl/... that the master inserts
+        changed = False
+        if self.one_device_per_name:
+            old = self._device_of.get(name)
+            if old is not None and old != device and old in self.devices:
+                moved = self._move_from(old, name)
+                variable = variable if variable is not None else moved
+                changed = True
+            self._device_of[name] = device
         row = self._row(device)
-        changed = row.ops.get(name) != op
+        changed |= row.ops.get(name) != op
         row.ops[name] = op
         if variable is not None and row.variables.get(name) != variable:
             row.variables[name] = variable
@@ -108,6 +120,18 @@ class PlacementState:
             changed |= self.add_node(n.name, n.op, device, variable)
         return changed
 
+    def _move_from(self, device: str, name: str):
+        """Takes ``name`` off ``device``; returns its variable info, if any."""
+        row = self.devices[device]
+        row.ops.pop(name, None)
+        variable = row.variables.pop(name, None)
+        if not row.ops and not row.variables:
+            del self.devices[device]
+        return variable
+
+    def tasks(self) -> set[str]:
+        return {row.task for row in self.devices.values()}
+
     def apply(self, event) -> bool:
         p = event.payload
         if event.kind == "graph_registered":
@@ -121,12 +145,12 @@ class PlacementState:
                 device = _device_name(device, device)
             shape = tuple(p.get("shape", ()))
             info = (shape, str(p.get("dtype", "")), int(p.get("bytes", 0)))
-            row = self._row(device)
-            if row.variables.get(p.get("name")) == info:
+            name = p.get("name")
+            row = self.devices.get(device)
+            if row is not None and row.variables.get(name) == info:
                 return False
-            row.variables[p.get("name")] = info
-            row.ops.setdefault(p.get("name"), "VariableV2")
-            return True
+            op = (row.ops.get(name) if row is not None else None) or "VariableV2"
+            return self.add_node(name, op, device, info)
         return False
 
     # -- summaries -------------------------------------------------------------------
@@ -221,7 +245,7 @@ class PlacementView(LiveView):
             if (spec is not None and "ps" in spec.jobs)
             else []
         )
-        self._state = PlacementState(ps)
+        self._state = PlacementState(ps, one_device_per_name=not follow_all)
         if default_task is None:
             default_task = _default_task(spec)
         self.default_task = default_task
@@ -267,7 +291,12 @@ class PlacementView(LiveView):
                 return False  # an older graph's, maybe with the same names
             p = event.payload
             if event.kind == "graph_registered":
-                nodes = [n for n in p.get("nodes", ()) if n[0] in names]
+                # This graph's nodes, on the tasks it is placed on: another
+                # replica's graph has the same names on its own worker.
+                tasks = self._state.tasks()
+                nodes = [n for n in p.get("nodes", ())
+                         if n[0] in names and _device_name(n[2], "").split(
+                             "/device:", 1)[0] in tasks]
                 if not nodes:
                     return False
                 event = type(event)(

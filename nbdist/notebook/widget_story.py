@@ -176,8 +176,11 @@ class FailureStory:
             return False
         self._noted.add(key)
         if what in _BACK_NOTES:
-            ep = self._latest(task, lambda e: e.back_at is None and e.start <= when)
-            if ep is None:
+            # The earliest sign it was back, whatever order the signs came in
+            # (its process's start, the service's event, a poll): every view
+            # that saw them tells the same time.
+            ep = self._latest(task, lambda e: e.start <= when)
+            if ep is None or (ep.back_at is not None and ep.back_at <= when):
                 return False
             ep.back_at = when
             return True
@@ -232,7 +235,7 @@ class FailureStory:
             ep.redone_s = p.get("seconds")
             ep.redone_at = when
         elif phase == "rejoined":
-            if ep.back_at is None:
+            if ep.back_at is None or when < ep.back_at:
                 ep.back_at = when
         else:
             return False
@@ -447,7 +450,8 @@ class FailureStoryView(LiveView):
                 if old is None:
                     continue
                 if old[0] is not None and t.pid != old[0]:
-                    changed |= self._state.note(name, "restarted", now)
+                    started = getattr(t, "started_at", None) or now
+                    changed |= self._state.note(name, "restarted", started)
                 elif t.state != old[1] and t.state in _KILL_NOTES:
                     changed |= self._state.note(name, t.state, now)
             if changed:

@@ -9,6 +9,8 @@ with a slider in the live widget; the static face shows the current one."""
 
 from __future__ import annotations
 
+import collections
+
 from nbdist.notebook.live_view import LiveView, esc, short_task
 from nbdist.notebook.timeline_model import (
     KINDS,
@@ -34,7 +36,9 @@ __all__ = [
 
 _MAX_ROWS = 6  # sub-rows of a lane for ops that overlap in time
 _LABELLED_ARROWS = 16  # more arrows than this are labelled on hover only
-_LABEL_AT = (0.75, 0.5, 0.9, 0.3, 0.15)  # where along its arrow a label may go
+# Where along its arrow a label may go, and how far up or down from it (px).
+_LABEL_AT = (0.75, 0.5, 0.9, 0.3, 0.15, 0.6, 0.4, 0.05)
+_LABEL_DY = (0, -12, 12, -24, 24, -36, 36, -48, 48)
 
 
 def _fmt_ms(us: int) -> str:
@@ -91,6 +95,9 @@ class TimelineView(LiveView):
                 run_metadata=metadata)
             view.update(metadata)
         return view
+
+    def scrubbable(self) -> bool:
+        return len(self.steps) > 1  # the slider over the kept steps
 
     @property
     def run_metadata(self):
@@ -159,6 +166,20 @@ class TimelineView(LiveView):
             return ""
         return f"step {self.current + 1} of {len(self.steps)}"
 
+    def drawn_transfers(self) -> list[Transfer]:
+        """The arrows drawn: tensors sent between two tasks of the step and
+        calls the taps saw (collective chunks, pulls) between its tasks."""
+        return self._between_lanes(self.transfers) + self._between_lanes(self.wire)
+
+    def _between_lanes(self, transfers) -> list[Transfer]:
+        tasks = set(self.tasks())
+        return [t for t in transfers if t.source in tasks and t.destination in tasks]
+
+    def _wire_note(self) -> str:
+        drawn = self.drawn_transfers()
+        n, moved = len(drawn), sum(t.bytes for t in drawn)
+        return f"{n} transfer{'s' if n != 1 else ''} ({format_bytes(moved)})"
+
     def _text(self) -> str:
         tasks = self.tasks()
         n = len(self.spans)
@@ -166,7 +187,8 @@ class TimelineView(LiveView):
         lines = [
             (f"TimelineView: {n} op{'s' if n != 1 else ''} on {len(tasks)} "
             f"task{'s' if len(tasks) != 1 else ''} over "
-            f"{self.duration_us() / 1000:.1f} ms{note}")
+            f"{self.duration_us() / 1000:.1f} ms"
+            + (f", {self._wire_note()}" if len(tasks) > 1 else "") + note)
         ]
         for t in tasks:
             spans = [s for s in self.spans if s.task == t]
@@ -182,17 +204,21 @@ class TimelineView(LiveView):
                                         x.tensor)):
             lines.append(f"  {tr.source} → {tr.destination}: {tr.tensor} "
                          f"({format_bytes(tr.bytes)}) at {_fmt_ms(tr.recv_us)}")
+        links = collections.Counter(
+            (t.source, t.destination, "chunk" if t.tensor == "collective" else "pull")
+            for t in self._between_lanes(self.wire))
+        for (src, dst, what), k in sorted(
+                links.items(), key=lambda kv: (task_key(kv[0][0]), task_key(kv[0][1]))):
+            lines.append(f"  {src} → {dst}: {k} {what}{'s' if k != 1 else ''} "
+                         "(seen by the tap)")
         return "\n".join(lines)
 
     def _html(self) -> str:
         tasks = self.tasks()
         total = max(self.duration_us(), 1)
         title = f" · {esc(self.title)}" if self.title else ""
-        n_tr = len(self.transfers)
-        moved = sum(t.bytes for t in self.transfers)
         note = f" · {self._step_note()}" if self._step_note() else ""
-        wire = (f" · {n_tr} transfer{'s' if n_tr != 1 else ''} ({format_bytes(moved)})"
-                if len(tasks) > 1 else "")
+        wire = f" · {self._wire_note()}" if len(tasks) > 1 else ""
         head = (
             f"<h4>Timeline{title} <span class='muted'>· {len(self.spans)} ops on "
             f"{len(tasks)} task{'s' if len(tasks) != 1 else ''} over "
@@ -227,6 +253,7 @@ class TimelineView(LiveView):
         y = 30  # room for arrow labels above the first lane
         lane_mid: dict[str, float] = {}
         parts = []
+        bars: list = []  # the op bars' boxes: labels are kept off them
         for t in tasks:
             rows = rows_of[t]
             h = max(len(rows) * lane_h + 6, 44)
@@ -242,6 +269,7 @@ class TimelineView(LiveView):
                     w = max(1.5, x_of(s.end_us) - x)
                     yy = y + (h - len(rows) * lane_h) / 2 + 2 + i * lane_h
                     color = KINDS[s.kind][0]
+                    bars.append((x, yy, w, lane_h - 4))
                     tip = (f"{s.name} ({s.op}) · {s.task} · {s.kind} · start "
                            f"{_fmt_ms(s.start_us)} · duration "
                            f"{_fmt_ms(s.end_us - s.start_us)} · "
@@ -257,7 +285,7 @@ class TimelineView(LiveView):
                         + label)
             parts.append("</g>")
             y += h + 6
-        arrows = self._arrows(x_of, lane_mid)
+        arrows = self._arrows(x_of, lane_mid, bars, y)
         axis = [(f"<line x1='{label_w}' y1='{y}' x2='{label_w + width}' y2='{y}' "
                 "stroke='#8c959f'/>")]
         for v in ticks:
@@ -307,7 +335,7 @@ class TimelineView(LiveView):
             f"font-family='system-ui,sans-serif'>{defs}{''.join(parts)}"
             f"{''.join(arrows)}{''.join(axis)}{''.join(legend)}</svg>")
 
-    def _arrows(self, x_of, lane_mid) -> list[str]:
+    def _arrows(self, x_of, lane_mid, bars=(), bottom=1e9) -> list[str]:
         out = []
         labelled = len(self.transfers) + len(self.wire) <= _LABELLED_ARROWS
         links: dict = {}  # (source, destination): its transfers, one label each
@@ -327,7 +355,7 @@ class TimelineView(LiveView):
                 f"<line x1='{x1:.1f}' y1='{y1:.1f}' x2='{x2:.1f}' y2='{y2:.1f}' "
                 "stroke='#57606a' stroke-width='1.5' "
                 f"marker-end='url(#nbdist-arrow-{id(self):x})'/></g>")
-        placed: list = []  # the labels' boxes so far
+        placed = _Labels(bars, bottom)  # the labels' boxes so far
         if labelled:
             out.extend(self._link_labels(links, x_of, lane_mid, placed))
         for tr in self.wire:
@@ -350,8 +378,11 @@ class TimelineView(LiveView):
                      for t in sorted(transfers, key=lambda t: -t.bytes)[:3]]
             if len(transfers) > 3:
                 lines.append(f"+{len(transfers) - 3} more")
-            w, h = 5.6 * max(map(len, lines)) + 4, 11 * len(lines) + 2
-            lx, top = _place_label(placed, x1, y1, x2, y2, w, h)
+            w, h = _CHAR_W * max(map(len, lines)) + 4, 11 * len(lines) + 2
+            spot = placed.place(x1, y1, x2, y2, w, h)
+            if spot is None:  # no room: the arrows' hover says it
+                continue
+            lx, top = spot
             spans = "".join(
                 f"<tspan x='{lx:.1f}' dy='{0 if i == 0 else 11}'>{esc(line)}</tspan>"
                 for i, line in enumerate(lines))
@@ -374,10 +405,13 @@ class TimelineView(LiveView):
         if labelled:
             text = ("chunk" if tr.tensor == "collective" else "pull") + (
                 f" · {format_bytes(tr.bytes)}")
-            lx, top = _place_label(placed, x1, y1, x2, y2, 5.6 * len(text) + 4, 13)
-            label = (f"<text x='{lx:.1f}' y='{top + 9:.1f}' font-size='10' "
-                     f"fill='{color}' stroke='#fff' stroke-width='3' "
-                     f"paint-order='stroke'>{esc(text)}</text>")
+            spot = placed.place(x1, y1, x2, y2, _CHAR_W * len(text) + 4, 13)
+            if spot is not None:  # else no room: the hover says it
+                lx, top = spot
+                label = (f"<text class='nbdist-transfer-label' x='{lx:.1f}' "
+                         f"y='{top + 9:.1f}' font-size='10' "
+                         f"fill='{color}' stroke='#fff' stroke-width='3' "
+                         f"paint-order='stroke'>{esc(text)}</text>")
         return (f"<g class='nbdist-transfer nbdist-wire' data-bytes='{tr.bytes}' "
                 f"data-source='{esc(tr.source)}' data-destination="
                 f"'{esc(tr.destination)}'><title>{esc(tip)}</title>"
@@ -416,25 +450,37 @@ class TimelineView(LiveView):
             html.value = value
 
 
-def _place_label(placed: list, x1, y1, x2, y2, w, h) -> tuple[float, float]:
-    """Where a ``w`` × ``h`` label of the arrow (x1, y1) → (x2, y2) goes: the
-    first point along it (and shifted up or down) that overlaps no box in
-    ``placed`` (crowded: three quarters along, overlapping); added to it."""
-    box = None
-    for at in _LABEL_AT:
-        for dy in (0, -12, 12, -24, 24):
-            lx = x1 + at * (x2 - x1) + 5
-            top = y1 + at * (y2 - y1) - h / 2 + dy
-            if not any(lx < bx + bw and bx < lx + w and top < by + bh
-                       and by < top + h for bx, by, bw, bh in placed):
-                box = (lx, top, w, h)
-                break
-        if box is not None:
-            break
-    if box is None:
-        box = (x1 + 0.75 * (x2 - x1) + 5, y1 + 0.75 * (y2 - y1) - h / 2, w, h)
-    placed.append(box)
-    return box[0], box[1]
+_CHAR_W = 6.0  # px per character of a 10 px label (a generous average)
+
+
+class _Labels:
+    """Boxes of the labels placed so far, kept off each other and off the op
+    bars (``bars``) and above ``bottom`` (the time axis)."""
+
+    def __init__(self, bars=(), bottom: float = 1e9):
+        self.boxes: list = []
+        self._bars = list(bars)
+        self._bottom = bottom
+
+    @staticmethod
+    def _hits(boxes, lx, top, w, h) -> bool:
+        return any(lx < bx + bw and bx < lx + w and top < by + bh and by < top + h
+                   for bx, by, bw, bh in boxes)
+
+    def place(self, x1, y1, x2, y2, w, h) -> tuple[float, float] | None:
+        """Where a ``w`` × ``h`` label of the arrow (x1, y1) → (x2, y2) goes:
+        the first point along it (and shifted up or down) that overlaps no
+        label and, if one is free, no op bar; None when every such spot
+        overlaps a label."""
+        spots = [(x1 + at * (x2 - x1) + 5, y1 + at * (y2 - y1) - h / 2 + dy)
+                 for at in _LABEL_AT for dy in _LABEL_DY]
+        spots = [(lx, top) for lx, top in spots if 0 <= top and top + h <= self._bottom]
+        free = [s for s in spots if not self._hits(self.boxes, *s, w, h)]
+        clear = [s for s in free if not self._hits(self._bars, *s, w, h)]
+        spot = (clear or free or [None])[0]
+        if spot is not None:
+            self.boxes.append((spot[0], spot[1], w, h))
+        return spot
 
 
 def merge_run_metadata(run_metadatas):

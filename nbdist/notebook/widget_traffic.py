@@ -11,8 +11,9 @@ Where the taps are:
 * servers of this process (``nd.Server``): ``TrafficView(servers=[ps, w0, w1])``
   subscribes to each server's tap directly;
 * a ``LocalCluster``: its tasks publish their taps' records as ``"tap"``
-  events when started with ``NBDIST_TAP_EVENTS=1`` in the environment
-  (``TrafficView.record_new_clusters()`` sets it for clusters started later
+  events when started with ``NBDIST_TAP_EVENTS=1`` in the environment (what
+  ``%cluster start`` does unless ``--traffic off``;
+  ``TrafficView.record_new_clusters(on)`` sets it for clusters started later
   from this process), and the view follows the cluster's event stream.
 
 Memory is bounded: the view keeps the last ``keep`` records.
@@ -31,6 +32,7 @@ from nbdist.notebook.timeline_model import (
     task_key,
     tick_label,
 )
+from nbdist.notebook.traffic_heatmap import HEATMAP_AT, heatmap_svg
 from nbdist.runtime.tap_record import (
     ENV_TAP_EVENTS,
     TAP_EVENT_KIND,
@@ -38,6 +40,8 @@ from nbdist.runtime.tap_record import (
     TapRecorder,
     records_from_payload,
 )
+
+_TEXT_LINKS = 12  # links listed in the text of a cluster too large for all
 
 __all__ = ["TrafficView"]
 
@@ -104,11 +108,9 @@ class TrafficView(LiveView):
     @staticmethod
     def record_new_clusters(on: bool = True) -> None:
         """Makes ``LocalCluster`` tasks started from now on in this process
-        publish their taps (``NBDIST_TAP_EVENTS=1`` in their environment)."""
-        if on:
-            os.environ[ENV_TAP_EVENTS] = "1"
-        else:
-            os.environ.pop(ENV_TAP_EVENTS, None)
+        publish their taps, or not (``NBDIST_TAP_EVENTS=1`` or ``0`` in their
+        environment; ``%cluster start`` records unless told ``0``)."""
+        os.environ[ENV_TAP_EVENTS] = "1" if on else "0"
 
     # -- state ----------------------------------------------------------------------------
     def _add_record(self, record: TapRecord) -> None:
@@ -258,12 +260,18 @@ class TrafficView(LiveView):
         records = self.window()
         lines = [f"TrafficView: {self._summary(records)}"]
         secs = max(self.span_us(records), 1) / 1e6
-        for (src, dst), (calls, nbytes) in sorted(
-                self.matrix(records).items(),
-                key=lambda kv: (task_key(kv[0][0]), task_key(kv[0][1]))):
+        links = sorted(self.matrix(records).items(),
+                       key=lambda kv: (task_key(kv[0][0]), task_key(kv[0][1])))
+        if len(self._tasks(records)) > HEATMAP_AT:  # the busiest links only
+            busiest = sorted(links, key=lambda kv: -kv[1][1])[:_TEXT_LINKS]
+            links = [kv for kv in links if kv in busiest]
+        for (src, dst), (calls, nbytes) in links:
             lines.append(f"  {src} → {dst}: {calls} calls, {format_bytes(nbytes)} "
                          f"({format_bytes(int(nbytes / secs))}/s, "
                          f"{calls / secs:.0f} calls/s)")
+        more = len(self.matrix(records)) - len(links)
+        if more:
+            lines.append(f"  … {more} more links (the {_TEXT_LINKS} busiest shown)")
         return "\n".join(lines)
 
     def _html(self) -> str:
@@ -273,9 +281,15 @@ class TrafficView(LiveView):
                 f"{esc(self._summary(records))}</span></h4>")
         if not records:
             return head + (
-                "<div class='muted'>no calls between tasks yet (a LocalCluster's "
-                "tasks publish theirs when started with NBDIST_TAP_EVENTS=1: "
-                "<code>TrafficView.record_new_clusters()</code>)</div>")
+                "<div class='muted'>no calls between tasks yet (the tasks of "
+                "<code>%cluster start</code> publish theirs unless started "
+                "<code>--traffic off</code>)</div>")
+        tasks = self._tasks(records)
+        if len(tasks) > HEATMAP_AT:  # too many lifelines and cells to read
+            secs = max(self.span_us(records), 1) / 1e6
+            return (head + "<div class='muted'>bytes per second between each "
+                    f"pair of the {len(tasks)} tasks (hover a square for its "
+                    "calls)</div>" + heatmap_svg(tasks, self.matrix(records), secs))
         return (head + "<div style='display:flex;gap:24px;align-items:flex-start;"
                 "flex-wrap:wrap'>" + self._sequence_svg(records)
                 + self._matrix_html(records) + "</div>")

@@ -17,15 +17,17 @@ Steps per second come from the step events when there are any, otherwise from
 the wall times of the loss points. The static forms are ``text/plain`` (runs
 and point counts) and ``image/png`` (the figure).
 
-Curves that tell the truth: the x-axis is the global step (``x="step"``, the
-summaries' step: asynchronous and synchronous runs share it), the examples
-seen (``x="examples"``, the step times ``examples_per_step`` of the run: a
+Curves that tell the truth: the x-axis is the summaries' step (``x="step"``:
+the global step, which asynchronous and synchronous runs share, or, with
+``steps="local"``, each worker's own count of its steps; the axis says which),
+the examples seen (``x="examples"``, the step times ``examples_per_step`` of the run: a
 synchronous step of N replicas consumes N batches) or the wall time
 (``x="wall"``, seconds since the first point of any run); the live widget has
 buttons for the three. A run is drawn as separate segments where it was idle
-(no point for longer than ``gap_s``, default ten times its median interval
-and at least 2 s) or went back to an earlier step (restored from a
-checkpoint): no line is drawn across a gap. Each run is labelled at its end.
+(no point for longer than ``gap_s``, default five times its median interval
+and at least 0.5 s) or went back to an earlier step (restored from a
+checkpoint), and so is each worker's steps/s: no line is drawn across a gap.
+Each run is labelled at its end.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import base64
 import collections
 import io
 import itertools
+import math
 import os
 import struct
 import threading
@@ -44,8 +47,11 @@ from nbdist.notebook.live_view import LiveView, esc, short_task
 __all__ = ["X_AXES", "TrainingView", "read_scalars", "segments"]
 
 X_AXES = ("step", "examples", "wall")
+STEPS = ("global", "local")
 _X_LABELS = {"step": "global step", "examples": "examples", "wall": "seconds"}
-_MIN_GAP_S = 2.0
+_STEP_LABELS = {"global": "global step", "local": "each worker's own step"}
+_MIN_GAP_S = 0.5
+_GAP_INTERVALS = 5  # an idle gap: this many median intervals with no point
 
 _RATE_WINDOW = 8  # steps per steps/s estimate
 _COLORS = ("#0969da", "#bf3989", "#1a7f37", "#9a6700", "#8250df", "#cf222e")
@@ -84,20 +90,26 @@ def _matches(tag: str, wanted: str) -> bool:
 
 def segments(points, gap_s: float | None = None) -> list[list]:
     """``points`` ((wall time, step, value), in the order written) split where
-    no point came for longer than ``gap_s`` (default: ten times the median
-    interval, at least 2 s) or the step went back."""
+    no point came for longer than ``gap_s`` (default: five times the median
+    interval, at least 0.5 s) or the step went back."""
     if not points:
         return []
     if gap_s is None:
-        dts = sorted(b[0] - a[0] for a, b in itertools.pairwise(points) if b[0] > a[0])
-        median = dts[len(dts) // 2] if dts else 0.0
-        gap_s = max(_MIN_GAP_S, 10.0 * median)
+        gap_s = idle_gap([p[0] for p in points])
     out = [[points[0]]]
     for prev, p in itertools.pairwise(points):
         if p[0] - prev[0] > gap_s or p[1] < prev[1]:
             out.append([])
         out[-1].append(p)
     return out
+
+
+def idle_gap(times) -> float:
+    """The pause after which a series of wall ``times`` is idle: five times
+    its median interval, at least 0.5 s."""
+    dts = sorted(b - a for a, b in itertools.pairwise(times) if b > a)
+    median = dts[len(dts) // 2] if dts else 0.0
+    return max(_MIN_GAP_S, _GAP_INTERVALS * median)
 
 
 def read_scalars(logdir: str, tag: str = "loss") -> dict:
@@ -136,6 +148,7 @@ class TrainingView(LiveView):
         tag: str = "loss",
         title: str = "",
         x: str = "step",
+        steps: str = "global",
         examples_per_step=None,
         gap_s: float | None = None,
         source=None,
@@ -147,6 +160,11 @@ class TrainingView(LiveView):
         self.tag = tag
         self.title = title
         self.examples_per_step = examples_per_step
+        if steps not in STEPS:
+            raise ValueError(
+                f"TrainingView: steps must be one of {STEPS} (what the summaries' "
+                f"step counts), got {steps!r}")
+        self.steps = steps
         self.gap_s = gap_s
         self.x = x  # checked by the property
         self.losses: dict[str, list] = collections.defaultdict(list)
@@ -280,7 +298,9 @@ class TrainingView(LiveView):
     # -- derived series ------------------------------------------------------------------
     def steps_per_sec(self) -> dict:
         """{series: ([seconds since start], [steps/s])}: from step events if
-        any, else from the loss points' wall times and steps."""
+        any, else from the loss points' wall times and steps. An idle gap
+        (as in ``segments``) breaks a series: a NaN between its parts, which
+        matplotlib draws as no line."""
         with self._lock:
             if any(self.step_times.values()):
                 series = {
@@ -295,14 +315,27 @@ class TrainingView(LiveView):
         t0 = min(starts) if starts else 0.0
         out = {}
         for name, (ts, steps) in sorted(series.items()):
-            xs, ys = [], []
-            for i in range(_RATE_WINDOW, len(ts)):
+            gap = self.gap_s if self.gap_s is not None else idle_gap(ts)
+            xs, ys, start = [], [], 0
+            for i in range(len(ts)):
+                if i and ts[i] - ts[i - 1] > gap:  # idle: a new part
+                    start = i
+                    if xs and not math.isnan(xs[-1]):
+                        xs.append(float("nan"))
+                        ys.append(float("nan"))
+                if i - start < _RATE_WINDOW:
+                    continue
                 dt = ts[i] - ts[i - _RATE_WINDOW]
                 if dt > 0:
                     xs.append(ts[i] - t0)
                     ys.append((steps[i] - steps[i - _RATE_WINDOW]) / dt)
             out[name] = (xs, ys)
         return out
+
+    def x_label(self) -> str:
+        """What the loss curves' x-axis is: "global step", "each worker's own
+        step", "examples" or "seconds"."""
+        return _STEP_LABELS[self.steps] if self.x == "step" else _X_LABELS[self.x]
 
     # -- drawing ---------------------------------------------------------------------------
     def figure(self):
@@ -313,6 +346,7 @@ class TrainingView(LiveView):
         fig = Figure(figsize=(9.0, 3.2), dpi=100, layout="constrained")
         FigureCanvasAgg(fig)
         loss_ax, rate_ax = fig.subplots(1, 2)
+        ends = []
         for i, (run, segs) in enumerate(self.curves().items()):
             color = _COLORS[i % len(_COLORS)]
             for j, (xs, ys) in enumerate(segs):
@@ -326,17 +360,10 @@ class TrainingView(LiveView):
                     markersize=3,
                 )
             xs, ys = segs[-1]
-            loss_ax.annotate(
-                run,
-                (xs[-1], ys[-1]),
-                xytext=(4, 0),
-                textcoords="offset points",
-                fontsize=8,
-                color=color,
-                va="center",
-            )
+            ends.append((run, xs[-1], ys[-1], color))
+        _label_ends(loss_ax, ends)
         loss_ax.set(
-            title=self.title or self.tag, xlabel=_X_LABELS[self.x], ylabel=self.tag
+            title=self.title or self.tag, xlabel=self.x_label(), ylabel=self.tag
         )
         for i, (name, (xs, ys)) in enumerate(self.steps_per_sec().items()):
             rate_ax.plot(xs, ys, label=name, color=_COLORS[i % len(_COLORS)])
@@ -377,7 +404,8 @@ class TrainingView(LiveView):
 
         options = [a for a in X_AXES if a != "examples" or self.examples_per_step]
         choose = w.ToggleButtons(
-            options=[(_X_LABELS[a], a) for a in options],
+            options=[(_STEP_LABELS[self.steps] if a == "step" else _X_LABELS[a], a)
+                     for a in options],
             value=self.x,
             style={"button_width": "90px"},
         )
@@ -402,3 +430,58 @@ class TrainingView(LiveView):
             "text/plain": repr(self),
             "image/png": base64.b64encode(self.png()).decode(),
         }
+
+
+_LABEL_PT = 8  # font size of the end labels, points
+
+
+def _label_ends(ax, ends):
+    """Labels each run at its last point, moved up or down (with a leader
+    line) so that no two labels overlap: labels whose runs end near the same
+    x are stacked at least a line apart, as near their points as they fit."""
+    if not ends:
+        return
+    fig = ax.figure
+    lo, hi = ax.get_xlim()
+    ax.set_xlim(lo, hi + 0.22 * (hi - lo))  # room for the labels inside the axes
+    # The layout first (not a whole draw): labels are placed in its pixels.
+    engine = fig.get_layout_engine()
+    if engine is not None:
+        engine.execute(fig)
+    bottom, top = ax.transAxes.transform([(0, 0), (0, 1)])[:, 1]
+    to_px = ax.transData.transform
+    px_per_pt = fig.dpi / 72.0
+    line_px = 1.3 * _LABEL_PT * px_per_pt
+    items = []
+    for run, x, y, color in ends:
+        px, py = to_px((x, y))
+        width = 0.62 * _LABEL_PT * px_per_pt * len(run) + 4 * px_per_pt
+        items.append([py, px, run, x, y, color, width])
+    items.sort(key=lambda it: -it[0])  # top first (display y grows upwards)
+    placed: list = []  # (left, right, label y)
+    for it in items:
+        py, px, _, _, _, _, width = it
+        left, right = px, px + width
+        # The free slot nearest its point: a line below, above, two below...
+        for k in range(2 * len(placed) + 1):
+            target = py + (-1) ** k * ((k + 1) // 2) * line_px
+            inside = bottom + line_px / 2 <= target <= top - line_px / 2
+            if (inside or k == 2 * len(placed)) and not any(
+                    lo < right and left < hi and abs(ly - target) < line_px
+                    for lo, hi, ly in placed):
+                break
+        placed.append((left, right, target))
+        it[0] = target
+    for label_py, px, run, x, y, color, _ in items:
+        dy = (label_py - to_px((x, y))[1]) / px_per_pt
+        ax.annotate(
+            run,
+            (x, y),
+            xytext=(4, dy),
+            textcoords="offset points",
+            fontsize=_LABEL_PT,
+            color=color,
+            va="center",
+            arrowprops=(dict(arrowstyle="-", color=color, lw=0.6, alpha=0.6)
+                        if abs(dy) > 1 else None),
+        ).set_in_layout(False)

@@ -25,7 +25,7 @@ from nbdist.framework.op_util import (
     vector_len,
 )
 from nbdist.framework.ops import Tensor, convert_to_tensor
-from nbdist.framework.tensor_shape import TensorShape
+from nbdist.framework.tensor_shape import TensorShape, dimensions_to_ints
 
 
 # -- ConcatV2, Pack, Unpack, Split, SplitV ---------------------------------------------
@@ -337,6 +337,7 @@ def split(value, num_or_size_splits, axis=0, num=None, name="split"):
     """Splits into ``num_or_size_splits`` equal parts, or parts of the given sizes."""
     with op_scope(name, "split", [value]) as (g, scope):
         x = convert_to_tensor(value, name="value")
+        num_or_size_splits = dimensions_to_ints(num_or_size_splits)
         if isinstance(num_or_size_splits, (int, np.integer)) and not isinstance(
             num_or_size_splits, bool
         ):

@@ -27,7 +27,8 @@ from nbdist.framework.op_util import (
     vector_len,
 )
 from nbdist.framework.ops import Tensor, convert_to_tensor
-from nbdist.framework.tensor_shape import TensorShape, broadcast_shapes
+from nbdist.framework.tensor_shape import (Dimension, TensorShape, broadcast_shapes,
+                                           dimensions_to_ints)
 
 _INT_ONLY = INDEX + (dtypes.uint8, dtypes.int8, dtypes.int16)
 
@@ -352,6 +353,8 @@ _INDEX_ERROR = (
 
 
 def _check_index(v):
+    if isinstance(v, Dimension):  # TF1 indexes with a shape's Dimension too
+        v = dimensions_to_ints(v)
     if v is None or (
         isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
     ):

@@ -24,11 +24,13 @@ from nbdist.framework import dtypes
 from nbdist.framework.constant_op import constant
 from nbdist.ops.math_ops_elementwise import cast
 from nbdist.framework.op_util import op_scope
+from nbdist.framework.tensor_shape import Dimension
 from nbdist.framework.ops import (Tensor, convert_to_tensor,
                                   register_tensor_conversion_function)
 
-# Elements a list may hold and still be one constant (TF's _NON_AUTOPACKABLE_TYPES).
-_PLAIN = (numbers.Number, str, bytes, np.generic, np.ndarray, type(None))
+# Elements a list may hold and still be one constant (TF's _NON_AUTOPACKABLE_TYPES);
+# a shape's Dimension too, so [-1, x.shape[1]] keeps its static value.
+_PLAIN = (numbers.Number, str, bytes, np.generic, np.ndarray, type(None), Dimension)
 
 
 def _holds_tensors(value) -> bool:

@@ -19,7 +19,7 @@ from nbdist.framework.op_def_registry import (
     unchanged,
 )
 from nbdist.framework.ops import Tensor, convert_to_tensor, get_default_graph, get_seed
-from nbdist.framework.tensor_shape import TensorShape, as_shape
+from nbdist.framework.tensor_shape import TensorShape, as_shape, dimensions_to_ints
 
 __all__ = ["random_normal", "random_uniform", "truncated_normal", "random_shuffle"]
 
@@ -103,7 +103,7 @@ def _shape_tensor(shape) -> Tensor:
         if any(d is None for d in dims):
             raise ValueError(f"shape {shape} must be fully defined")
         shape = dims
-    arr = np.asarray(shape)
+    arr = np.asarray(dimensions_to_ints(shape))
     if arr.ndim == 0:
         arr = arr.reshape(1)
     if arr.size == 0:

@@ -198,13 +198,17 @@ class FaultRule(_message.Message):
     def __init__(self, kind: _Optional[str] = ..., peer: _Optional[str] = ..., delay_s: _Optional[float] = ...) -> None: ...
 
 class SetFaultsRequest(_message.Message):
-    __slots__ = ("rule",)
+    __slots__ = ("rule", "owner")
     RULE_FIELD_NUMBER: _ClassVar[int]
+    OWNER_FIELD_NUMBER: _ClassVar[int]
     rule: _containers.RepeatedCompositeFieldContainer[FaultRule]
-    def __init__(self, rule: _Optional[_Iterable[_Union[FaultRule, _Mapping]]] = ...) -> None: ...
+    owner: str
+    def __init__(self, rule: _Optional[_Iterable[_Union[FaultRule, _Mapping]]] = ..., owner: _Optional[str] = ...) -> None: ...
 
 class SetFaultsResponse(_message.Message):
-    __slots__ = ("rule",)
+    __slots__ = ("rule", "removed")
     RULE_FIELD_NUMBER: _ClassVar[int]
+    REMOVED_FIELD_NUMBER: _ClassVar[int]
     rule: _containers.RepeatedCompositeFieldContainer[FaultRule]
-    def __init__(self, rule: _Optional[_Iterable[_Union[FaultRule, _Mapping]]] = ...) -> None: ...
+    removed: _containers.RepeatedCompositeFieldContainer[FaultRule]
+    def __init__(self, rule: _Optional[_Iterable[_Union[FaultRule, _Mapping]]] = ..., removed: _Optional[_Iterable[_Union[FaultRule, _Mapping]]] = ...) -> None: ...

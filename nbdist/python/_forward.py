@@ -14,6 +14,7 @@ the TF name nbdist lacks.
 from __future__ import annotations
 
 import importlib
+import sys
 
 
 def forward(module_name: str, tf_name: str, sources: list[str]):
@@ -38,3 +39,20 @@ def forward(module_name: str, tf_name: str, sources: list[str]):
         return sorted(names)
 
     return __getattr__, __dir__
+
+
+def alias_modules(package: str, table: dict[str, str]) -> None:
+    """Makes ``<package>.<name>`` *be* module ``table[name]``, the same object
+    (in ``sys.modules`` and as the package's attribute), so patching a name on
+    ``nbdist.core.protobuf.saver_pb2`` patches what nbdist itself uses.
+
+    >>> import nbdist.core.protobuf.saver_pb2 as saver_pb2
+    >>> from nbdist.proto import saver_pb2 as ours
+    >>> saver_pb2 is ours
+    True
+    """
+    pkg = sys.modules[package]
+    for name, target in table.items():
+        module = importlib.import_module(target)
+        sys.modules[f"{package}.{name}"] = module
+        setattr(pkg, name, module)

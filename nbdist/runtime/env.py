@@ -8,6 +8,9 @@ test or a notebook cell) is seen by the next server or client created.
 ==================  ==========================================================
 ``NBDIST_TOKEN``    shared secret required on every RPC (``ConfigProto.
                     auth_token`` or ``Server(token=...)`` take precedence)
+``NBDIST_FAULT_OWNER``  the cluster owner's credential: only a caller holding
+                    it may set fault rules (``SetFaults``); a process without
+                    it makes its own, which ``LocalCluster`` hands its tasks
 ``NBDIST_TLS_CERT`` PEM certificate chain a server (or an mTLS client) presents
 ``NBDIST_TLS_KEY``  PEM private key for ``NBDIST_TLS_CERT``
 ``NBDIST_TLS_CA``   PEM root certificates: clients (sessions, and servers
@@ -37,6 +40,7 @@ from typing import Any
 
 __all__ = [
     "COORDINATION_MAX_EVENTS",
+    "FAULT_OWNER",
     "HEARTBEAT_INTERVAL_MS",
     "HEARTBEAT_TIMEOUT_MS",
     "PEER_TCP",
@@ -62,6 +66,7 @@ __all__ = [
 ]
 
 TOKEN = "NBDIST_TOKEN"
+FAULT_OWNER = "NBDIST_FAULT_OWNER"
 TLS_CERT = "NBDIST_TLS_CERT"
 TLS_KEY = "NBDIST_TLS_KEY"
 TLS_CA = "NBDIST_TLS_CA"

@@ -16,6 +16,13 @@ passes, whatever its transport (gRPC, same-host, in-process):
 No root, no ``tc``: delays are sleeps in the calling thread, a partition an
 error before anything is sent.
 
+Rules are the cluster owner's instrument: ``replace`` takes the caller's
+owner credential and refuses any other with ``PermissionDeniedError`` (the
+credential is ``NBDIST_FAULT_OWNER`` of the process that started the tasks,
+apart from the data token; ``owner_credential()`` is this process's). A task
+holds at most ``MAX_RULES`` rules, and a call waits at most ``MAX_DELAY_S``
+whatever the rules add up to.
+
 >>> faults = Faults("/job:worker/replica:0/task:1")
 >>> faults.active
 False
@@ -31,16 +38,29 @@ nbdist.errors.UnavailableError: /job:ps/replica:0/task:0 is unreachable from /jo
 
 from __future__ import annotations
 
+import hmac
+import secrets
 import threading
 import time
 from typing import NamedTuple
 
 from nbdist import errors
+from nbdist.runtime import env
 
-__all__ = ["FAULT_KINDS", "MAX_DELAY_S", "FaultRule", "Faults"]
+__all__ = ["FAULT_KINDS", "MAX_DELAY_S", "MAX_RULES", "FaultRule", "Faults",
+           "owner_credential"]
 
 FAULT_KINDS = ("slow", "partition")
-MAX_DELAY_S = 10.0  # a slowdown is an instrument, not a hang
+MAX_DELAY_S = 10.0  # a slowdown is an instrument, not a hang: per call, all rules
+MAX_RULES = 64  # two per link of a 32-task cluster; more is a flood, not a test
+_MAX_PEER_CHARS = 256
+_process_owner = secrets.token_hex(16)  # this process's, unless it was given one
+
+
+def owner_credential() -> str:
+    """The owner credential this process holds: ``NBDIST_FAULT_OWNER``, else
+    one made for this process (handed to the tasks it starts)."""
+    return env.get(env.FAULT_OWNER) or _process_owner
 
 
 class FaultRule(NamedTuple):
@@ -60,6 +80,10 @@ def _checked(rule) -> FaultRule:
         raise errors.InvalidArgumentError(
             None, None, f"A slowdown must be more than 0 and at most "
             f"{MAX_DELAY_S:g} s; got {rule.delay_s:g} s")
+    if len(rule.peer) > _MAX_PEER_CHARS:
+        raise errors.InvalidArgumentError(
+            None, None, f"A fault's peer is a task name; got {len(rule.peer)} "
+            "characters")
     if rule.kind == "partition" and not rule.peer:
         raise errors.InvalidArgumentError(
             None, None, "A partition cuts the link to one peer: name the peer")
@@ -71,10 +95,11 @@ def _checked(rule) -> FaultRule:
 class Faults:
     """The faults one task injects into its calls to its peers (none at first)."""
 
-    def __init__(self, own_task: str = ""):
+    def __init__(self, own_task: str = "", owner: str | None = None):
         self.own_task = own_task
+        self._owner = (owner or owner_credential()).encode()
         self._rules: tuple[FaultRule, ...] = ()
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self.calls_delayed = 0
         self.calls_failed = 0
 
@@ -93,10 +118,32 @@ class Faults:
           InvalidArgumentError: for an unknown kind, a delay outside
             ``(0, MAX_DELAY_S]`` or a partition without a peer.
         """
+        rules = list(rules)
+        if len(rules) > MAX_RULES:
+            raise errors.InvalidArgumentError(
+                None, None, f"A task holds at most {MAX_RULES} fault rules; got "
+                f"{len(rules)}")
         checked = tuple(_checked(r) for r in rules)
         with self._lock:
             self._rules = checked
         return list(checked)
+
+    def replace(self, rules, owner: str) -> tuple[list[FaultRule], list[FaultRule]]:
+        """``set(rules)`` for the cluster's owner: ``(now in force, removed)``.
+
+        Raises:
+          PermissionDeniedError: ``owner`` is not the cluster's owner credential.
+          InvalidArgumentError: as ``set``.
+        """
+        if not hmac.compare_digest(str(owner or "").encode(), self._owner):
+            raise errors.PermissionDeniedError(
+                None, None, f"SetFaults on {self.own_task or 'this task'}: only the "
+                "cluster's owner may set or clear fault rules (the process that "
+                "started the cluster holds its owner credential, NBDIST_FAULT_OWNER)")
+        with self._lock:
+            before = list(self._rules)
+            now = self.set(rules)
+        return now, before
 
     def check_link(self, peer: str) -> None:
         """Raises ``UnavailableError`` if the link to ``peer`` is cut."""
@@ -121,8 +168,9 @@ class Faults:
 
     def delay_of(self, peer: str) -> float:
         """The delay of a call to ``peer`` (partitions are not checked)."""
-        return sum(r.delay_s for r in self._rules
-                   if r.kind == "slow" and (not r.peer or r.peer == peer))
+        total = sum(r.delay_s for r in self._rules
+                    if r.kind == "slow" and (not r.peer or r.peer == peer))
+        return min(MAX_DELAY_S, total)
 
     def before_serving(self) -> None:
         """Called before this task serves a step: a slowed task (a rule
@@ -130,7 +178,8 @@ class Faults:
         rules = self._rules
         if not rules:
             return
-        delay = sum(r.delay_s for r in rules if r.kind == "slow" and not r.peer)
+        delay = min(MAX_DELAY_S,
+                    sum(r.delay_s for r in rules if r.kind == "slow" and not r.peer))
         if delay:
             self.calls_delayed += 1
             time.sleep(delay)

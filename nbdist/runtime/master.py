@@ -20,9 +20,11 @@ from nbdist.framework.device import DeviceSpec
 from nbdist.framework.importer import infer_specs, parse_input, topological_order
 from nbdist.proto import config_pb2, server_def_pb2, step_stats_pb2
 from nbdist.runtime.interfaces import WorkerInterface
+from nbdist.runtime.device_attributes import device_type_of
 from nbdist.runtime.partition import normalize_tensor_name, partition, prune, task_of
 from nbdist.runtime.placement import place
 from nbdist.runtime.reply_watch import ReplyWatch
+from nbdist.runtime.service.feeds import FeedCheck, feed_checks
 from nbdist.runtime.timeouts import seconds_from_ms
 from nbdist.runtime.worker import propagated_addresses
 
@@ -60,10 +62,24 @@ class Plan(NamedTuple):
     """How to run one (feeds, fetches, targets) signature: a part per task."""
 
     parts: tuple[PlanPart, ...]
+    checks: tuple[FeedCheck, ...] = ()  # what each fed value must be
 
     @property
     def single(self) -> bool:
         return len(self.parts) == 1
+
+
+def _check_colocation(node) -> None:
+    """A node's colocation constraints (``_class``: ``loc:@name``) are names:
+    text, whatever bytes a request brought (found by fuzzing GraphDef import)."""
+    if "_class" in node.attr:
+        for c in node.attr["_class"].list.s:
+            try:
+                c.decode()
+            except UnicodeDecodeError:
+                raise errors.InvalidArgumentError(
+                    None, node.name, f"Node '{node.name}': its colocation constraint "
+                    f"{c[:60]!r} is not UTF-8 text") from None
 
 
 class MasterSession:
@@ -101,6 +117,7 @@ class MasterSession:
         merged = dict(self.by_name)
         for n in nodes:
             merged[n.name] = n
+            _check_colocation(n)
         try:
             ordered = topological_order(nodes if not self.by_name else
                                         [merged[k] for k in self.order] + nodes)
@@ -161,7 +178,7 @@ class MasterSession:
                 self.registered.append((worker, handle))
                 plan_parts.append(PlanPart(task, worker, handle, tuple(part.feeds),
                                            tuple(part.fetches), part.graph_def))
-            p = Plan(tuple(plan_parts))
+            p = Plan(tuple(plan_parts), feed_checks(feeds, self.by_name, self.specs))
             self.plans[key] = p
             return p
 
@@ -190,6 +207,8 @@ class MasterSession:
         feed_names = tuple(sorted(feeds))
         fetch_names = tuple(dict.fromkeys(fetches))
         plan = self.plan(feed_names, fetch_names, tuple(sorted(set(targets))))
+        for check in plan.checks:
+            check.check(feeds[check.name])
         trace = bool(options is not None and options.trace_level ==
                      config_pb2.RunOptions.FULL_TRACE)
         timeout_ms = (options.timeout_in_ms if options is not None and
@@ -566,10 +585,10 @@ class Master:
         ``config`` (or the open session ``session_handle``) may use."""
         ms = self._sessions.get(session_handle) if session_handle else None
         if ms is not None:
-            return [(d, "CPU", ms.incarnations[d]) for d in ms.devices]
+            return [(d, device_type_of(d), ms.incarnations[d]) for d in ms.devices]
         cfg = config or self.default_config
         _, devices, incarnations, _ = self._discover(cfg)
-        return [(d, "CPU", incarnations[d]) for d in devices]
+        return [(d, device_type_of(d), incarnations[d]) for d in devices]
 
     def reset(self, containers=None, device_filters=None, timeout_s=None):
         """Closes every session here and clears containers on the workers (all

@@ -30,6 +30,7 @@ from nbdist.framework.ops import (
 )
 from nbdist.proto import config_pb2
 from nbdist.runtime import transports
+from nbdist.runtime.device_attributes import device_counts
 from nbdist.runtime.master import Master, tensor_value_for_client
 from nbdist.runtime.partial_run import PartialRun
 from nbdist.runtime.session_fetch import (  # noqa: F401 - FeedError re-exported
@@ -65,8 +66,7 @@ def _master_for(target: str, config):
     """``(master, owned)``: a private in-process master for ``""``, else what the
     target's transport gives (a server of this process is reached without RPC)."""
     if not target:
-        n = int(config.device_count.get("CPU", 1)) if config is not None else 1
-        worker = Worker(LOCAL_TASK, num_cpus=n)
+        worker = Worker(LOCAL_TASK, **device_counts(config))
         return Master(LOCAL_TASK, worker), True
     if "://" not in target and not target.rpartition(":")[2].isdigit():
         raise UnknownTargetError(

@@ -33,16 +33,23 @@ from typing import NamedTuple
 
 __all__ = [
     "ENV_TAP_EVENTS",
+    "TAP_CONTROL_KIND",
     "TAP_EVENT_KIND",
+    "TAP_SWITCHED_KIND",
+    "TapSwitch",
     "TapPublisher",
     "TapRecord",
     "TapRecorder",
     "publish_from_env",
     "records_from_payload",
+    "switch_for",
+    "tap_events_on",
 ]
 
 ENV_TAP_EVENTS = "NBDIST_TAP_EVENTS"
 TAP_EVENT_KIND = "tap"
+TAP_CONTROL_KIND = "tap_control"  # switches a running cluster's TapSwitches
+TAP_SWITCHED_KIND = "tap_switched"  # a task's answer: its switch is set
 _FIELDS = 7
 
 
@@ -168,11 +175,110 @@ class TapPublisher:
         self._thread.join(5.0)
 
 
+def tap_events_on(environ=None, default: bool = False) -> bool:
+    """Whether ``NBDIST_TAP_EVENTS`` says to publish taps: 1/true/yes on,
+    0/false/no off, unset (or anything else) ``default``."""
+    environ = os.environ if environ is None else environ
+    value = environ.get(ENV_TAP_EVENTS, "").strip().lower()
+    if value in ("1", "true", "yes"):
+        return True
+    if value in ("0", "false", "no"):
+        return False
+    return default
+
+
+class TapSwitch:
+    """Whether a server publishes its tap's records (a ``TapPublisher`` while
+    on), switchable while it runs: ``set(on)`` here, or from anywhere a
+    ``"tap_control"`` event (payload ``{"on": true}``, optionally
+    ``"tasks": [...]``) on the cluster's coordination service, which
+    ``follow`` watches from the oldest event kept (a restarted task takes the
+    last switch). Off, the tap costs nothing.
+
+    >>> from nbdist.runtime.tap import Tap, TapEvent
+    >>> published = []
+    >>> switch = TapSwitch(Tap(), lambda kind, payload: published.append(payload))
+    >>> switch.on
+    False
+    >>> switch.set(True)
+    >>> switch.on, switch.set(False), switch.on
+    (True, None, False)
+    """
+
+    def __init__(self, tap, publish: Callable[[str, dict], None], on: bool = False,
+                 task: str = ""):
+        self._tap, self._publish, self.task = tap, publish, task
+        self._publisher: TapPublisher | None = None
+        self._lock = threading.Lock()
+        self._watch = None
+        self.set(on)
+
+    @property
+    def on(self) -> bool:
+        return self._publisher is not None
+
+    def set(self, on: bool) -> None:
+        with self._lock:
+            if on and self._publisher is None:
+                self._publisher = TapPublisher(self._tap, self._publish)
+            elif not on and self._publisher is not None:
+                self._publisher.close()
+                self._publisher = None
+
+    def follow(self, client) -> None:
+        """Applies the ``"tap_control"`` events of ``client`` (a coordination
+        client; this switch closes it), in a thread, until ``close``."""
+        self._watch = client.watch(0, kinds=[TAP_CONTROL_KIND], owns_client=True)
+        threading.Thread(target=self._follow, args=(self._watch,), daemon=True,
+                         name="nbdist-tap-switch").start()
+
+    def _follow(self, watch) -> None:
+        try:
+            for event in watch:
+                tasks = event.payload.get("tasks") or ()
+                if not tasks or self.task in tasks:
+                    on = bool(event.payload.get("on"))
+                    self.set(on)
+                    # The answer the switching notebook waits for.
+                    self._publish(TAP_SWITCHED_KIND, {
+                        "on": on, "id": str(event.payload.get("id", ""))})
+        except Exception:  # noqa: BLE001 - observing must never fail the task
+            return
+
+    def close(self) -> None:
+        watch, self._watch = self._watch, None
+        if watch is not None:
+            watch.stop()
+        self.set(False)
+
+
+def switch_for(server, environ=None) -> TapSwitch | None:
+    """``server``'s ``TapSwitch``, on when ``NBDIST_TAP_EVENTS`` says so and
+    following the cluster's ``"tap_control"`` events (None when the server
+    publishes no events)."""
+    worker = getattr(getattr(server, "master", None), "local_worker", None)
+    publish = getattr(worker, "publish", None)
+    if publish is None:
+        return None
+    switch = TapSwitch(server.tap, publish, tap_events_on(environ),
+                       task=server.task_name)
+    from nbdist.runtime import transports
+    from nbdist.runtime.coordination import LocalCoordinationClient
+
+    service = getattr(server, "coordination_service", None)
+    try:
+        client = (LocalCoordinationClient(service) if service is not None
+                  else transports.connect_coordination(server.coordination_target))
+    except Exception:  # noqa: BLE001 - no service to follow: the env's switch only
+        return switch
+    switch.follow(client)
+    return switch
+
+
 def publish_from_env(server, environ=None) -> TapPublisher | None:
     """A ``TapPublisher`` of ``server``'s tap through its worker's event
     publishing when ``NBDIST_TAP_EVENTS`` is set to 1 (else None)."""
-    environ = os.environ if environ is None else environ
-    if environ.get(ENV_TAP_EVENTS, "").strip().lower() not in ("1", "true", "yes"):
+    if not tap_events_on(environ):
         return None
     worker = getattr(getattr(server, "master", None), "local_worker", None)
     publish = getattr(worker, "publish", None)

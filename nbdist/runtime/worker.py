@@ -22,6 +22,7 @@ from nbdist.executor.rendezvous import Rendezvous, make_key, parse_key
 from nbdist.executor.resources import ResourceMgr
 from nbdist.framework.device import DeviceSpec
 from nbdist.runtime.collective import CollectiveExecutor
+from nbdist.runtime.device_attributes import task_devices
 from nbdist.runtime.interfaces import TensorTransport
 from nbdist.runtime.partition import task_of
 from nbdist.runtime.tensor_store import ParkedTensors, PushedTensors
@@ -71,10 +72,12 @@ def cpu_device(task_name: str, index: int = 0) -> str:
 
 
 class Worker:
-    """One task: ``/job:J/replica:0/task:T`` with ``num_cpus`` CPU devices."""
+    """One task: ``/job:J/replica:0/task:T`` with ``num_cpus`` CPU devices (and
+    ``num_gpus`` virtual GPU devices, CPU-backed: see ``device_attributes``)."""
 
     def __init__(self, task_name: str = "/job:localhost/replica:0/task:0",
-                 num_cpus: int = 1, *, incarnation: int | None = None,
+                 num_cpus: int = 1, *, num_gpus: int = 0,
+                 incarnation: int | None = None,
                  transport: TensorTransport | None = None,
                  publish: Callable[[str, dict], None] | None = None,
                  task_states: Callable[[list[str]], list] | None = None,
@@ -93,7 +96,7 @@ class Worker:
         the worker's."""
         self.task_name = task_name
         self.incarnation = incarnation or new_incarnation()
-        self.devices = [cpu_device(task_name, i) for i in range(max(1, num_cpus))]
+        self.devices = task_devices(task_name, num_cpus, num_gpus)
         # As TF's devices: resources without a container live in the job's.
         self.default_container = DeviceSpec.from_string(task_name).job or "localhost"
         self._resources = {d: ResourceMgr(self.default_container)

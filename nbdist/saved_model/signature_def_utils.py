@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from nbdist.framework import dtypes, ops
 from nbdist.proto import meta_graph_pb2
 from nbdist.saved_model import signature_constants
 from nbdist.saved_model.utils import build_tensor_info
@@ -52,30 +53,31 @@ def is_valid_signature(signature_def) -> bool:
     return bool(signature_def.outputs) and all(i.name for i in infos)
 
 
-def _string_input(examples, what):
-    from nbdist.framework import dtypes
-    from nbdist.framework.ops import Tensor
-
+def _string_examples(examples, what):
     if examples is None:
-        raise ValueError(f"{what} examples cannot be None.")
-    if not isinstance(examples, Tensor):
-        raise ValueError(f"{what} examples must be a string Tensor.")
-    if examples.dtype.base_dtype is not dtypes.string:
-        raise ValueError(f"{what} examples must be a string Tensor.")
-    return {signature_constants.CLASSIFY_INPUTS: build_tensor_info(examples)}
+        raise ValueError(f"{what} `examples` cannot be None.")
+    if not isinstance(examples, ops.Tensor) or examples.dtype != dtypes.string:
+        raise ValueError(f"{what} `examples` must be a string Tensor. "
+                         f"Found `examples` of type {type(examples)}.")
+    return build_tensor_info(examples)
 
 
 def classification_signature_def(examples, classes, scores):
-    """The classify ``SignatureDef``: serialized ``examples`` (a string tensor)
-    in, ``classes`` (strings) and/or ``scores`` (floats) out."""
-    inputs = _string_input(examples, "Classification")
+    """The classify ``SignatureDef``: serialized ``examples`` in, string
+    ``classes`` and/or float ``scores`` out (``tensorflow/serving/classify``)."""
+    inputs = {signature_constants.CLASSIFY_INPUTS:
+              _string_examples(examples, "Classification")}
     if classes is None and scores is None:
-        raise ValueError("Classification classes and scores cannot both be None.")
+        raise ValueError("Classification `classes` and `scores` cannot both be None.")
     outputs = {}
     if classes is not None:
+        if classes.dtype != dtypes.string:
+            raise ValueError("Classification classes must be of type string Tensor.")
         outputs[signature_constants.CLASSIFY_OUTPUT_CLASSES] = build_tensor_info(
             classes)
     if scores is not None:
+        if scores.dtype != dtypes.float32:
+            raise ValueError("Classification scores must be a float Tensor.")
         outputs[signature_constants.CLASSIFY_OUTPUT_SCORES] = build_tensor_info(
             scores)
     return build_signature_def(inputs, outputs,
@@ -84,10 +86,13 @@ def classification_signature_def(examples, classes, scores):
 
 def regression_signature_def(examples, predictions):
     """The regress ``SignatureDef``: serialized ``examples`` in, float
-    ``predictions`` out."""
-    inputs = _string_input(examples, "Regression")
+    ``predictions`` out (``tensorflow/serving/regress``)."""
+    inputs = {signature_constants.REGRESS_INPUTS:
+              _string_examples(examples, "Regression")}
     if predictions is None:
-        raise ValueError("Regression predictions cannot be None.")
+        raise ValueError("Regression `predictions` cannot be None.")
+    if predictions.dtype != dtypes.float32:
+        raise ValueError("Regression output must be a float Tensor.")
     return build_signature_def(
         inputs, {signature_constants.REGRESS_OUTPUTS: build_tensor_info(predictions)},
         signature_constants.REGRESS_METHOD_NAME)

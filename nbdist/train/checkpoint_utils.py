@@ -126,9 +126,6 @@ def init_from_checkpoint(ckpt_dir_or_file, assignment_map):
     ``scope2/`` (``"/"`` is the root). Run the initializers afterwards, as
     usual.
     """
-    from nbdist.framework.constant_op import constant
-    from nbdist.framework.ops import get_default_graph
-    from nbdist.ops.state_ops import assign
     from nbdist.ops.variables import Variable, global_variables
 
     reader = load_checkpoint(ckpt_dir_or_file)
@@ -147,7 +144,6 @@ def init_from_checkpoint(ckpt_dir_or_file, assignment_map):
             if target not in by_name:
                 raise ValueError(f"Tensor {target} is not found in the graph")
             pairs.append((ckpt_name, by_name[target]))
-    g = get_default_graph()
     for ckpt_name, var in pairs:
         if not reader.has_tensor(ckpt_name):
             raise ValueError(f"Tensor {ckpt_name} is not found in "
@@ -157,7 +153,17 @@ def init_from_checkpoint(ckpt_dir_or_file, assignment_map):
             raise ValueError(f"Shape of variable {var.op.name} ({var.shape}) "
                              f"doesn't match with shape of tensor {ckpt_name} "
                              f"({list(value.shape)}) from checkpoint reader.")
-        with g.as_default(), g.colocate_with(var.op), g.name_scope(
-                var.op.name + "/init_from_checkpoint"):
-            var._initializer_op = assign(
-                var._ref(), constant(value, dtype=var.dtype.base_dtype)).op
+        set_initial_value(var, value)
+
+
+def set_initial_value(var, value):
+    """Makes ``var``'s initializer assign ``value`` (a NumPy array) instead:
+    how a checkpoint, or a value computed from one, warm-starts a variable."""
+    from nbdist.framework.constant_op import constant
+    from nbdist.ops.state_ops import assign
+
+    g = var.graph
+    with g.as_default(), g.colocate_with(var.op), g.name_scope(
+            var.op.name + "/init_from_checkpoint"):
+        var._initializer_op = assign(
+            var._ref(), constant(value, dtype=var.dtype.base_dtype)).op

@@ -385,9 +385,21 @@ def create_slot_with_initializer(primary, initializer, shape, dtype, name):
     g = primary.graph
     with g.as_default(), g.name_scope(None), g.control_dependencies(None), \
             g.colocate_with(primary.op):
-        return Variable(lambda: initializer(shape, dtype=dtype),
+        slot = Variable(lambda: initializer(shape, dtype=dtype),
                         name=primary.op.name + "/" + name, trainable=False,
                         dtype=dtype)
+    info = getattr(primary, "_save_slice_info", None)
+    n = slot.shape.rank
+    if info is not None and (n is None or n > 0):
+        # The shard of a partitioned variable has its slot saved as the slot of
+        # the whole variable (``<full name>/<slot>``), as TF's slot_creator.
+        from nbdist.ops.partitioned_variables import SaveSliceInfo
+
+        real_name = slot.op.name[len(primary.op.name) + 1:]  # "Ftrl_1" if taken
+        slot._set_save_slice_info(SaveSliceInfo(
+            info.full_name + "/" + real_name, info.full_shape[:n], info.var_offset[:n],
+            info.var_shape[:n]))
+    return slot
 
 
 def create_zeros_slot(primary, name, dtype=None):

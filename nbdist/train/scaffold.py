@@ -124,10 +124,12 @@ class Scaffold:
 
     @staticmethod
     def default_local_init_op():
-        """Initialises the local variables."""
+        """Initialises the local variables and the lookup tables (as TF)."""
         from nbdist.ops.variables import local_variables
 
-        return _initializer(local_variables(), "init")
+        tables = get_default_graph().get_collection(GraphKeys.TABLE_INITIALIZERS)
+        with get_default_graph().control_dependencies(tables):
+            return _initializer(local_variables(), "init")
 
 
 def _initializer(var_list, name):

@@ -71,11 +71,11 @@ def test_the_ring_shows_without_javascript(tmp_path, shots):
                 box = ring.bounding_box()
                 assert box and box["width"] > 150 and box["height"] > 150, box
                 labels = ring.locator(".nbdist-link text").all_text_contents()
-                assert all(re.fullmatch(r"8\.0 MiB · ?\d+ MB/s", t) for t in labels), (
+                assert all(re.fullmatch(r"8\.0 MiB · ?\d+ MiB/s", t) for t in labels), (
                     labels)
             text = view.inner_text()
-            assert re.search(r"worker:2 → worker:0\s+32\.0 MiB\s+4\s+\d+ MB/s", text), (
-                text)
+            assert re.search(r"worker:2 → worker:0\s+32\.0 MiB\s+4\s+\d+ MiB/s",
+                             text), text
             view.screenshot(path=str(shots / "ring.png"))
         finally:
             browser.close()

@@ -93,7 +93,7 @@ FACES = {
     ],
     "08-conv-net-across-workers": [
         ("%load_ext nbdist", r"Cluster · 4 tasks: 4 stopped"),
-        ("nd.notebook.PlacementView", r"27 variables on 4 devices"),
+        ("nd.notebook.PlacementView", r"27 variables on 3 devices"),
         ("nd.notebook.PlacementView", "svg"),
         ("%%cluster", r"step +20 +loss"),
     ],

@@ -7,6 +7,9 @@
   ``nd.compat.v1.app.flags`` are one module with one ``FLAGS``.
 * TF1's ``DEFINE_*`` (also with its old keywords ``flag_name``,
   ``default_value``, ``docstring``, and ``flag_values=tf.flags.FLAGS``).
+* A program that defines a flag absl's own modules define (``log_dir``, ``v``
+  from ``absl.logging``) runs, with its definition (TF <= 1.13 accepted it);
+  a flag the program defines twice is still absl's ``DuplicateFlagError``.
 """
 
 from __future__ import annotations
@@ -123,3 +126,32 @@ def test_setting_a_flag_value_through_the_wrapper():
         assert nd.flags.FLAGS["nd_test_settable"].value == 5
     finally:
         delattr(nd.flags.FLAGS, "nd_test_settable")
+
+
+_REDEFINING = """
+import nbdist as nd
+tf = nd.compat.v1
+tf.app.flags.DEFINE_string("log_dir", "/tmp/program_default", "the program's logs")
+tf.app.flags.DEFINE_integer("v", 3, "the program's own v")
+FLAGS = tf.app.flags.FLAGS
+
+def main(argv):
+    print(FLAGS.log_dir, FLAGS.v, FLAGS["log_dir"].help, argv[1:])
+
+tf.app.run()
+"""
+
+
+def test_program_redefining_absl_logging_flags_runs_with_its_definitions():
+    p = subprocess.run([sys.executable, "-c", _REDEFINING, "--log_dir=/tmp/run1",
+                        "--v=5", "pos"], capture_output=True, text=True,
+                       timeout=120, cwd=CWD, check=False)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split("\n")[0] == "/tmp/run1 5 the program's logs ['pos']"
+
+
+def test_a_flag_the_program_defines_twice_is_still_an_error():
+    fv = absl_flags.FlagValues()
+    nd.flags.DEFINE_string("twice", "a", "first", flag_values=fv)
+    with pytest.raises(absl_flags.DuplicateFlagError, match="twice"):
+        nd.flags.DEFINE_string("twice", "b", "second", flag_values=fv)

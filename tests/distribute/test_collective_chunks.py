@@ -271,7 +271,7 @@ def test_the_views_static_face_draws_every_step_without_javascript():
     for label in ("reduce-scatter step 1", "reduce-scatter step 2",
                   "all-gather step 1", "all-gather step 2"):
         assert label in html and label in bundle["text/plain"]
-    assert "1.0 MiB · <tspan" in html and ">210 MB/s</tspan>" in html  # 1 MiB in 5 ms
+    assert "1.0 MiB · <tspan" in html and ">200 MiB/s</tspan>" in html  # 1 MiB in 5 ms
     assert "worker:2 → worker:0" in html  # the link table
     assert bundle["text/plain"].startswith(
         "CollectiveView: all-reduce over 3 tasks: 12 chunks moved 12.0 MiB in 4 "

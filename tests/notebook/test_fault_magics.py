@@ -75,7 +75,8 @@ def test_fault_magics_on_an_owned_cluster(ip, capsys):
             _read_on_worker1(target)
         ip.run_line_magic("cluster", "heal")
         assert capsys.readouterr().out.strip() == (
-            "healed ps:0, worker:1: no fault injected")
+            "healed: removed worker:1 slowed by 20 ms; link worker:1 ↔ ps:0 cut "
+            "(no fault left)")
         value, _ = _read_on_worker1(target)
         np.testing.assert_array_equal(value, [0.0, 2.0, 4.0])
 

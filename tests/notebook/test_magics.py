@@ -8,8 +8,9 @@ from __future__ import annotations
 import json
 import time
 
+import numpy as np
 import pytest
-from helpers import pid_alive, wait_gone
+from helpers import pid_alive, wait_for, wait_gone
 from IPython.core.error import UsageError
 
 pytestmark = pytest.mark.slow
@@ -55,7 +56,7 @@ def test_errors_without_a_cluster_are_one_line(ip, capsys):
     for line in ("status", "stop", "kill worker:1", "placement"):
         assert _usage_error(ip, line).startswith("no cluster is running")
     assert "no cluster is running" in _usage_error(ip, "", "1 + 1")
-    assert "unrecognized arguments" in _usage_error(ip, "start --gpus 2")
+    assert "unrecognized arguments" in _usage_error(ip, "start --tpus 2")
     # As the user sees it: one line, no traceback.
     ip.run_cell("%cluster frobnicate")
     err = capsys.readouterr().err
@@ -222,6 +223,64 @@ def test_placement_and_timeline(ip, started):
     assert "cannot evaluate 'nope'" in _usage_error(ip, "placement nope")
 
 
+def test_clusters_the_notebook_starts_record_their_traffic(ip, started):
+    """``%cluster start`` (no flag): the tasks publish their taps, so
+    ``%cluster traffic`` shows a step's calls (it showed "0 calls" unless
+    NBDIST_TAP_EVENTS=1 came first). Oracle: the step's RunGraph to ps:0."""
+    import nbdist as nd
+
+    traffic = ip.run_line_magic("cluster", "traffic")
+    try:
+        with nd.Graph().as_default():
+            with nd.device("/job:ps/task:0"):
+                v = nd.Variable(nd.ones([8]), name="v")
+            with nd.device("/job:worker/task:0"):
+                y = nd.reduce_sum(v * 2.0)
+            with nd.Session(ip.user_ns["target"]) as sess:
+                sess.run(v.initializer)
+                assert sess.run(y) == 16.0
+        wait_for(lambda: any(r.kind == "RunGraph" and r.destination.endswith(
+            "/job:ps/replica:0/task:0") for r in traffic.records()), 20,
+            "the step's RunGraph to ps:0")
+        assert not repr(traffic).startswith("TrafficView: 0 calls")
+    finally:
+        traffic.close()
+
+
+def test_traffic_recording_switches_on_a_running_cluster(ip, started, capsys):
+    """``%cluster traffic off``, a step, ``%cluster traffic on``, a step: every
+    task answers each switch, and the view holds the second step's tensor
+    (8 KB) but not the first's (4 KB). The tasks are processes: the switch
+    reaches them through the coordination service."""
+    import nbdist as nd
+
+    traffic = ip.run_line_magic("cluster", "traffic")
+    try:
+        def read(n):
+            with nd.Graph().as_default():
+                with nd.device("/job:ps/task:0"):
+                    v = nd.Variable(np.zeros(n, np.float32), name=f"traffic{n}")
+                with nd.device("/job:worker/task:0"):
+                    y = v + 1.0
+                with nd.Session(ip.user_ns["target"]) as sess:
+                    sess.run(v.initializer)
+                    sess.run(y)
+
+        capsys.readouterr()
+        ip.run_line_magic("cluster", "traffic off")
+        assert capsys.readouterr().out == "traffic recording off on 3 of 3 tasks\n"
+        read(1024)  # 4 KB from ps:0 to worker:0, unrecorded
+        ip.run_line_magic("cluster", "traffic on")
+        assert capsys.readouterr().out == "traffic recording on on 3 of 3 tasks\n"
+        read(2048)
+        wait_for(lambda: any(r.nbytes == 8192 for r in traffic.records()), 20,
+                 "the second step's 8 KB tensor")
+        assert not any(r.nbytes == 4096 for r in traffic.records())
+    finally:
+        traffic.close()
+    assert "takes on or off" in _usage_error(ip, "traffic maybe")
+
+
 def test_kill_status_restart(ip, started, capsys):
     view, _ = started
     cluster = ip.user_ns["cluster"]
@@ -305,7 +364,11 @@ def test_magics_in_a_real_kernel_with_nbclient(kernel_name):
     assert "text/html" in bundle and "nbdist-task" in bundle["text/html"]
     task_pids = json.loads(_text(pids).split("]")[0] + "]")
     assert "{'worker:0': 0, 'worker:1': 2}" in _text(cell)
-    assert cell.outputs[0].data == {}  # the live display, emptied when it ended
+    # The live display keeps one line when its widget goes (never empty).
+    assert cell.outputs[0].data == {
+        "text/plain": "%%cluster on worker:0, worker:1 (each task's output below)",
+        "text/html": "<div class='muted'>%%cluster on worker:0, worker:1 (each "
+                     "task's output below)</div>"}
     # The finished view: static forms only (with saved widget state, nbconvert
     # and JupyterLab would draw a widget instead of its html).
     finished = cell.outputs[1].data
@@ -343,3 +406,16 @@ def test_no_process_left_after_a_kernel_restart(kernel_name, how):
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+
+
+def test_timeline_with_nothing_traced_says_so_in_one_line(ip, capsys, monkeypatch):
+    """A bare ``%cluster timeline`` before any traced step: one line, no
+    exception (it raised, which stops Run All)."""
+    from nbdist.runtime import session
+
+    monkeypatch.setattr(session, "_last_traced", [None])
+    capsys.readouterr()
+    assert ip.run_line_magic("cluster", "timeline") is None
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and "no step traced yet" in out
+

@@ -64,6 +64,12 @@ def test_notebooks_are_stored_with_outputs():
         assert any(c["outputs"] for c in code), f"{path.name} has no outputs"
         ignored = [c for c in code if "NBVAL_IGNORE_OUTPUT" in "".join(c["source"])]
         assert len(ignored) <= 1, f"{path.name}: too many unchecked cells"
+        # An output with nothing to show (nbconvert warns of each; %%cluster's
+        # live widget left one behind when it was emptied at the cell's end).
+        empty = [i for i, c in enumerate(nb["cells"]) for o in c.get("outputs", ())
+                 if o["output_type"] in ("display_data", "execute_result")
+                 and not o.get("data")]
+        assert not empty, f"{path.name}: empty outputs in cells {empty}"
 
 
 @pytest.mark.slow

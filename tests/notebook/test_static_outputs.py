@@ -137,8 +137,8 @@ def test_barrier_view_says_what_rounds_mean():
 
 def test_barrier_view_counts_backup_workers_even_when_a_round_took_every_gradient():
     """replicas_to_aggregate=2 of 3 workers: a round takes every gradient that
-    came before its take, so one round may hold 3; 2 are still what a round
-    needs."""
+    came before its take, so one round may hold 3; 2 (what the take asks for)
+    are still what a round needs."""
     from nbdist.notebook import BarrierView
     from nbdist.notebook.barrier_rounds import RoundTracker
     from nbdist.notebook.widget_barrier import BarrierRecord
@@ -155,7 +155,7 @@ def test_barrier_view_counts_backup_workers_even_when_a_round_took_every_gradien
     assert [len(r.arrivals) for r in rounds.done] == [2, 3, 2]
     view = BarrierView(live=False)
     view.state.barriers["sync"] = BarrierRecord(
-        "sync", "SyncReplicas", workers, ["worker:0"], 3, rounds=rounds
+        "sync", "SyncReplicas", workers, ["worker:0"], 3, rounds=rounds, needed=2
     )
     assert "round 4: 1 of 2 needed of 3 arrived (worker:0), waiting for 1 more" in repr(
         view

@@ -80,3 +80,79 @@ def test_async_and_sync_runs_share_the_global_step_axis():
     fig = view.figure()
     labels = sorted(t.get_text() for t in fig.axes[0].texts)
     assert labels == ["async", "sync"]  # each run labelled at its end
+
+
+def test_end_labels_never_overlap_and_stay_in_the_figure():
+    """Three runs ending at one point (03: "sync" was buried under
+    "async/worker…"): the labels' boxes, as drawn, do not intersect."""
+    from matplotlib.text import Text
+
+    view = TrainingView(live=False)
+    for s in range(100):
+        view.record("async/worker0", 2 * s, 1 / (1 + s), wall_time=100 + s * 0.01)
+        view.record("async/worker1", 2 * s + 1, 1.02 / (1 + s),
+                    wall_time=100 + s * 0.01)
+    for s in range(50):
+        view.record("sync", 150 + s, 0.99 / (1 + 2 * s), wall_time=103 + s * 0.02)
+    fig = view.figure()
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    boxes = {t.get_text(): Text.get_window_extent(t, renderer)
+             for t in fig.axes[0].texts}
+    assert sorted(boxes) == ["async/worker0", "async/worker1", "sync"]
+    names = sorted(boxes)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            assert not boxes[a].overlaps(boxes[b]), (a, b)
+    width, height = fig.canvas.get_width_height()
+    for box in boxes.values():
+        assert 0 <= box.x0 and box.x1 <= width and 0 <= box.y0 and box.y1 <= height
+
+
+def test_the_axis_says_which_step_it_plots():
+    assert TrainingView(live=False).x_label() == "global step"
+    view = TrainingView(live=False, steps="local")
+    view.record("worker:0", 1, 1.0)
+    assert view.figure().axes[0].get_xlabel() == "each worker's own step"
+    with pytest.raises(ValueError, match="steps must be one of"):
+        TrainingView(live=False, steps="epoch")
+
+
+def test_steps_per_sec_breaks_over_an_idle_gap_of_a_few_step_times():
+    """Steps every 10 ms, idle 1 s, steps again (03's two runs; the old rule
+    needed a gap of 2 s): two lines, none drawn across the gap."""
+    view = TrainingView(live=False)
+    times = [100 + 0.01 * i for i in range(30)] + [101.3 + 0.01 * i for i in range(30)]
+    for i, t in enumerate(times):
+        view.record("w", i, 1.0, wall_time=t)
+    xs, ys = view.steps_per_sec()["w"]
+    gaps = [i for i, x in enumerate(xs) if np.isnan(x)]
+    assert len(gaps) == 1
+    parts = xs[: gaps[0]], xs[gaps[0] + 1:]
+    assert max(parts[0]) < 0.3 and min(parts[1]) > 1.3  # nothing spans the gap
+    np.testing.assert_allclose([y for y in ys if not np.isnan(y)], 100.0, rtol=1e-6)
+
+
+def test_the_tours_curves_log_the_step_their_axis_names():
+    """Every summary the tour's cells write for a TrainingView is written at
+    the global step the same ``sess.run`` fetched (03 and 07 wrote each
+    worker's own loop counter under an axis that said "global step")."""
+    import json
+    import re
+
+    from helpers import ROOT
+
+    checked = 0
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb")):
+        cells = [("".join(c["source"])) for c in json.loads(path.read_text())["cells"]
+                 if c["cell_type"] == "code"]
+        if not any("TrainingView(" in c and "steps=\"local\"" not in c for c in cells):
+            continue
+        for cell in cells:
+            for step in re.findall(r"add_summary\(\w+, (\w+)\)", cell):
+                fetched = re.search(
+                    rf"(?m)^.*\b{step}\b[^=\n]*= *sess\.run\(\[[^\]]*global_step", cell)
+                assert fetched, f"{path.name}: add_summary(..., {step}) is not the " \
+                    "global step"
+                checked += 1
+    assert checked >= 3

@@ -145,3 +145,19 @@ def test_tensorboard_serves_our_event_files_on_localhost(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_tensorboards_static_card_shows_the_runs_and_a_picture(tmp_path):
+    """07's ``%tensorboard`` output, read without TensorBoard (a static copy):
+    a card naming the runs it served and a PNG of their curves, under the
+    frame (it was a blank 600 px frame)."""
+    from nbdist.notebook.tensorboard_magic import card_html
+
+    _write_runs(tmp_path)
+    html = card_html(str(tmp_path))
+    assert "TensorBoard ran here" in html and "2 runs (worker0, worker1)" in html
+    data = html.split("src='data:image/png;base64,", 1)[1].split("'", 1)[0]
+    image = Image.open(io.BytesIO(base64.b64decode(data)))
+    assert image.size[0] > 400 and image.size[1] > 200
+    empty = card_html(str(tmp_path / "nothing"))
+    assert "no <code>loss</code> curve yet" in empty and "<img" not in empty

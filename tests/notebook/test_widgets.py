@@ -775,3 +775,30 @@ def test_views_survive_a_restart_of_the_task_hosting_the_service_and_stop_with_i
     finally:
         cluster.shutdown()
         view.close()
+
+
+def test_views_with_a_slider_stay_live_after_their_cell_until_frozen():
+    """09 promised a slider over 3 traced steps, 06 a slider and a play
+    button: views that follow nothing were turned into their static face when
+    their cell ended, so no slider was ever there. Now a view with steps to
+    scrub keeps its output live (its widget beside the static face) until
+    ``freeze_scrubbers()``; a one-step view still gets its face at once."""
+    from IPython import get_ipython
+    from IPython.testing.globalipapp import start_ipython
+
+    import nbdist as nd
+    from nbdist.notebook import TimelineView
+    from nbdist.notebook.live_view import freeze_scrubbers
+
+    start_ipython()
+    ip = get_ipython()
+    g = nd.Graph()
+    with g.as_default(), nd.Session() as sess:
+        y = nd.matmul(nd.ones([2, 2]), nd.ones([2, 2]))
+        ip.user_ns["three"] = TimelineView.trace(sess, y, steps=3)
+        ip.user_ns["one"] = TimelineView.trace(sess, y)
+    ip.run_cell("from IPython.display import display\ndisplay(three)\ndisplay(one)")
+    three, one = ip.user_ns["three"], ip.user_ns["one"]
+    assert three.scrubbable() and len(three._handles) == 1  # still live
+    assert not one.scrubbable() and one._handles == []  # its face, at the cell's end
+    assert freeze_scrubbers() >= 1 and three._handles == []

@@ -83,8 +83,6 @@ def test_sparse_sets_and_set_size():
     assert d.values.tolist() == [3, 7] and d.indices.tolist() == [[0, 0], [1, 0]]
     u = run(tf.sets.union(sp, sp))
     assert u.values.tolist() == [1, 2, 2]
-    with pytest.raises(TypeError, match="SparseTensor"):
-        tf.sets.set_size([[1, 2]])
 
 
 def test_set_ops_of_strings_and_rank_check():

@@ -353,9 +353,29 @@ def _publish_push(node, step, acc, local_step, global_step, dropped):
     })
 
 
+def _publish_take(node, step, accs, n):
+    """A ``take_started`` event: the chief's take of a round is waiting for
+    ``num_required`` gradients (``replicas_to_aggregate``: what ``BarrierView``
+    shows as the arrivals a round needs)."""
+    publish = getattr(node.env, "publish", None)
+    if publish is None:
+        return
+    publish("take_started", {
+        "task": getattr(node.env, "task_name", ""),
+        "step_id": int(step.step_id),
+        "accumulators": [a.name for a in accs],
+        "num_required": int(n),
+        "time": time.time(),
+    })
+
+
 @register_kernel("AccumulatorTakeGradient")
 def take_gradient_kernel(node):
-    return lambda step, acc, n: acc.take(step, node.name, n)
+    def compute(step, acc, n):
+        _publish_take(node, step, [acc], n)
+        return acc.take(step, node.name, n)
+
+    return compute
 
 
 @register_kernel("AccumulatorTakeGradients")
@@ -371,6 +391,7 @@ def take_gradients_kernel(node):
                 None, node.name, f"Argument num_required must be positive, but was "
                 f"{n}")
         group = threading.Condition()
+        _publish_take(node, step, accs, n)
         takers = [_Taker(n, group) for _ in accs]
         try:
             for acc, t in zip(accs, takers):

@@ -1,102 +1,68 @@
-"""NumPy kernels of ``nbdist.ops.set_ops``: the sets of each input are grouped by
-their leading indices, combined with Python sets and written back sorted."""
+"""NumPy kernels of ``nbdist.ops.sets_ops``: ``SetSize`` and
+``SparseToSparseSetOperation``."""
 
 from __future__ import annotations
-
-import itertools
 
 import numpy as np
 
 from nbdist.executor.kernel import register_kernel
-from nbdist.executor.kernels.kernel_util import fmt, op_error
-from nbdist.ops import set_ops  # noqa: F401  (registers the ops)
+from nbdist.executor.kernels.kernel_util import fmt, ints, op_error
+from nbdist.ops import sets_ops  # noqa: F401  (registers the ops)
 
 
-def _dense_sets(x):
-    x = np.asarray(x)
-    batch = x.shape[:-1]
-    return batch, {idx: set(x[idx].tolist()) for idx in np.ndindex(*batch)}
-
-
-def _sparse_sets(node, indices, values, shape, validate):
-    indices, shape = np.asarray(indices), np.asarray(shape)
-    if validate and len(indices) > 1:
-        flat = np.ravel_multi_index(indices.T, shape) if shape.all() else None
-        if flat is not None and np.any(np.diff(flat) <= 0):
-            raise op_error(node, "indices are not in canonical (row-major) order "
-                                 "or hold duplicates")
-    sets: dict = {}
-    for idx, v in zip(map(tuple, indices[:, :-1].tolist()),
-                      np.asarray(values).tolist()):
-        sets.setdefault(idx, set()).add(v)
-    return tuple(int(d) for d in shape[:-1]), sets
-
-
-def _combine(operation, a, b):
-    if operation == "intersection":
-        return a & b
-    if operation == "union":
-        return a | b
-    return a - b if operation == "a-b" else b - a
-
-
-def _to_sparse(batch, rows, dtype):
-    members = {idx: sorted(s) for idx, s in rows.items() if s}
-    width = max((len(m) for m in members.values()), default=0)
-    indices = [list(idx) + [j] for idx in sorted(members)
-               for j in range(len(members[idx]))]
-    values = [v for idx in sorted(members) for v in members[idx]]
-    rank = len(batch) + 1
-    return (np.asarray(indices, dtype=np.int64).reshape(len(indices), rank),
-            np.asarray(values, dtype=dtype) if dtype != object
-            else np.array(values + [None], dtype=object)[:-1],
-            np.asarray(list(batch) + [width], dtype=np.int64))
-
-
-def _set_kernel(sparse_a, sparse_b):
-    def factory(node):
-        operation = node.attrs["set_operation"]
-        validate = node.attrs["validate_indices"]
-
-        def compute(step, *inputs):
-            parts = list(inputs)
-            if sparse_a:
-                batch_a, a = _sparse_sets(node, *parts[:3], validate)
-                parts = parts[3:]
-                dtype = np.asarray(inputs[1]).dtype
-            else:
-                batch_a, a = _dense_sets(parts.pop(0))
-                dtype = np.asarray(inputs[0]).dtype
-            batch_b, b = (_sparse_sets(node, *parts, validate) if sparse_b
-                          else _dense_sets(parts[0]))
-            if len(batch_a) != len(batch_b) or (
-                    not (sparse_a or sparse_b) and batch_a != batch_b):
-                raise op_error(node, f"Shapes {fmt(batch_a)} and {fmt(batch_b)} of "
-                                     "the sets' leading dimensions differ")
-            batch = tuple(max(x, y) for x, y in zip(batch_a, batch_b))
-            rows = {idx: _combine(operation, a.get(idx, set()), b.get(idx, set()))
-                    for idx in itertools.chain(a, b)}
-            return _to_sparse(batch, rows, dtype)
-
-        return compute
-
-    return factory
-
-
-register_kernel("DenseToDenseSetOperation")(_set_kernel(False, False))
-register_kernel("DenseToSparseSetOperation")(_set_kernel(False, True))
-register_kernel("SparseToSparseSetOperation")(_set_kernel(True, True))
+def _rows(node, indices, values, shape, what):
+    """{outer index: set of values} of a sparse set tensor, and its shape."""
+    ind, vals, dims = np.asarray(indices), np.asarray(values), ints(shape)
+    if len(dims) < 2:
+        raise op_error(node, f"{what} must have rank >= 2, got shape {fmt(dims)}")
+    rows: dict = {}
+    for k in range(ind.shape[0]):
+        rows.setdefault(tuple(ind[k, :-1].tolist()), set()).add(vals[k])
+    return rows, dims
 
 
 @register_kernel("SetSize")
 def set_size_kernel(node):
-    validate = node.attrs["validate_indices"]
-
     def compute(step, indices, values, shape):
-        batch, sets = _sparse_sets(node, indices, values, shape, validate)
-        out = np.zeros(batch, dtype=np.int32)
-        for idx, s in sets.items():
-            out[idx] = len(s)
+        rows, dims = _rows(node, indices, values, shape, "set")
+        out = np.zeros(dims[:-1], np.int32)
+        for at, s in rows.items():
+            out[at] = len(s)
         return out
+
+    return compute
+
+
+_OPS = {
+    "intersection": lambda a, b: a & b,
+    "union": lambda a, b: a | b,
+    "a-b": lambda a, b: a - b,
+    "b-a": lambda a, b: b - a,
+}
+
+
+@register_kernel("SparseToSparseSetOperation")
+def set_operation_kernel(node):
+    op = node.attrs["set_operation"]
+    op = op.decode() if isinstance(op, bytes) else op
+    if op not in _OPS:
+        raise op_error(node, f"Invalid set_operation {op}")
+
+    def compute(step, a_ind, a_val, a_shape, b_ind, b_val, b_shape):
+        a, da = _rows(node, a_ind, a_val, a_shape, "a")
+        b, db = _rows(node, b_ind, b_val, b_shape, "b")
+        if da[:-1] != db[:-1]:
+            raise op_error(node, f"Shapes {fmt(da)} and {fmt(db)} must match in "
+                                 "all but the last dimension")
+        out_ind, out_val, width = [], [], 0
+        for at in np.ndindex(*da[:-1]):
+            result = sorted(_OPS[op](a.get(at, set()), b.get(at, set())))
+            width = max(width, len(result))
+            for k, v in enumerate(result):
+                out_ind.append(list(at) + [k])
+                out_val.append(v)
+        dtype = np.asarray(a_val).dtype
+        return (np.array(out_ind, np.int64).reshape(-1, len(da)),
+                np.array(out_val, dtype), np.array(list(da[:-1]) + [width], np.int64))
 
     return compute

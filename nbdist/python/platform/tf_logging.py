@@ -1,9 +1,11 @@
-"""``tensorflow.python.platform.tf_logging``, forwarded to nbdist's own names."""
+"""``tensorflow.python.platform.tf_logging`` is ``nbdist.train.tf_logging``, the
+same module object nbdist's hooks and sessions log through, so a program's
+``mock.patch.object(tf_logging, "info")`` sees nbdist's own log calls."""
 
 from __future__ import annotations
 
-from nbdist.python._forward import forward
+import sys
 
-__getattr__, __dir__ = forward(__name__, "tensorflow.python.platform.tf_logging", [
-    "nbdist.compat.tf_logging",
-])
+from nbdist.train import tf_logging as _tf_logging
+
+sys.modules[__name__] = _tf_logging

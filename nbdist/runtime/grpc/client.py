@@ -40,6 +40,7 @@ from nbdist.proto import (
     worker_service_pb2_grpc,
 )
 from nbdist.runtime import transports
+from nbdist.runtime.faults import owner_credential
 from nbdist.runtime.grpc import auth, coding
 from nbdist.runtime.grpc.rpc import (
     RETRIES,
@@ -327,13 +328,17 @@ class GrpcWorkerClient:
             retry=Retry.SAFE,
         )
 
-    def set_faults(self, rules) -> list:
-        """Sets the task's injected faults (``runtime.faults``); returns them."""
-        request = worker_pb2.SetFaultsRequest()
+    def set_faults(self, rules, removed: list | None = None) -> list:
+        """Sets the task's injected faults (``runtime.faults``) as the cluster's
+        owner (this process's ``owner_credential()``); returns them, and adds
+        the rules they replaced to ``removed``."""
+        request = worker_pb2.SetFaultsRequest(owner=owner_credential())
         for kind, peer, delay_s in rules:
             request.rule.add(kind=kind, peer=peer, delay_s=delay_s)
         resp = self._rpc.call("SetFaults", self._stub.SetFaults, request,
                               CONTROL_TIMEOUT_S, retry=Retry.SAFE)
+        if removed is not None:
+            removed.extend((r.kind, r.peer, r.delay_s) for r in resp.removed)
         return [(r.kind, r.peer, r.delay_s) for r in resp.rule]
 
     def recv_tensor(self, step, key: str, step_id: int | None = None,

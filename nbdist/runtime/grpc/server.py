@@ -30,6 +30,7 @@ from nbdist.proto import config_pb2, server_def_pb2
 from nbdist.runtime import coordination, transports
 from nbdist.runtime.cluster_spec import ClusterSpec, split_address, task_device
 from nbdist.runtime.coordination import CoordinationAgent, LocalCoordinationClient
+from nbdist.runtime.device_attributes import device_counts
 from nbdist.runtime.grpc import auth
 from nbdist.runtime.grpc.admission import AdmissionInterceptor
 from nbdist.runtime.grpc.coordination_client import GrpcCoordinationClient
@@ -306,7 +307,7 @@ class GrpcServer(Server):
                                            parking=parked)
         self._worker = Worker(
             self.task_name,
-            num_cpus=max(1, int(session_config.device_count.get("CPU", 1))),
+            **device_counts(session_config),
             incarnation=self._incarnation,
             transport=transport,
             publish=self._publish,
@@ -483,6 +484,13 @@ class GrpcServer(Server):
         return self._router.faults
 
     @property
+    def peer_path_problems(self) -> list[str]:
+        """Why a peer path of this task does not serve (e.g. another process
+        took its same-host socket's name); also logged and published as a
+        ``peer_path_problem`` event."""
+        return [s.problem for s in self._path_services if s.problem]
+
+    @property
     def master(self) -> Master:
         """This task's master: what sessions of this process use, without RPC."""
         return self._master
@@ -499,6 +507,9 @@ class GrpcServer(Server):
             self._grpc.start()
             for path, service in zip(self._paths, self._path_services):
                 service.start()
+                if service.problem:  # e.g. its same-host name is taken: say so
+                    self._publish("peer_path_problem", {"path": path.name,
+                                                        "problem": service.problem})
                 endpoint = getattr(service, "endpoint", None)
                 if endpoint:  # a port of its own: peers (and sessions) look it up
                     for who in (self.task_name, "@" + self._address):

@@ -12,6 +12,7 @@ import time
 import grpc
 from nbdist.proto import device_attributes_pb2, worker_pb2, worker_service_pb2_grpc
 from nbdist.runtime.grpc import coding
+from nbdist.runtime.device_attributes import device_type_of
 from nbdist.runtime.grpc.servicer_base import (
     MAX_MESSAGE_CHARS,
     Malformed,
@@ -45,7 +46,7 @@ class WorkerServicer(ServicerBase, worker_service_pb2_grpc.WorkerServiceServicer
             for name, inc in self.worker_handler.get_status():
                 resp.device_attributes.append(
                     device_attributes_pb2.DeviceAttributes(
-                        name=name, device_type="CPU", incarnation=inc
+                        name=name, device_type=device_type_of(name), incarnation=inc
                     )
                 )
             return resp
@@ -142,11 +143,13 @@ class WorkerServicer(ServicerBase, worker_service_pb2_grpc.WorkerServiceServicer
 
     def SetFaults(self, request, context):
         def fn(req):
-            rules = self.worker_handler.set_faults(
-                [(r.kind, r.peer, r.delay_s) for r in req.rule])
+            now, removed = self.worker_handler.set_faults(
+                [(r.kind, r.peer, r.delay_s) for r in req.rule], req.owner)
             resp = worker_pb2.SetFaultsResponse()
-            for kind, peer, delay_s in rules:
+            for kind, peer, delay_s in now:
                 resp.rule.add(kind=kind, peer=peer, delay_s=delay_s)
+            for kind, peer, delay_s in removed:
+                resp.removed.add(kind=kind, peer=peer, delay_s=delay_s)
             return resp
 
         return self._serve("SetFaults", request, context, fn)

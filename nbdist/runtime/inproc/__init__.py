@@ -35,6 +35,8 @@ from nbdist.executor.limits import Limits
 from nbdist.proto import config_pb2, server_def_pb2
 from nbdist.runtime import transports
 from nbdist.runtime.cluster_spec import ClusterSpec, task_device
+from nbdist.runtime.device_attributes import device_counts
+from nbdist.runtime.faults import owner_credential
 from nbdist.runtime.master import Master
 from nbdist.runtime.router import PeerRouter
 from nbdist.runtime.server_lib import Server
@@ -127,8 +129,11 @@ class InprocWorkerClient:
     def cleanup_all(self, containers=None) -> None:
         self._handler().cleanup_all(list(containers or []))
 
-    def set_faults(self, rules) -> list:
-        return self._handler().set_faults(list(rules))
+    def set_faults(self, rules, removed: list | None = None) -> list:
+        now, before = self._handler().set_faults(list(rules), owner_credential())
+        if removed is not None:
+            removed.extend(before)
+        return now
 
     def close(self) -> None:
         pass
@@ -221,7 +226,7 @@ class InprocServer(Server):
         self._router = PeerRouter(self.task_name, self._connect, [])
         self._worker = Worker(
             self.task_name,
-            num_cpus=max(1, int(session_config.device_count.get("CPU", 1))),
+            **device_counts(session_config),
             transport=self._router.tensor_transport(
                 InprocTensorTransport(self._address_of)),
             limits=limits)

@@ -37,7 +37,7 @@ import numpy as np
 
 from nbdist import errors
 from nbdist.runtime.samehost.common import ChannelBroken, went_away
-from nbdist.runtime.samehost.wire import Outgoing
+from nbdist.runtime.samehost.wire import Outgoing, wire_dtype
 from nbdist.runtime.timeouts import UNBOUNDED_S, ms_from_seconds, step_time_left
 
 __all__ = ["PushedChunk", "SharedResult", "finish_push", "fresh_flat", "serve_push",
@@ -183,7 +183,7 @@ def serve_push(collectives, header: dict, payload: np.ndarray, fds: list, link,
             raise errors.InvalidArgumentError(
                 None, None, "a collective push carries exactly one tensor")
         e = entries[0]
-        dtype = np.dtype(str(e["d"]))
+        dtype = wire_dtype(e["d"])
         shape = tuple(int(d) for d in e["s"])
         nbytes = int(e["n"])
         if dtype.kind not in _NUMERIC or min(shape, default=0) < 0 or \

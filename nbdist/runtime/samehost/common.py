@@ -10,9 +10,16 @@ from nbdist import errors
 from nbdist.runtime import env
 from nbdist.runtime.transports import ChannelBroken
 
-MAX_CONNECTIONS = 512  # per server: each holds a thread while it waits
+MAX_CONNECTIONS = 512  # proven ones, per server: each holds a thread while it waits
+# Connections that have not proved the secret yet (samehost.hello_slots): a
+# bounded number per source (all tasks of a user are one source on the Unix
+# socket, a host one on TCP: room for a cluster's tasks connecting at once),
+# and their handshake done within the deadline.
+MAX_UNPROVEN = 128
+MAX_UNPROVEN_PER_SOURCE = 64
+HELLO_DEADLINE_S = 5.0
 HELLO_BYTES = 1 << 12
-HELLO_TIMEOUT_S = 10.0
+HELLO_TIMEOUT_S = 5.0  # a read of the handshake
 RECV_POLL_MS = 100  # a blocked pull answers "pending" this often
 RETRY_CONNECT_S = 2.0  # a peer that did not answer here is tried again after
 

@@ -18,9 +18,23 @@ The exchange (JSON frames of ``samehost.wire``)::
 
     client -> server   {"op": "hello", "nonce": Nc}
     server -> client   {"challenge": Ns}                      (server with a secret)
-    client -> server   {"op": "prove", "proof": HMAC(K, client, Nc, Ns, address)}
+    client -> server   {"op": "prove", "proof": HMAC(K, client, Nc, Ns, address, B)}
     server -> client   {"task", "address", "incarnation",
-                        "proof": HMAC(K, server, Nc, Ns, address, task, incarnation)}
+                        "proof": HMAC(K, server, Nc, Ns, address, B, task,
+                                      incarnation)}
+
+``B`` binds both proofs to the channel as each end sees it (``binding``): the
+transport kind and the socket's endpoints (the abstract name; over TCP, the
+server's and the client's address and port). A relay — a process that took
+the same-host name and passes the bytes on to the task's TCP port, or any
+process between two sockets — joins two channels that each end sees
+differently, so neither end's proof passes at the other and the relay never
+sees a request. (So does an address translation between two hosts: their
+calls stay on gRPC.)
+
+On the same-host socket both ends also check the other's user
+(``SO_PEERCRED``): an abstract name has no permission bits, so a process of
+another user could take it or call it; it is refused whatever it proves.
 
 Without a secret a server answers the hello with its task, address and
 incarnation at once (as before) and a client without one accepts that; a
@@ -33,7 +47,9 @@ import hashlib
 import hmac
 import json
 import logging
+import os
 import secrets
+import socket
 import threading
 import time
 
@@ -72,6 +88,30 @@ def _proof(key: bytes, *parts) -> str:
     return hmac.new(key, message, hashlib.sha256).hexdigest()
 
 
+def binding(sock, serving: bool) -> list:
+    """The channel as this end of ``sock`` sees it, the same at both ends of
+    one connection: ``["unix", name]`` or ``["tcp", server, client]``."""
+    if sock.family == socket.AF_UNIX:
+        name = sock.getsockname() if serving else sock.getpeername()
+        return ["unix", name.decode("latin-1") if isinstance(name, bytes) else name]
+    here, there = _endpoint(sock.getsockname()), _endpoint(sock.getpeername())
+    server, client = (here, there) if serving else (there, here)
+    return ["tcp", server, client]
+
+
+def _endpoint(addr) -> str:
+    host = str(addr[0]).removeprefix("::ffff:")  # IPv4 on a dual-stack socket
+    return f"{host}:{addr[1]}"
+
+
+def peer_uid(sock) -> int | None:
+    """The user of the process at the other end of a Unix socket (else None)."""
+    if sock.family != socket.AF_UNIX:
+        return None
+    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+    return int.from_bytes(creds[4:8], "little")
+
+
 def _matches(given, expected: str) -> bool:
     return isinstance(given, str) and hmac.compare_digest(
         given.encode("ascii", "replace"), expected.encode())
@@ -81,15 +121,16 @@ _last_logged: dict = {}
 _log_lock = threading.Lock()
 
 
-def log_refusal(side: str, peer: str, message: str) -> None:
-    """Warns about a refused same-host connection, once per ``_LOG_EVERY_S``
-    for each (side, peer): a peer with other credentials tries again."""
+def log_refusal(side: str, peer: str, message: str,
+                level: int = logging.WARNING) -> None:
+    """Logs a refused same-host connection, once per ``_LOG_EVERY_S`` for each
+    (side, peer): a peer with other credentials tries again."""
     now = time.monotonic()
     with _log_lock:
         if now - _last_logged.get((side, peer), -_LOG_EVERY_S) < _LOG_EVERY_S:
             return
         _last_logged[(side, peer)] = now
-    _log.warning("%s", message)
+    _log.log(level, "%s", message)
 
 
 def client_handshake(sock, address: str, key: bytes | None) -> dict:
@@ -97,6 +138,13 @@ def client_handshake(sock, address: str, key: bytes | None) -> dict:
     (``task``, ``address``, ``incarnation``) once it proved itself. Raises
     ``Refused`` (logged) when either end fails the other's check, the peer's
     OpError for other answers, ChannelBroken-worthy OSError/ValueError."""
+    uid = peer_uid(sock)
+    if uid is not None and uid != os.geteuid():
+        message = (f"The same-host socket of {address} is held by a process of "
+                   f"another user (uid {uid}): refused (gRPC instead)")
+        log_refusal("client", address, message, logging.ERROR)
+        raise Refused(message)
+    channel = binding(sock, serving=False)
     nonce = secrets.token_hex(NONCE_BYTES)
     send_frame(sock, {"op": "hello", "nonce": nonce})
     header = _recv_small(sock)
@@ -116,17 +164,18 @@ def client_handshake(sock, address: str, key: bytes | None) -> dict:
     if not isinstance(challenge, str) or len(challenge) != 2 * NONCE_BYTES:
         raise ValueError(f"malformed same-host challenge from {address}")
     send_frame(sock, {"op": "prove",
-                      "proof": _proof(key, "client", nonce, challenge, address)})
+                      "proof": _proof(key, "client", nonce, challenge, address,
+                                      channel)})
     header = _recv_small(sock)
     _raise_refused_if_unauthenticated(header, address)
     raise_if_error(header)
-    expected = _proof(key, "server", nonce, challenge, address,
+    expected = _proof(key, "server", nonce, challenge, address, channel,
                       header.get("task"), header.get("incarnation"))
     if not _matches(header.get("proof"), expected) or \
             header.get("address") != address:
         message = (f"The same-host socket of {address} answered without the "
-                   "cluster's proof: not used (gRPC instead)")
-        log_refusal("client", address, message)
+                   "cluster's proof for this channel: not used (gRPC instead)")
+        log_refusal("client", address, message, logging.ERROR)
         raise Refused(message)
     return header
 
@@ -136,7 +185,7 @@ def _raise_refused_if_unauthenticated(header: dict, address: str) -> None:
     if isinstance(err, dict) and err.get("code") == errors.UNAUTHENTICATED:
         message = (f"The same-host socket of {address} refused this process's "
                    f"credentials ({str(err.get('message'))[:200]}): gRPC instead")
-        log_refusal("client", address, message)
+        log_refusal("client", address, message, logging.ERROR)
         raise Refused(message)
 
 
@@ -153,6 +202,9 @@ def server_handshake(conn, address: str, task: str, incarnation,
     log); whether the client proved itself. A refused client gets
     ``UNAUTHENTICATED`` and nothing else; nothing of a request is read."""
     conn.settimeout(HELLO_TIMEOUT_S)  # a silent connection is not kept
+    uid = peer_uid(conn)
+    if uid is not None and uid != os.geteuid():
+        return _refuse(conn, task, peer, f"a process of another user, uid {uid}")
     hello = _recv_small(conn)
     nonce = hello.get("nonce")
     if hello.get("op") != "hello" or (key is not None and (
@@ -163,16 +215,20 @@ def server_handshake(conn, address: str, task: str, incarnation,
         send_frame(conn, {"task": task, "address": address,
                           "incarnation": incarnation})
         return True
+    channel = binding(conn, serving=True)
     challenge = secrets.token_hex(NONCE_BYTES)
     send_frame(conn, {"challenge": challenge})
     answer = _recv_small(conn)
     if answer.get("op") != "prove" or not _matches(
-            answer.get("proof"), _proof(key, "client", nonce, challenge, address)):
-        return _refuse(conn, task, peer, "wrong credentials")
+            answer.get("proof"),
+            _proof(key, "client", nonce, challenge, address, channel)):
+        return _refuse(conn, task, peer, "wrong credentials, or a proof made for "
+                       "another channel: a relay, or an address translation "
+                       "between the two ends")
     conn.settimeout(None)
     send_frame(conn, {"task": task, "address": address, "incarnation": incarnation,
                       "proof": _proof(key, "server", nonce, challenge, address,
-                                      task, incarnation)})
+                                      channel, task, incarnation)})
     return True
 
 
@@ -185,5 +241,5 @@ def _refuse(conn, task: str, peer: str, why: str) -> bool:
     return False
 
 
-__all__ = ["Refused", "client_handshake", "cluster_key", "log_refusal",
-           "server_handshake"]
+__all__ = ["Refused", "binding", "client_handshake", "cluster_key", "log_refusal",
+           "peer_uid", "server_handshake"]

@@ -17,13 +17,17 @@ from nbdist import errors
 from nbdist.proto import config_pb2
 from nbdist.runtime.samehost.collective_push import serve_push
 from nbdist.runtime.samehost.common import (
+    HELLO_DEADLINE_S,
     MAX_CONNECTIONS,
+    MAX_UNPROVEN,
+    MAX_UNPROVEN_PER_SOURCE,
     RECV_POLL_MS,
     close_fd,
     socket_name,
     tune_tcp,
 )
-from nbdist.runtime.samehost.handshake import cluster_key, server_handshake
+from nbdist.runtime.samehost.handshake import cluster_key, peer_uid, server_handshake
+from nbdist.runtime.samehost.hello_slots import HelloSlots
 from nbdist.runtime.samehost.wire import (
     ChannelClosed,
     Link,
@@ -177,8 +181,12 @@ class SameHostService:
         self._tcp_bind = tcp_bind
         self._reserved_ports = reserved_ports
         self.endpoint: str | None = None
+        self.problem: str | None = None  # why it could not serve, for the owner
         self._listener: socket.socket | None = None
         self._conns: set = set()
+        self._proven = 0  # connections past their handshake
+        self._unproven = HelloSlots(MAX_UNPROVEN_PER_SOURCE, MAX_UNPROVEN,
+                                    HELLO_DEADLINE_S)
         self._lock = threading.Lock()
         self._stopped = False
         self._thread = threading.Thread(target=self._accept, daemon=True,
@@ -205,9 +213,13 @@ class SameHostService:
                 listener.listen(128)
             except OSError as e:
                 listener.close()
-                _log.warning("%s: no same-host path (%s is taken: %s); peers use "
-                             "gRPC", self.worker.task_name,
-                             socket_name(self._address)[1:], e)
+                # Another process holds our name: peers that trust it would
+                # reach it, not us (their handshake refuses it; still, say so).
+                self.problem = (f"{self.worker.task_name}: no same-host path: its "
+                                f"socket @{socket_name(self._address)[1:]} is "
+                                f"taken by another process ({e}); peers on this "
+                                "host use gRPC and refuse whoever holds the name")
+                _log.error("%s", self.problem)
                 return
         self._listener = listener
         self._hangups = _Hangups()
@@ -239,10 +251,16 @@ class SameHostService:
             except OSError:
                 return  # stopped
             with self._lock:
-                if self._stopped or len(self._conns) >= MAX_CONNECTIONS:
+                if self._stopped or self._proven >= MAX_CONNECTIONS:
                     conn.close()
                     continue
                 self._conns.add(conn)
+            try:
+                source = _source(conn)
+            except OSError:  # it went away already
+                source = "gone"
+            for old in self._unproven.enter(conn, source):
+                _shut(old)  # its thread ends on the closed socket
             if conn.family != socket.AF_UNIX:
                 tune_tcp(conn)
             threading.Thread(target=self._serve, args=(conn,), daemon=True,
@@ -251,8 +269,15 @@ class SameHostService:
     def _serve(self, conn: socket.socket):
         link = Link(shares_memory=conn.family == socket.AF_UNIX, serves=True)
         on_hangup = None
+        proven = False
         try:
-            if self._hello(conn):
+            try:
+                proven = self._hello(conn)
+            finally:
+                self._unproven.leave(conn)
+            if proven:
+                with self._lock:
+                    self._proven += 1
                 on_hangup = self._hangups.watch(conn)
                 while True:
                     header, payload, fds = recv_frame(conn, self._max_payload)
@@ -270,6 +295,7 @@ class SameHostService:
         finally:
             with self._lock:
                 self._conns.discard(conn)
+                self._proven -= proven
             if on_hangup is not None:
                 self._hangups.unwatch(conn)
             conn.close()
@@ -473,6 +499,14 @@ def _peer(conn) -> str:
     creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
     pid = int.from_bytes(creds[:4], "little")
     return f"samehost:pid{pid}"
+
+
+def _source(conn) -> str:
+    """Where an unproven connection comes from, for its slots: a TCP peer's
+    address, a Unix peer's user."""
+    if conn.family != socket.AF_UNIX:
+        return "tcp:" + str(conn.getpeername()[0])
+    return f"uid:{peer_uid(conn)}"
 
 
 def _shut(conn) -> None:

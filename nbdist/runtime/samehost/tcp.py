@@ -153,6 +153,7 @@ class _NotServing:
     """The TCP path of a task only this host can reach: no port."""
 
     endpoint = None
+    problem = None
 
     def start(self):
         pass

@@ -33,6 +33,7 @@ import threading
 import weakref
 
 import numpy as np
+from google.protobuf import message
 
 from nbdist import errors
 from nbdist.framework import tensor_util
@@ -54,6 +55,20 @@ _WINDOWS_KEPT = 8  # spans of one peer result kept mapped (its pieces)
 _PREFIX = struct.Struct("<IQ")
 _ALIGN = 64
 _NUMERIC_KINDS = "biufc"
+# The dtypes a frame may name (``dtype.str`` of NumPy's numeric types): looked
+# up, never parsed — NumPy's parser takes record and comma strings
+# ("f4," is a struct; "," raises SyntaxError).
+_WIRE_DTYPES = {np.dtype(c).str: np.dtype(c) for c in "?bBhHiIlLqQefdgFDG"}
+_WIRE_DTYPES.update({d.newbyteorder(">").str: d.newbyteorder(">")
+                     for d in list(_WIRE_DTYPES.values())})
+
+
+def wire_dtype(name) -> np.dtype:
+    """The numeric dtype a frame names (``"<f4"``); ValueError for any other."""
+    dtype = _WIRE_DTYPES.get(name) if isinstance(name, str) else None
+    if dtype is None:
+        raise ValueError(f"{str(name)[:40]!r} is not a numeric dtype")
+    return dtype
 # One encoder and decoder for every frame (json.dumps with separators builds
 # an encoder per call).
 _encode_header = json.JSONEncoder(separators=(",", ":")).encode
@@ -515,12 +530,15 @@ def decode_tensors(entries, payload: np.ndarray, fds: list, seg=None,
                 start = int(e["o"])
                 if start < 0 or start + nbytes > payload.size:
                     raise ValueError(f"tensor {name} lies outside the frame")
-                proto = tensor_pb2.TensorProto.FromString(
-                    payload[start:start + nbytes].tobytes())
+                try:
+                    proto = tensor_pb2.TensorProto.FromString(
+                        payload[start:start + nbytes].tobytes())
+                except message.DecodeError as e:
+                    raise ValueError(f"tensor {name}: {e}") from None
                 value = tensor_util.make_ndarray(proto)
                 out.append((name, value if value.flags.writeable else value.copy()))
                 continue
-            dtype = np.dtype(kind)
+            dtype = wire_dtype(kind)
             shape = tuple(int(d) for d in e["s"])
             if dtype.kind not in _NUMERIC_KINDS or min(shape, default=0) < 0 or \
                     math.prod(shape) * dtype.itemsize != nbytes:

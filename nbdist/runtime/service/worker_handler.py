@@ -155,10 +155,11 @@ class WorkerHandler:
         self.worker.cleanup_all(list(containers))
 
     # -- injected faults ----------------------------------------------------------------
-    def set_faults(self, rules) -> list:
+    def set_faults(self, rules, owner: str) -> tuple[list, list]:
         """Replaces this task's injected faults (``runtime.faults.FaultRule``
-        tuples; ``[]`` heals); returns the rules now in force."""
-        return self.faults.set(rules)
+        tuples; ``[]`` heals) for the cluster's ``owner`` (its credential);
+        returns ``(the rules now in force, the rules removed)``."""
+        return self.faults.replace(rules, owner)
 
     # -- tensors ------------------------------------------------------------------
     def recv_tensor(self, step_id: int, key: str, timeout_s: float,

@@ -1,0 +1,1 @@
+"""``tensorflow.core.lib``: see ``nbdist.core.lib.core``."""

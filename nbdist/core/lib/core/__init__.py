@@ -1,0 +1,10 @@
+"""``tensorflow.core.lib.core``: each ``*_pb2`` module here is nbdist's own
+(the same module object; see ``nbdist.core``)."""
+
+from __future__ import annotations
+
+from nbdist.python._forward import alias_modules
+
+alias_modules(__name__, {
+    "error_codes_pb2": "nbdist.proto.error_codes_pb2",
+})

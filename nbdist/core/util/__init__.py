@@ -1,0 +1,10 @@
+"""``tensorflow.core.util``: each ``*_pb2`` module here is nbdist's own
+(the same module object; see ``nbdist.core``)."""
+
+from __future__ import annotations
+
+from nbdist.python._forward import alias_modules
+
+alias_modules(__name__, {
+    "event_pb2": "nbdist.proto.summary_pb2",
+})
