@@ -9,54 +9,11 @@
 
 from __future__ import annotations
 
-from nbdist.ops.image_ops import (
-    ResizeMethod,
-    adjust_brightness,
-    adjust_contrast,
-    central_crop,
-    convert_image_dtype,
-    crop_to_bounding_box,
-    decode_png,
-    encode_png,
-    flip_left_right,
-    flip_up_down,
-    pad_to_bounding_box,
-    per_image_standardization,
-    random_brightness,
-    random_contrast,
-    random_crop,
-    random_flip_left_right,
-    random_flip_up_down,
-    resize,
-    resize_bilinear,
-    resize_image_with_crop_or_pad,
-    resize_images,
-    resize_nearest_neighbor,
-    rgb_to_grayscale,
-)
+import importlib
 
-__all__ = [
-    "ResizeMethod",
-    "adjust_brightness",
-    "adjust_contrast",
-    "central_crop",
-    "convert_image_dtype",
-    "crop_to_bounding_box",
-    "decode_png",
-    "encode_png",
-    "flip_left_right",
-    "flip_up_down",
-    "pad_to_bounding_box",
-    "per_image_standardization",
-    "random_brightness",
-    "random_contrast",
-    "random_crop",
-    "random_flip_left_right",
-    "random_flip_up_down",
-    "resize",
-    "resize_bilinear",
-    "resize_image_with_crop_or_pad",
-    "resize_images",
-    "resize_nearest_neighbor",
-    "rgb_to_grayscale",
-]
+__all__: list[str] = []
+for _m in ("image_ops", "image_color_ops", "image_codec_ops", "image_box_ops",
+           "image_resize_ops", "image_nms_ops"):
+    _mod = importlib.import_module(f"nbdist.ops.{_m}")
+    globals().update({n: getattr(_mod, n) for n in _mod.__all__})
+    __all__ += _mod.__all__

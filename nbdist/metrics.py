@@ -478,8 +478,224 @@ def mean_cosine_distance(labels, predictions, dim, weights=None,
         return _collect(value, update_op, metrics_collections, updates_collections)
 
 
+# -- sensitivity / specificity ---------------------------------------------------------
+def _at_operating_point(default, target_name, pick):
+    def metric(labels, predictions, target, weights=None, num_thresholds=200,
+               metrics_collections=None, updates_collections=None, name=None):
+        if not 0 <= target <= 1:
+            raise ValueError(f"`{target_name}` must be in the range [0, 1]. "
+                             f"Currently, `{target_name}` is {target}.")
+        if num_thresholds < 2:
+            raise ValueError(f"`num_thresholds` must be > 1. Currently, "
+                             f"`num_thresholds` is {num_thresholds}.")
+        with nd.variable_scope(name, default):
+            counts, updates = _confusion_at_thresholds(
+                labels, predictions, _auc_thresholds(num_thresholds), weights)
+            value = pick(counts, float(target), "value")
+            update_op = pick(updates, float(target), "update_op")
+            return _collect(value, update_op, metrics_collections,
+                            updates_collections)
+
+    metric.__name__ = default
+    return metric
+
+
+def _sensitivity_at(c, specificity, name):
+    # The threshold whose specificity is nearest the target (the first such).
+    spec = nd.divide(c["tn"], c["tn"] + c["fp"] + 1e-7)
+    i = nd.cast(nd.argmin(nd.abs(spec - specificity), 0), nd.int32)
+    return nd.divide(c["tp"][i], c["tp"][i] + c["fn"][i] + 1e-7, name=name)
+
+
+def _specificity_at(c, sensitivity, name):
+    # The last threshold whose sensitivity is nearest the target, as TF.
+    gap = nd.abs(nd.divide(c["tp"], c["tp"] + c["fn"] + 1e-7) - sensitivity)
+    at_min = nd.cast(nd.equal(gap, nd.reduce_min(gap)), nd.int64)
+    i = nd.cast(nd.argmax(nd.cumsum(at_min), 0), nd.int32)
+    return nd.divide(c["tn"][i], c["tn"][i] + c["fp"][i] + 1e-7, name=name)
+
+
+sensitivity_at_specificity = _at_operating_point(
+    "sensitivity_at_specificity", "specificity", _sensitivity_at)
+sensitivity_at_specificity.__doc__ = (
+    "The sensitivity (recall) at the threshold whose specificity is closest to "
+    "``specificity``, from confusion counts at ``num_thresholds`` thresholds.")
+specificity_at_sensitivity = _at_operating_point(
+    "specificity_at_sensitivity", "sensitivity", _specificity_at)
+specificity_at_sensitivity.__doc__ = (
+    "The specificity at the threshold whose sensitivity is closest to "
+    "``sensitivity``.")
+
+
+# -- the *_at_k family -----------------------------------------------------------------
+def _label_sets(labels, top):
+    """Per row: whether each of ``top``'s [batch, k] ids is a label, and the
+    number of distinct labels. ``labels`` are ids [batch] or [batch, n], or a
+    SparseTensor of them."""
+    if isinstance(labels, nd.SparseTensor):
+        present = nd.SparseTensor(labels.indices, nd.ones_like(labels.values, nd.bool),
+                                  labels.dense_shape)
+        valid = nd.sparse_tensor_to_dense(present, default_value=False)
+        labels = nd.cast(nd.sparse_tensor_to_dense(labels, default_value=-1),
+                         nd.int64)
+    else:
+        # As TF's set operations: every entry of a dense row is a label, even
+        # an out-of-range one (it counts as a false negative).
+        labels = nd.cast(nd.convert_to_tensor(labels), nd.int64)
+        if labels.shape.ndims == 1:
+            labels = nd.expand_dims(labels, -1)
+        valid = nd.ones_like(labels, nd.bool)
+    eq = nd.logical_and(nd.equal(nd.expand_dims(top, 2), nd.expand_dims(labels, 1)),
+                        nd.expand_dims(valid, 1))
+    hit = nd.reduce_any(eq, 2)                                       # [batch, k]
+    n = labels.shape.as_list()[-1]
+    earlier = nd.constant(np.tril(np.ones((n, n), bool), -1))
+    repeat = nd.reduce_any(nd.logical_and(
+        nd.equal(nd.expand_dims(labels, 2), nd.expand_dims(labels, 1)), earlier), 2)
+    distinct = nd.reduce_sum(nd.cast(nd.logical_and(valid, nd.logical_not(repeat)),
+                                     nd.float64), 1)
+    return hit, distinct, labels, valid
+
+
+def _row_weights(weights, like):
+    if weights is None:
+        return nd.ones_like(like)
+    w = nd.cast(weights, nd.float64)
+    if w.shape.ndims == 2:
+        w = nd.squeeze(w, [1])          # [batch, 1], as TF allows
+    return nd.multiply(w, nd.ones_like(like))
+
+
+def _streaming_ratio(num, other, weights, metric_names, collections):
+    """Two float64 count variables, their ratio num / (num + other)."""
+    w = _row_weights(weights, num)
+    tp = metric_variable([], nd.float64, name=metric_names[0])
+    fx = metric_variable([], nd.float64, name=metric_names[1])
+    up_tp = nd.assign_add(tp, nd.reduce_sum(num * w))
+    up_fx = nd.assign_add(fx, nd.reduce_sum(other * w))
+    value = _div_no_nan(tp.read_value(), tp.read_value() + fx.read_value(),
+                        name="value")
+    update_op = _div_no_nan(up_tp, up_tp + up_fx, name="update_op")
+    return _collect(value, update_op, *collections)
+
+
+def _top_counts(labels, top, class_id):
+    """Per-row (true positives, false positives, false negatives), float64."""
+    hit, distinct, lab, valid = _label_sets(labels, top)
+    f = nd.float64
+    if class_id is None:
+        tp = nd.reduce_sum(nd.cast(hit, f), 1)
+        return tp, nd.cast(nd.shape(top)[1], f) - tp, distinct - tp
+    in_top = nd.cast(nd.reduce_any(nd.equal(top, class_id), 1), f)
+    in_lab = nd.cast(nd.reduce_any(nd.logical_and(nd.equal(lab, class_id), valid),
+                                   1), f)
+    return in_top * in_lab, in_top * (1 - in_lab), in_lab * (1 - in_top)
+
+
+def _at_k_name(kind, k, class_id):
+    return f"{kind}_at_{k}" + ("" if class_id is None else f"_class{class_id}")
+
+
+def precision_at_top_k(labels, predictions_idx, k=None, class_id=None, weights=None,
+                       metrics_collections=None, updates_collections=None,
+                       name=None):
+    """Of the predicted ids per row (``predictions_idx`` [batch, k]), the
+    fraction that are labels (only ``class_id`` when given), as float64. As TF,
+    ``k`` only names the metric: every column of ``predictions_idx`` counts."""
+    top = nd.cast(nd.convert_to_tensor(predictions_idx), nd.int64)
+    k = top.shape.as_list()[-1] if k is None else k
+    with nd.variable_scope(name, _at_k_name("precision", k, class_id)):
+        tp, fp, _ = _top_counts(labels, top, class_id)
+        return _streaming_ratio(
+            tp, fp, weights, (_at_k_name("true_positive", k, class_id),
+                              _at_k_name("false_positive", k, class_id)),
+            (metrics_collections, updates_collections))
+
+
+def recall_at_top_k(labels, predictions_idx, k=None, class_id=None, weights=None,
+                    metrics_collections=None, updates_collections=None, name=None):
+    """The fraction of each row's labels among its ``k`` predicted ids."""
+    top = nd.cast(nd.convert_to_tensor(predictions_idx), nd.int64)
+    k = top.shape.as_list()[-1] if k is None else k
+    with nd.variable_scope(name, _at_k_name("recall", k, class_id)):
+        tp, _, fn = _top_counts(labels, top, class_id)
+        return _streaming_ratio(
+            tp, fn, weights, (_at_k_name("true_positive", k, class_id),
+                              _at_k_name("false_negative", k, class_id)),
+            (metrics_collections, updates_collections))
+
+
+def _top_k_ids(predictions, k):
+    return nd.cast(nd.nn.top_k(nd.convert_to_tensor(predictions), k)[1], nd.int64)
+
+
+def precision_at_k(labels, predictions, k, class_id=None, weights=None,
+                   metrics_collections=None, updates_collections=None, name=None):
+    """precision_at_top_k of the ``k`` highest ``predictions`` [batch, classes].
+
+    >>> import nbdist as nd
+    >>> with nd.Graph().as_default():
+    ...     p, up = nd.metrics.precision_at_k([[2, 0]], [[0.1, 0.2, 0.7]], k=2)
+    ...     with nd.Session() as s:
+    ...         s.run(nd.local_variables_initializer())
+    ...         float(s.run(up))
+    0.5
+    """
+    return precision_at_top_k(labels, _top_k_ids(predictions, k), k, class_id,
+                              weights, metrics_collections, updates_collections,
+                              name or _at_k_name("precision", k, class_id))
+
+
+sparse_precision_at_k = precision_at_k
+
+
+def recall_at_k(labels, predictions, k, class_id=None, weights=None,
+                metrics_collections=None, updates_collections=None, name=None):
+    """recall_at_top_k of the ``k`` highest ``predictions``."""
+    return recall_at_top_k(labels, _top_k_ids(predictions, k), k, class_id, weights,
+                           metrics_collections, updates_collections,
+                           name or _at_k_name("recall", k, class_id))
+
+
+def average_precision_at_k(labels, predictions, k, weights=None,
+                           metrics_collections=None, updates_collections=None,
+                           name=None):
+    """The running mean over rows of AP@k: the mean of precision@i over the
+    ranks i <= k that hit a label, divided by min(k, number of labels)."""
+    if k < 1:
+        raise ValueError(f"Invalid k={k}.")
+    with nd.variable_scope(name, _at_k_name("average_precision", k, None)):
+        top = _top_k_ids(predictions, k)
+        hit, distinct, _, _ = _label_sets(labels, top)
+        rel = nd.cast(hit, nd.float64)
+        ranks = nd.constant(np.arange(1, k + 1, dtype=np.float64))
+        prec = nd.divide(nd.cumsum(rel, axis=1), ranks)
+        ap = _div_no_nan(nd.reduce_sum(prec * rel, 1), nd.minimum(distinct,
+                                                                  float(k)))
+        w = _row_weights(weights, ap)
+        total = metric_variable([], nd.float64, name="total")
+        count = metric_variable([], nd.float64, name="max")
+        up_total = nd.assign_add(total, nd.reduce_sum(ap * w))
+        up_count = nd.assign_add(count, nd.reduce_sum(w))
+        value = _div_no_nan(total.read_value(), count.read_value(), name="value")
+        update_op = _div_no_nan(up_total, up_count, name="update_op")
+        return _collect(value, update_op, metrics_collections, updates_collections)
+
+
+sparse_average_precision_at_k = average_precision_at_k
+
+
 __all__ = [
     "accuracy",
+    "average_precision_at_k",
+    "precision_at_k",
+    "precision_at_top_k",
+    "recall_at_k",
+    "recall_at_top_k",
+    "sensitivity_at_specificity",
+    "sparse_average_precision_at_k",
+    "sparse_precision_at_k",
+    "specificity_at_sensitivity",
     "auc",
     "false_negatives",
     "false_negatives_at_thresholds",

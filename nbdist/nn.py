@@ -158,3 +158,29 @@ __all__ += ["all_candidate_sampler", "compute_accidental_hits",
             "fixed_unigram_candidate_sampler", "learned_unigram_candidate_sampler",
             "log_uniform_candidate_sampler", "nce_loss", "sampled_softmax_loss",
             "uniform_candidate_sampler"]
+
+from nbdist.ops import nn_activations_stats as _tf1_more  # noqa: E402
+from nbdist.ops.nn_activations_stats import *  # noqa: E402,F403
+
+__all__ += _tf1_more.__all__
+
+from nbdist.ops import nn_conv3d_ops as _conv3d  # noqa: E402
+from nbdist.ops.nn_conv3d_ops import *  # noqa: E402,F403
+
+__all__ += _conv3d.__all__
+
+from nbdist.ops import ctc_ops as _ctc  # noqa: E402
+from nbdist.ops.ctc_ops import *  # noqa: E402,F403
+
+__all__ += _ctc.__all__
+
+from nbdist.ops.nn_morphology_ops import dilation2d, erosion2d  # noqa: E402
+
+__all__ += ["dilation2d", "erosion2d"]
+
+from nbdist.ops.nn_fractional_pool_ops import (  # noqa: E402
+    fractional_avg_pool,
+    fractional_max_pool,
+)
+
+__all__ += ["fractional_avg_pool", "fractional_max_pool"]

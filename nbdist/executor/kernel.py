@@ -56,6 +56,9 @@ KERNEL_MODULES = (
     "bitwise_kernels", "spectral_kernels", "unicode_string_kernels",
     "random_distribution_kernels", "tensor_serialization_kernels",
     "audio_summary_kernels",
+    "image_color_kernels", "image_codec_kernels", "image_box_kernels",
+    "image_nms_kernels", "conv3d_kernels", "ctc_kernels",
+    "morphology_kernels", "fractional_pool_kernels",
 )
 
 _loaded = False

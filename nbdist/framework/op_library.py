@@ -63,6 +63,15 @@ OP_MODULES = (
     "nbdist.ops.random_distribution_ops",
     "nbdist.ops.tensor_serialization_ops",
     "nbdist.ops.audio_summary_ops",
+    "nbdist.ops.image_color_ops",
+    "nbdist.ops.image_codec_ops",
+    "nbdist.ops.image_box_ops",
+    "nbdist.ops.image_resize_ops",
+    "nbdist.ops.image_nms_ops",
+    "nbdist.ops.nn_conv3d_ops",
+    "nbdist.ops.ctc_ops",
+    "nbdist.ops.nn_morphology_ops",
+    "nbdist.ops.nn_fractional_pool_ops",
 )
 
 

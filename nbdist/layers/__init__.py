@@ -35,6 +35,18 @@ from nbdist.layers.convolutional import (
                                          max_pooling2d,
                                          separable_conv2d,
 )
+from nbdist.layers.convolutional3d import (
+    AveragePooling3D,
+    Conv3D,
+    Conv3DTranspose,
+    MaxPooling3D,
+    SeparableConv1D,
+    average_pooling3d,
+    conv3d,
+    conv3d_transpose,
+    max_pooling3d,
+    separable_conv1d,
+)
 from nbdist.layers.core import Dense, Dropout, Flatten, dense, dropout, flatten
 from nbdist.layers.normalization import BatchNormalization, batch_normalization
 
@@ -83,4 +95,14 @@ __all__ = [
                                          "max_pooling1d",
                                          "max_pooling2d",
                                          "separable_conv2d",
+    "AveragePooling3D",
+    "Conv3D",
+    "Conv3DTranspose",
+    "MaxPooling3D",
+    "SeparableConv1D",
+    "average_pooling3d",
+    "conv3d",
+    "conv3d_transpose",
+    "max_pooling3d",
+    "separable_conv1d",
 ]

@@ -29,6 +29,7 @@ from nbdist.ops import (  # noqa: F401
     segment_grad,
     special_math_grad,
 )
+from nbdist.ops import image_grad  # noqa: F401
 from nbdist.framework.gradient_registry import (
     NotDifferentiable,
     RegisterGradient,

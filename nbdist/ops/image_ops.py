@@ -17,7 +17,7 @@ import numpy as np
 
 from nbdist.framework import dtypes
 from nbdist.framework.op_def_registry import register_op
-from nbdist.framework.ops import Tensor, convert_to_tensor, get_default_graph
+from nbdist.framework.ops import convert_to_tensor, get_default_graph
 from nbdist.framework.tensor_shape import TensorShape
 
 _FLOATS = (dtypes.float16, dtypes.float32, dtypes.float64)
@@ -99,13 +99,24 @@ def _decode_png_infer(c):
     return [(c.attr("dtype"), TensorShape([None, None, ch or None]))]
 
 
-def _encode_png_infer(c):
+def input_rank(c, i, rank, what):
+    """Input ``i``'s shape, checked to be of ``rank`` in TF's words."""
+    s = c.shape(i)
+    if s.rank is not None and s.rank != rank:
+        raise ValueError(f"Shape must be rank {rank} but is rank {s.rank} for "
+                         f"'{c.name}' (op: '{c.op_type}') ({what})")
+    return s.with_rank(rank)
+
+
+def uint8_image_input(c):
+    """An encoder's [height, width, channels] uint8 input."""
     if c.dtype(0) is not dtypes.uint8:
-        raise TypeError(f"EncodePng: image must be uint8, got {c.dtype(0).name}")
-    s = c.shape(0)
-    if s.rank is not None and s.rank != 3:
-        raise ValueError(f"Shape must be rank 3 but is rank {s.rank} for "
-                         f"'{c.name}' (op: 'EncodePng')")
+        raise TypeError(f"{c.op_type}: image must be uint8, got {c.dtype(0).name}")
+    return input_rank(c, 0, 3, "image")
+
+
+def _encode_png_infer(c):
+    uint8_image_input(c)
     if not -1 <= c.attr("compression") <= 9:
         raise ValueError("compression must be -1 (default) or 0..9")
     return [(dtypes.string, TensorShape([]))]
@@ -293,6 +304,9 @@ def resize_image_with_crop_or_pad(image, target_height, target_width):
         return _A().pad(cropped, pads, name=scope)
 
 
+resize_with_crop_or_pad = resize_image_with_crop_or_pad
+
+
 def central_crop(image, central_fraction):
     """The central ``central_fraction`` (0, 1] of the image's height and width."""
     image = _image(image)
@@ -429,70 +443,6 @@ def rgb_to_grayscale(images, name=None):
         return convert_image_dtype(gray, orig, name=scope)
 
 
-# -- resizing --------------------------------------------------------------------------
-def _resize_op(op_type, images, size, align_corners, half_pixel_centers, name):
-    images = convert_to_tensor(images, name="images")
-    size = size if isinstance(size, Tensor) else convert_to_tensor(
-        np.asarray(size, np.int32), name="size")
-    return images.graph.create_op(
-        op_type, [images, size],
-        {"T": images.dtype.base_dtype, "align_corners": bool(align_corners),
-         "half_pixel_centers": bool(half_pixel_centers)},
-        name=name or op_type).outputs[0]
-
-
-def resize_bilinear(images, size, align_corners=False, name=None,
-                    half_pixel_centers=False):
-    """Bilinear resize of 4-D ``images`` to ``size`` [height, width] (float32)."""
-    return _resize_op("ResizeBilinear", images, size, align_corners,
-                      half_pixel_centers, name)
-
-
-def resize_nearest_neighbor(images, size, align_corners=False, name=None,
-                            half_pixel_centers=False):
-    """Nearest-neighbour resize of 4-D ``images`` (the input's dtype)."""
-    return _resize_op("ResizeNearestNeighbor", images, size, align_corners,
-                      half_pixel_centers, name)
-
-
-def resize_images(images, size, method=ResizeMethod.BILINEAR, align_corners=False,
-                  preserve_aspect_ratio=False, name=None):
-    """Resizes 3-D or 4-D ``images`` to ``size`` = [new_height, new_width].
-
-    ``BILINEAR`` returns float32; ``NEAREST_NEIGHBOR`` keeps the dtype.
-    """
-    images = _image(images, "images")
-    if method not in (ResizeMethod.BILINEAR, ResizeMethod.NEAREST_NEIGHBOR):
-        raise NotImplementedError("resize_images supports ResizeMethod.BILINEAR and "
-                                  "NEAREST_NEIGHBOR (no BICUBIC or AREA)")
-    with get_default_graph().name_scope(name or "resize") as scope:
-        batch, squeeze = _as_batch(images)
-        if isinstance(size, Tensor):
-            if preserve_aspect_ratio:
-                raise ValueError("preserve_aspect_ratio needs a constant size")
-            new = size
-        else:
-            new = [int(v) for v in size]
-            if len(new) != 2:
-                raise ValueError("'size' must be a 1-D Tensor of 2 elements: "
-                                 "new_height, new_width")
-            if preserve_aspect_ratio:
-                h, w = _hw(batch)
-                scale = min(new[0] / h, new[1] / w)
-                new = [max(int(round(h * scale)), 1), max(int(round(w * scale)), 1)]
-            if [batch.shape[1], batch.shape[2]] == new:
-                return _identity(images, name=scope)   # as TF: no op, any dtype
-        fn = resize_bilinear if method == ResizeMethod.BILINEAR else \
-            resize_nearest_neighbor
-        out = fn(batch, new, align_corners=align_corners)
-        if squeeze:
-            return _A().squeeze(out, [0], name=scope)
-        return _identity(out, name=scope)
-
-
-resize = resize_images
-
-
 # -- PNG -------------------------------------------------------------------------------
 def decode_png(contents, channels=0, dtype=dtypes.uint8, name=None):
     """The [height, width, channels] pixels of a PNG (``channels`` 0: as stored)."""
@@ -519,7 +469,6 @@ __all__ = [
     "convert_image_dtype", "crop_to_bounding_box", "decode_png", "encode_png",
     "flip_left_right", "flip_up_down", "pad_to_bounding_box",
     "per_image_standardization", "random_brightness", "random_contrast",
-    "random_crop", "random_flip_left_right", "random_flip_up_down", "resize",
-    "resize_bilinear", "resize_image_with_crop_or_pad", "resize_images",
-    "resize_nearest_neighbor", "rgb_to_grayscale",
+    "random_crop", "random_flip_left_right", "random_flip_up_down",
+    "resize_image_with_crop_or_pad", "resize_with_crop_or_pad", "rgb_to_grayscale",
 ]

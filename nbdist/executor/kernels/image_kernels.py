@@ -14,6 +14,7 @@ import io
 import numpy as np
 
 import nbdist.ops.image_ops  # noqa: F401  (registers the op definitions)
+import nbdist.ops.image_resize_ops  # noqa: F401
 from nbdist import errors
 from nbdist.executor.kernel import register_kernel
 
@@ -97,15 +98,18 @@ def resize_bilinear_kernel(node):
     return compute
 
 
+def _matrix_resize_grad(matrix_fn, node, grads, original):
+    """The adjoint of a separable resize: the transposed matrices."""
+    _check_images(node, original)
+    mh = matrix_fn(node, original.shape[1], grads.shape[1])
+    mw = matrix_fn(node, original.shape[2], grads.shape[2])
+    return _apply(mh.T, mw.T, grads, original.dtype)
+
+
 @register_kernel("ResizeBilinearGrad")
 def resize_bilinear_grad_kernel(node):
-    def compute(step, grads, original):
-        _check_images(node, original)
-        mh = bilinear_matrix(node, original.shape[1], grads.shape[1])
-        mw = bilinear_matrix(node, original.shape[2], grads.shape[2])
-        return _apply(mh.T, mw.T, grads, original.dtype)
-
-    return compute
+    return lambda step, g, original: _matrix_resize_grad(bilinear_matrix, node, g,
+                                                         original)
 
 
 @register_kernel("ResizeNearestNeighbor")
@@ -133,6 +137,74 @@ def resize_nearest_grad_kernel(node):
         return _apply(mh.T, mw.T, grads, grads.dtype)
 
     return compute
+
+
+def _keys(x, a):
+    """Keys' cubic convolution kernel at distances ``x`` (any shape)."""
+    x = np.abs(x)
+    near = ((a + 2) * x - (a + 3)) * x * x + 1
+    far = ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+    return np.where(x <= 1, near, np.where(x < 2, far, 0.0))
+
+
+def bicubic_matrix(node, n_in, n_out):
+    """[n_out, n_in] bicubic weights: four taps around each source position."""
+    half = node.attrs["half_pixel_centers"]
+    src = _source(node, n_in, n_out)
+    base = np.floor(src)
+    t = src - base
+    t = np.round(t * 1024) / 1024         # TF reads the kernel from a 1024-entry table
+    a = -0.5 if half else -0.75
+    m = np.zeros((n_out, n_in))
+    rows = np.arange(n_out)
+    taps = [base + k for k in (-1, 0, 1, 2)]
+    weights = [_keys(d, a) for d in (1 + t, t, 1 - t, 2 - t)]
+    if half:
+        inside = [(i >= 0) & (i < n_in) for i in taps]
+        total = sum(w * ok for w, ok in zip(weights, inside))
+        weights = [w * ok / total for w, ok in zip(weights, inside)]
+    for i, w in zip(taps, weights):
+        np.add.at(m, (rows, np.clip(i, 0, n_in - 1).astype(np.int64)), w)
+    return m
+
+
+def area_matrix(node, n_in, n_out):
+    """[n_out, n_in]: the share of each input pixel in each output pixel."""
+    scale = _scale(n_in, n_out, node.attrs["align_corners"])
+    lo = np.arange(n_out) * scale
+    hi = lo + scale
+    edges = np.arange(n_in)
+    overlap = np.minimum(edges[None, :] + 1, hi[:, None]) - np.maximum(
+        edges[None, :], lo[:, None])
+    m = np.clip(overlap, 0, None) / scale
+    # Windows reaching past the last pixel (align_corners) count it again, as TF
+    # clamps the index.
+    spill = np.clip(hi - n_in, 0, None) / scale
+    m[:, -1] += spill
+    return m
+
+
+def _matrix_resize(matrix_fn, node, x, size):
+    _check_images(node, x)
+    oh, ow = _size(node, size)
+    return _apply(matrix_fn(node, x.shape[1], oh), matrix_fn(node, x.shape[2], ow),
+                  x, np.float32)
+
+
+@register_kernel("ResizeBicubic")
+def resize_bicubic_kernel(node):
+    return lambda step, x, size: _matrix_resize(bicubic_matrix, node, x, size)
+
+
+@register_kernel("ResizeArea")
+def resize_area_kernel(node):
+    return lambda step, x, size: _matrix_resize(area_matrix, node, x, size)
+
+
+@register_kernel("ResizeBicubicGrad")
+def resize_bicubic_grad_kernel(node):
+    return lambda step, g, original: _matrix_resize_grad(bicubic_matrix, node, g,
+                                                         original)
 
 
 # -- PNG -------------------------------------------------------------------------------
