@@ -26,3 +26,25 @@ from nbdist.distribute.tracing.function import TensorSpec
 __all__ = ["AUTOTUNE", "Dataset", "Iterator", "TensorSpec",
            "make_initializable_iterator", "make_one_shot_iterator",
            "TFRecordDataset", "TextLineDataset"]
+
+INFINITE_CARDINALITY = -1
+UNKNOWN_CARDINALITY = -2
+
+
+def get_output_types(dataset_or_iterator):
+    """The nested dtypes of a ``Dataset``'s or ``Iterator``'s elements."""
+    return dataset_or_iterator.output_types
+
+
+def get_output_shapes(dataset_or_iterator):
+    """The nested ``TensorShape``s of its elements."""
+    return dataset_or_iterator.output_shapes
+
+
+def get_output_classes(dataset_or_iterator):
+    """The nested classes (``Tensor``, ``SparseTensor``) of its elements."""
+    return dataset_or_iterator.output_classes
+
+
+__all__ += ["INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "get_output_classes",
+            "get_output_shapes", "get_output_types"]

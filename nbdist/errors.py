@@ -123,3 +123,29 @@ def error_code_from_exception_type(cls: type[OpError]) -> int:
 def make_error(code: int, message: str, op: str | None = None) -> OpError:
     """The error of class ``code`` (a canonical code) with ``message``."""
     return exception_type_from_error_code(code)(None, op, message)
+
+
+class raise_exception_on_not_ok_status:  # noqa: N801 - TF's name
+    """TF1's context manager around a C-API call: it yields a status holder
+    (``code``, ``message``); a non-OK ``code`` set on it raises the matching
+    ``OpError`` on exit.
+
+    >>> import nbdist as nd
+    >>> try:
+    ...     with nd.errors.raise_exception_on_not_ok_status() as status:
+    ...         status.code, status.message = nd.errors.NOT_FOUND, "no file"
+    ... except nd.errors.NotFoundError as e:
+    ...     print(e.message)
+    no file
+    """
+
+    def __enter__(self):
+        import types
+
+        self.status = types.SimpleNamespace(code=OK, message="")
+        return self.status
+
+    def __exit__(self, exc_type, exc_value, tb):
+        if exc_type is None and self.status.code != OK:
+            raise make_error(self.status.code, self.status.message)
+        return False

@@ -37,3 +37,37 @@ from nbdist.ops.candidate_sampling_ops import (  # noqa: E402
 __all__ += ["all_candidate_sampler", "fixed_unigram_candidate_sampler",
             "learned_unigram_candidate_sampler", "log_uniform_candidate_sampler",
             "uniform_candidate_sampler"]
+
+# TF1's tf.random: the other distributions and the stateless samplers.
+from nbdist.framework.ops import get_seed  # noqa: E402
+from nbdist.ops.random_distribution_ops import (  # noqa: E402
+    categorical,
+    gamma,
+    multinomial,
+    poisson,
+    stateless_categorical,
+    stateless_multinomial,
+    stateless_parameterized_truncated_normal,
+    stateless_truncated_normal,
+)
+from nbdist.ops.random_distribution_ops import (  # noqa: E402
+    stateless_random_binomial as stateless_binomial,
+)
+from nbdist.ops.random_distribution_ops import (  # noqa: E402
+    stateless_random_gamma as stateless_gamma,
+)
+from nbdist.ops.random_distribution_ops import (  # noqa: E402
+    stateless_random_normal as stateless_normal,
+)
+from nbdist.ops.random_distribution_ops import (  # noqa: E402
+    stateless_random_poisson as stateless_poisson,
+)
+from nbdist.ops.random_distribution_ops import (  # noqa: E402
+    stateless_random_uniform as stateless_uniform,
+)
+
+__all__ += ["categorical", "gamma", "get_seed", "multinomial", "poisson",
+            "stateless_binomial", "stateless_categorical", "stateless_gamma",
+            "stateless_multinomial", "stateless_normal",
+            "stateless_parameterized_truncated_normal", "stateless_poisson",
+            "stateless_truncated_normal", "stateless_uniform"]

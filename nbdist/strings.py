@@ -18,3 +18,27 @@ from nbdist.ops.string_ops import substr
 
 __all__ = ["as_string", "join", "length", "lower", "reduce_join", "regex_replace",
            "split", "strip", "substr", "to_number", "upper"]
+
+# The rest of TF's tf.strings (hash buckets, Unicode, ngrams, format ...).
+from nbdist.ops.unicode_string_ops import (  # noqa: E402
+    bytes_split,
+    ngrams,
+    regex_full_match,
+    to_hash_bucket,
+    to_hash_bucket_fast,
+    to_hash_bucket_strong,
+    unicode_decode,
+    unicode_decode_with_offsets,
+    unicode_encode,
+    unicode_split,
+    unicode_split_with_offsets,
+    unicode_transcode,
+    unsorted_segment_join,
+)
+from nbdist.ops.unicode_string_ops import string_format as format  # noqa: E402,A004
+
+__all__ += ["bytes_split", "format", "ngrams", "regex_full_match", "to_hash_bucket",
+            "to_hash_bucket_fast", "to_hash_bucket_strong", "unicode_decode",
+            "unicode_decode_with_offsets", "unicode_encode", "unicode_split",
+            "unicode_split_with_offsets", "unicode_transcode",
+            "unsorted_segment_join"]

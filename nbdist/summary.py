@@ -53,3 +53,35 @@ __all__ = [
     "tensor_summary",
     "text",
 ]
+
+from nbdist.ops.audio_summary_ops import audio  # noqa: E402
+
+_V2_SUMMARY_OPS = "_SUMMARY_V2"
+_V2_WRITER_INITS = "_SUMMARY_WRITER_V2"
+
+
+def all_v2_summary_ops():
+    """The graph's TF2-style summary ops (collection ``_SUMMARY_V2``): nbdist
+    builds only TF1 summaries, so this is what a program added there itself."""
+    from nbdist.framework.ops import get_collection
+
+    return get_collection(_V2_SUMMARY_OPS)
+
+
+def initialize(graph=None, session=None):
+    """Runs the graph's TF2-style summary-writer initializers (collection
+    ``_SUMMARY_WRITER_V2``) in ``session`` (default: the default session)."""
+    from nbdist.framework.default_session import get_default_session
+    from nbdist.framework.ops import get_default_graph
+
+    graph = graph or get_default_graph()
+    session = session or get_default_session()
+    if session is None:
+        raise ValueError("Argument `session must be passed if no default session "
+                         "exists")
+    inits = graph.get_collection(_V2_WRITER_INITS)
+    if inits:
+        session.run(inits)
+
+
+__all__ += ["all_v2_summary_ops", "audio", "initialize"]

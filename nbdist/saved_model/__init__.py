@@ -25,8 +25,10 @@ from nbdist.saved_model.signature_constants import (
 )
 from nbdist.saved_model.signature_def_utils import (
     build_signature_def,
+    classification_signature_def,
     is_valid_signature,
     predict_signature_def,
+    regression_signature_def,
 )
 from nbdist.saved_model.tag_constants import EVAL, GPU, SERVING, TPU, TRAINING
 from nbdist.saved_model.utils import build_tensor_info, get_tensor_from_tensor_info
@@ -75,3 +77,52 @@ __all__ = [
     "tag_constants",
     "utils",
 ]
+
+# TF's tf.compat.v1.saved_model also names every constant at its top.
+from nbdist.saved_model.constants import (  # noqa: E402
+    ASSETS_DIRECTORY,
+    ASSETS_KEY,
+    LEGACY_INIT_OP_KEY,
+    MAIN_OP_KEY,
+    SAVED_MODEL_FILENAME_PB,
+    SAVED_MODEL_FILENAME_PBTXT,
+    SAVED_MODEL_SCHEMA_VERSION,
+    VARIABLES_DIRECTORY,
+    VARIABLES_FILENAME,
+)
+from nbdist.saved_model.signature_constants import (  # noqa: E402
+    CLASSIFY_INPUTS,
+    CLASSIFY_OUTPUT_CLASSES,
+    CLASSIFY_OUTPUT_SCORES,
+    PREDICT_INPUTS,
+    PREDICT_OUTPUTS,
+    REGRESS_INPUTS,
+    REGRESS_OUTPUTS,
+)
+
+DEBUG_DIRECTORY = "debug"
+DEBUG_INFO_FILENAME_PB = "saved_model_debug_info.pb"
+
+
+def main_op_with_restore(restore_op_name):
+    """TF1's main op for a SavedModel restored by ``restore_op_name``: the
+    local-variable and table initializers, run after the restore op."""
+    from nbdist.framework.ops import control_dependencies, get_default_graph
+    from nbdist.lookup import tables_initializer
+    from nbdist.ops.control_flow_ops import group
+    from nbdist.ops.variable_collections import (local_variables,
+                                                 variables_initializer)
+
+    restore = get_default_graph().as_graph_element(restore_op_name)
+    with control_dependencies([restore]):
+        return group(variables_initializer(local_variables()), tables_initializer())
+
+
+__all__ += ["ASSETS_DIRECTORY", "ASSETS_KEY", "CLASSIFY_INPUTS",
+            "CLASSIFY_OUTPUT_CLASSES", "CLASSIFY_OUTPUT_SCORES", "DEBUG_DIRECTORY",
+            "DEBUG_INFO_FILENAME_PB", "LEGACY_INIT_OP_KEY", "MAIN_OP_KEY",
+            "PREDICT_INPUTS", "PREDICT_OUTPUTS", "REGRESS_INPUTS", "REGRESS_OUTPUTS",
+            "SAVED_MODEL_FILENAME_PB", "SAVED_MODEL_FILENAME_PBTXT",
+            "SAVED_MODEL_SCHEMA_VERSION", "VARIABLES_DIRECTORY", "VARIABLES_FILENAME",
+            "classification_signature_def", "main_op_with_restore",
+            "regression_signature_def"]

@@ -184,3 +184,33 @@ __all__ = [
     "polynomial_decay", "ExponentialMovingAverage", "AdadeltaOptimizer",
     "FtrlOptimizer", "ProximalAdagradOptimizer", "ProximalGradientDescentOptimizer",
 ]
+
+# More of TF1's tf.train: loops, the checkpoint watcher, decay aliases, VocabInfo.
+import collections as _collections  # noqa: E402
+
+from nbdist.train.basic_loops import (  # noqa: E402
+    basic_train_loop,
+    checkpoints_iterator,
+)
+from nbdist.train.learning_rate_decay import (  # noqa: E402
+    piecewise_constant as piecewise_constant_decay,
+)
+
+
+class VocabInfo(_collections.namedtuple("VocabInfo", [
+        "new_vocab", "new_vocab_size", "num_oov_buckets", "old_vocab",
+        "old_vocab_size", "backup_initializer", "axis"])):
+    """TF1's description of a vocabulary remapping for ``warm_start`` (the
+    fields only: nbdist has no ``warm_start``)."""
+
+    def __new__(cls, new_vocab, new_vocab_size, num_oov_buckets, old_vocab,
+                old_vocab_size=-1, backup_initializer=None, axis=0):
+        if axis not in (0, 1):
+            raise ValueError(f"The only supported values for the axis argument are "
+                             f"0 and 1.  Provided axis: {axis}")
+        return super().__new__(cls, new_vocab, new_vocab_size, num_oov_buckets,
+                               old_vocab, old_vocab_size, backup_initializer, axis)
+
+
+__all__ += ["VocabInfo", "basic_train_loop", "checkpoints_iterator",
+            "piecewise_constant_decay"]
