@@ -588,9 +588,11 @@ def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None
         # nbdist's; they are left out and a Saver of its variables is built.
         meta_graph_or_file = meta_graph.without_unknown_ops(
             meta_graph_or_file, only_under=restore_op.rpartition("/")[0])
-    mg = meta_graph.import_scoped_meta_graph(meta_graph_or_file, clear_devices,
-                                             import_scope)
     graph = get_default_graph()
+    import_scope = meta_graph.absolute_import_scope(import_scope)
+    with graph.name_scope(None):  # import_scope is absolute now
+        mg = meta_graph.import_scoped_meta_graph(meta_graph_or_file, clear_devices,
+                                                 import_scope)
     saver_defs = mg.collection_def.get(meta_graph.SAVERS)
     if saver_defs is not None:
         for value in saver_defs.bytes_list.value:
