@@ -246,8 +246,11 @@ class Worker:
             self.abort_step(step_id, errors.AbortedError(
                 None, None, f"Session {session_handle} was deleted on "
                 f"{self.task_name} while its step ran"))
-        for rm in (*private.values(), *scoped.values()):
+        for rm in private.values():
             rm.cleanup(None)  # wakes ops still blocked on its queues
+        # The session's own queues go with it (their blocked steps were aborted
+        # above, with TF's Session::Close wording).
+        del scoped
 
     def _env_for(self, session_handle: str, config):
         """What a session's partitions run against: this worker, or a view of it
