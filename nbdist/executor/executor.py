@@ -68,6 +68,11 @@ class ExecutorEnv(Protocol):
         """The ``ResourceMgr`` of ``device`` (variables, queues, tables)."""
         ...
 
+    def session_resources_for(self, device: str) -> Any:
+        """The ``ResourceMgr`` of ``device`` for stateful ops with no
+        ``shared_name`` (queues, readers): one per session, as TF's."""
+        ...
+
     def recv(self, step: StepContext, src_device: str, key: str) -> Any:
         """The value another task sends as ``key`` in ``step``."""
         ...

@@ -115,6 +115,16 @@ class IndexedSlices:
         dense = arrays[2] if len(arrays) > 2 else None
         return IndexedSlicesValue(arrays[0], arrays[1], dense)
 
+    def _session_feed_components(self, value):
+        # As TF: an IndexedSlicesValue or a tuple (values, indices[, dense_shape]).
+        if isinstance(value, IndexedSlices):
+            raise TypeError("The value of a feed cannot be a nd.IndexedSlices object.")
+        if not isinstance(value, tuple) or len(value) not in (2, 3):
+            raise TypeError(f"An IndexedSlices feed must be an IndexedSlicesValue or "
+                            f"a tuple (values, indices[, dense_shape]), got "
+                            f"{value!r:.80}")
+        return list(zip(self._session_fetch_components(), value))
+
 
 IndexedSlicesValue = collections.namedtuple(
     "IndexedSlicesValue", ["values", "indices", "dense_shape"])

@@ -104,6 +104,10 @@ class Worker:
         self._device_by_short: dict[str, str] = {}
         # isolate_session_state sessions: handle -> their own device -> ResourceMgr
         self._session_resources: dict[str, dict[str, ResourceMgr]] = {}
+        # Every session: handle -> device -> the ResourceMgr of its unshared
+        # stateful ops (queues, readers with no shared_name), per session as
+        # TF's OpSegment keeps their kernels.
+        self._session_scoped: dict[str, dict[str, ResourceMgr]] = {}
         if parked is not None and (parked.device, parked.incarnation) != (
                 self.devices[0], self.incarnation):
             raise ValueError(f"Worker {task_name}: parked tensors of "
@@ -156,6 +160,11 @@ class Worker:
 
     def resources_for(self, device: str) -> ResourceMgr:
         return self._resources[self.device_for(device)]
+
+    def session_resources_for(self, device: str) -> ResourceMgr:
+        """Where unshared stateful ops keep their state: the task's own
+        resources when a graph runs on the worker directly (no session)."""
+        return self.resources_for(device)
 
     def all_resources(self):
         return list(self._resources.items())
@@ -233,6 +242,7 @@ class Worker:
                 del self._graphs[h]
                 self._graph_siblings.pop(h, None)
             private = self._session_resources.pop(session_handle, {})
+            scoped = self._session_scoped.pop(session_handle, {})
             running = [i for i, h in self._step_sessions.items()
                        if h == session_handle]
         for step_id in running:
@@ -241,6 +251,9 @@ class Worker:
                 f"{self.task_name} while its step ran"))
         for rm in private.values():
             rm.cleanup(None)  # wakes ops still blocked on its queues
+        # The session's own queues go with it (their blocked steps were aborted
+        # above, with TF's Session::Close wording).
+        del scoped
 
     def _env_for(self, session_handle: str, config):
         """What a session's partitions run against: this worker, or a view of it
@@ -249,16 +262,18 @@ class Worker:
         view = self._propagated.get(session_handle)
         isolated = ((config is not None and config.isolate_session_state) or
                     (view is not None and view.isolated))
-        if not isolated and view is None:
-            return self
         rms = self._resources
-        if isolated:
-            with self._lock:
+        with self._lock:
+            if isolated:
                 rms = self._session_resources.get(session_handle)
                 if rms is None:
                     rms = self._session_resources[session_handle] = {
                         d: ResourceMgr(self.default_container) for d in self.devices}
-        return _IsolatedSessionEnv(self, rms, view)
+            scoped = self._session_scoped.get(session_handle)
+            if scoped is None:
+                scoped = self._session_scoped[session_handle] = {
+                    d: ResourceMgr(self.default_container) for d in self.devices}
+        return _IsolatedSessionEnv(self, rms, view, scoped)
 
     def _check_session(self, session_handle: str):
         if session_handle not in self._sessions:
@@ -565,13 +580,21 @@ class _IsolatedSessionEnv:
     cluster)."""
 
     def __init__(self, worker: Worker, resources: dict[str, ResourceMgr],
-                 view: PropagatedCluster | None = None):
+                 view: PropagatedCluster | None = None,
+                 session_scoped: dict[str, ResourceMgr] | None = None):
         self._worker = worker
         self._resources = resources
         self._view = view
+        self._session_scoped = session_scoped or resources
 
     def resources_for(self, device: str) -> ResourceMgr:
         return self._resources[self._worker.device_for(device)]
+
+    def session_resources_for(self, device: str) -> ResourceMgr:
+        return self._session_scoped[self._worker.device_for(device)]
+
+    def session_of(self, step_id: int) -> str:
+        return self._worker.session_of(step_id)
 
     # The rest of ``executor.ExecutorEnv``: the worker's own.
     @property

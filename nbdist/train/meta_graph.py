@@ -263,6 +263,13 @@ def read_meta_graph_file(filename):
     return mg
 
 
+def absolute_import_scope(import_scope):
+    """Where an import lands: ``import_scope`` under the current name scope (as
+    TF, which imports inside ``with name_scope("x"):`` under ``x/``), or None."""
+    current = get_default_graph().get_name_scope()
+    return "/".join(p for p in (current, import_scope) if p) or None
+
+
 def import_scoped_meta_graph(meta_graph_or_file, clear_devices=False,
                              import_scope=None):
     """Imports a ``MetaGraphDef`` (or a ``.meta`` file) into the default graph
@@ -278,7 +285,9 @@ def import_scoped_meta_graph(meta_graph_or_file, clear_devices=False,
         for nd in gd.node:
             nd.device = ""
     graph = get_default_graph()
-    import_graph_def(gd, name=import_scope or "")
+    import_scope = absolute_import_scope(import_scope)
+    with graph.name_scope(None):  # import_scope is absolute now
+        import_graph_def(gd, name=(import_scope + "/") if import_scope else "")
     pre = (import_scope + "/") if import_scope else ""
     for key, cd in sorted(mg.collection_def.items()):
         kind = cd.WhichOneof("kind")
@@ -303,5 +312,5 @@ def import_scoped_meta_graph(meta_graph_or_file, clear_devices=False,
     return mg
 
 
-__all__ = ["export_meta_graph", "import_scoped_meta_graph", "read_meta_graph_file",
+__all__ = ["absolute_import_scope", "export_meta_graph", "import_scoped_meta_graph", "read_meta_graph_file",
            "variable_def", "without_unknown_ops"]

@@ -43,8 +43,8 @@ longer lists them.
 Taking over a directory: a ``Saver``'s first save into a directory removes the
 temporary files a crash left there under its own names (``<prefix>[-N].npz``,
 ``.meta`` and the state file's, older than that save), and counts the
-checkpoints already there against ``max_to_keep``: those the state file
-lists, and ``<prefix>-N`` checkpoints it does not (a process killed between
+checkpoints of its own series (``<prefix>`` and ``<prefix>-N``) already there
+against ``max_to_keep``: those the state file lists, and those it does not (a process killed between
 the data file and the state file), oldest first. So a directory written by
 one process after another keeps ``max_to_keep`` checkpoints, as it would in
 one process.
@@ -417,8 +417,12 @@ class Saver:
             except ValueError:
                 state = None
             if state is not None:
+                # Only this saver's own series: checkpoints under other prefixes
+                # stay as TF leaves them (a fresh saver does not delete them).
+                own = re.compile(rf"{prefix}(?:-\d+)?")
                 listed = [_in_directory(p, directory)
-                          for p in state.all_model_checkpoint_paths]
+                          for p in state.all_model_checkpoint_paths
+                          if own.fullmatch(os.path.basename(p))]
         known = {os.path.normpath(p) for p in self.last_checkpoints + listed}
         data = re.compile(
             rf"({prefix}-\d+)(?:{re.escape(DATA_SUFFIX)}|{re.escape(INDEX_SUFFIX)})")
@@ -588,9 +592,11 @@ def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None
         # nbdist's; they are left out and a Saver of its variables is built.
         meta_graph_or_file = meta_graph.without_unknown_ops(
             meta_graph_or_file, only_under=restore_op.rpartition("/")[0])
-    mg = meta_graph.import_scoped_meta_graph(meta_graph_or_file, clear_devices,
-                                             import_scope)
     graph = get_default_graph()
+    import_scope = meta_graph.absolute_import_scope(import_scope)
+    with graph.name_scope(None):  # import_scope is absolute now
+        mg = meta_graph.import_scoped_meta_graph(meta_graph_or_file, clear_devices,
+                                                 import_scope)
     saver_defs = mg.collection_def.get(meta_graph.SAVERS)
     if saver_defs is not None:
         for value in saver_defs.bytes_list.value:

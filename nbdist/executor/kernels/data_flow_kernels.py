@@ -12,6 +12,7 @@ import numpy as np
 from nbdist import errors
 from nbdist.executor.kernel import register_kernel
 from nbdist.executor.kernels.random_kernels import _generator as random_generator
+from nbdist.executor.kernels.kernel_util import unshared_resources
 
 
 class FIFOQueueResource:
@@ -146,7 +147,7 @@ def _queue_kernel(node, make):
     a queue shared by name must match this node's definition."""
     a = node.attrs
     name = a["shared_name"] or node.name
-    rm = node.resources
+    rm = unshared_resources(node, a["shared_name"])
 
     def compute(step):
         fresh = []

@@ -63,3 +63,13 @@ def numpy_type(dtype):
     return (
         np.dtype(object) if dtype is dtypes.string else np.dtype(dtype.as_numpy_dtype)
     )
+
+
+def unshared_resources(node, shared_name: str):
+    """Where a stateful op (queue, reader) keeps its state: the device's
+    ``ResourceMgr`` when it has a ``shared_name``, else its session's own (as
+    TF, whose kernels for such ops live per session: a new session on a
+    server starts with fresh, open queues)."""
+    if shared_name:
+        return node.resources
+    return node.env.session_resources_for(node.device)

@@ -17,6 +17,7 @@ from nbdist import errors
 from nbdist.executor import tf_record
 from nbdist.executor.kernel import register_kernel
 from nbdist.executor.kernels.dataset_kernels import DatasetValue
+from nbdist.executor.kernels.kernel_util import unshared_resources
 
 
 # -- the records of one file, per reader kind -------------------------------------
@@ -134,9 +135,10 @@ def _strings(items):
 def _reader_kernel(node):
     a = node.attrs
     name = a["shared_name"] or node.name
+    rm = unshared_resources(node, a["shared_name"])
 
     def compute(step):
-        return node.resources.lookup_or_create(
+        return rm.lookup_or_create(
             a["container"], "reader", name, lambda: ReaderResource(name, node.op, a))
 
     return compute
