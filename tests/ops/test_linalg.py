@@ -300,3 +300,16 @@ TF1_LINALG = [
 
 def test_every_tf1_linalg_name_resolves():
     assert [n for n in TF1_LINALG if not hasattr(nd.linalg, n)] == []
+
+
+@pytest.mark.parametrize("equation, shapes", [
+    ("...ij,jk->...ik", [(2, 2, 3), (3, 2)]),
+    ("bij,...j->bi", [(2, 2, 3), (3,)]),
+])
+def test_einsum_gradient_of_an_input_without_the_ellipsis_the_other_broadcasts(
+        equation, shapes):
+    # The weights of a batched matmul written with "...": their gradient sums
+    # over the batch axes.
+    rng = np.random.default_rng(3)
+    check_gradient(lambda a, b: nd.einsum(equation, a, b),
+                   [rng.standard_normal(s) for s in shapes])
