@@ -204,3 +204,12 @@ def test_py_func_referring_to_its_graph_lets_the_graph_be_freed():
     refs = [build() for _ in range(3)]
     gc.collect()
     assert [r() for r in refs] == [None, None, None]
+
+
+def test_map_fn_over_no_rows_gives_an_empty_result_of_the_fn_shape():
+    # An empty batch (TF1's map_fn gives shape (0, 3) here, checked in TF).
+    x = nd.placeholder(nd.float32, [None, 3])
+    y = nd.map_fn(lambda row: row * 2.0, x)
+    with nd.Session() as s:
+        out = s.run(y, {x: np.zeros((0, 3), np.float32)})
+    assert out.shape == (0, 3) and out.dtype == np.float32
