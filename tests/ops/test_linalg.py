@@ -313,3 +313,13 @@ def test_einsum_gradient_of_an_input_without_the_ellipsis_the_other_broadcasts(
     rng = np.random.default_rng(3)
     check_gradient(lambda a, b: nd.einsum(equation, a, b),
                    [rng.standard_normal(s) for s in shapes])
+
+
+def test_adjoint_and_conjugate_transpose_conjugate_complex_matrices():
+    x = np.array([[1 + 2j, 3j], [4, 5 - 1j]])
+    with nd.Session() as s:
+        adj, tr, real = s.run([nd.linalg.adjoint(x), nd.transpose(x, conjugate=True),
+                               nd.transpose(np.eye(2), conjugate=True)])
+    np.testing.assert_array_equal(adj, x.conj().T)
+    np.testing.assert_array_equal(tr, x.conj().T)
+    np.testing.assert_array_equal(real, np.eye(2))
