@@ -323,3 +323,12 @@ def test_adjoint_and_conjugate_transpose_conjugate_complex_matrices():
     np.testing.assert_array_equal(adj, x.conj().T)
     np.testing.assert_array_equal(tr, x.conj().T)
     np.testing.assert_array_equal(real, np.eye(2))
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (4, 2), (2, 3, 2)])
+def test_qr_gradient_matches_finite_differences(shape):
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal(shape)
+    check_gradient(lambda x: nd.linalg.qr(x)[0], [a])
+    check_gradient(lambda x: nd.linalg.qr(x)[1], [a])
+    check_gradient(lambda x: nd.reduce_sum(nd.linalg.qr(x)[0]) * nd.linalg.qr(x)[1], [a])
