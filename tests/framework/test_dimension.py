@@ -180,7 +180,7 @@ def test_a_single_dimension_is_a_shape_of_rank_one():
         def call(self, inputs, state):
             return inputs + state, inputs + state
 
-    out, state = nd.nn.dynamic_rnn(Cell(), x, dtype=nd.float32)
+    _out, state = nd.nn.dynamic_rnn(Cell(), x, dtype=nd.float32)
     value = np.arange(40, dtype=np.float32).reshape(2, 5, 4)
     with nd.Session() as s:
         np.testing.assert_allclose(s.run(state, {x: value}), value.sum(axis=1))
