@@ -217,8 +217,11 @@ class TensorShape:
             self._dims = None
         elif isinstance(dims, TensorShape):
             self._dims = dims._dims
-        elif isinstance(dims, int):
-            self._dims = (int(dims),)
+        elif isinstance(dims, Dimension):
+            self._dims = (dims.value,)  # one dimension, as TF takes it
+        elif isinstance(dims, int) or (
+                hasattr(dims, "__index__") and not hasattr(dims, "__iter__")):
+            self._dims = (operator.index(dims),)
         else:
             out = []
             for d in dims:

@@ -18,7 +18,7 @@ from nbdist.framework import dtypes
 from nbdist.framework.gradient_registry import NotDifferentiable, register_gradient
 from nbdist.framework.op_def_registry import register_op
 from nbdist.framework.op_util import INDEX, NUMERIC, check_type, op_scope
-from nbdist.framework.ops import convert_to_tensor
+from nbdist.framework.ops import Tensor, convert_to_tensor
 from nbdist.framework.tensor_shape import TensorShape
 from nbdist.ops import array_ops as A
 
@@ -68,7 +68,7 @@ def dynamic_partition(data, partitions, num_partitions, name=None):
     entry in ``partitions`` (a prefix of data's shape) is ``i``, in order."""
     with op_scope(name, "DynamicPartition", [data, partitions]) as (g, scope):
         x = convert_to_tensor(data, name="data")
-        p = convert_to_tensor(partitions, name="partitions")
+        p = _int32(partitions, "partitions")
         return g.create_op("DynamicPartition", [x, p],
                            {"T": x.dtype.base_dtype,
                             "num_partitions": int(num_partitions)},
@@ -130,12 +130,20 @@ for _t in ("DynamicStitch", "ParallelDynamicStitch"):
                 min_inputs=2)
 
 
+def _int32(value, name):
+    """An int32 input: a NumPy int64 array (NumPy's default) converts, as TF
+    converts it; a tensor keeps its dtype (an int64 one is TF's TypeError)."""
+    if isinstance(value, Tensor):
+        return value
+    return convert_to_tensor(value, dtype=dtypes.int32, name=name)
+
+
 def _stitch(op_type, indices, data, name):
     if len(indices) != len(data) or not indices:
         raise ValueError(f"{op_type}: indices and data must be non-empty lists of "
                          f"one length, got {len(indices)} and {len(data)}")
     with op_scope(name, op_type, list(indices) + list(data)) as (g, scope):
-        ind = [convert_to_tensor(i, name="indices") for i in indices]
+        ind = [_int32(i, "indices") for i in indices]
         dat = [convert_to_tensor(x, name="data") for x in data]
         d = dat[0].dtype.base_dtype
         dat = [convert_to_tensor(x, dtype=d) for x in dat]

@@ -206,6 +206,10 @@ def transpose(a, perm=None, name="transpose", conjugate=False):
                 perm = subtract(subtract(rk, 1), _range(0, rk, 1))
         else:
             perm = pack_if_needed(perm, name="perm")
+        if conjugate and x.dtype.is_complex:
+            # TF's ConjugateTranspose: the conjugates, transposed.
+            x = g.create_op("Conj", [x], {"T": x.dtype.base_dtype},
+                            name="conj").outputs[0]
         return g.create_op(
             "Transpose",
             [x, perm],

@@ -21,7 +21,7 @@ from nbdist.framework.op_util import op_scope
 from nbdist.framework.ops import convert_to_tensor
 from nbdist.framework.tensor_shape import TensorShape, broadcast_shapes
 from nbdist.ops import array_ops as A
-from nbdist.ops.math_grad import sum_to
+from nbdist.ops.math_grad import _m, sum_to
 
 __all__ = ["einsum", "tensordot"]
 
@@ -154,7 +154,15 @@ def _einsum_grad(op, grad):
             before, after = sub.split(ELLIPSIS)
             target = ("".join(c for c in before if c in available) + ELLIPSIS
                       + "".join(c for c in after if c in available))
-        part = einsum(",".join([out] + others) + "->" + target, grad, *tensors)
+        # x without "..." where the others broadcast one: the einsum keeps the
+        # "..." (an equation may not drop it) and those axes are summed here.
+        lead = ELLIPSIS not in sub and has_ellipsis
+        part = einsum(",".join([out] + others) + "->" + (ELLIPSIS if lead else "")
+                      + target, grad, *tensors)
+        if lead:
+            if part.shape.rank is None:
+                raise NotImplementedError("einsum's gradient needs inputs of known rank")
+            part = _m().reduce_sum(part, axis=list(range(part.shape.rank - len(target))))
         if target.replace(ELLIPSIS, "") != letters or (
                 ELLIPSIS in sub and not has_ellipsis):
             part = _restore_axes(part, x, sub, target, available)

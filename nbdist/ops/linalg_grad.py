@@ -8,8 +8,10 @@ Cholesky one is returned symmetric, as TF does); ``Svd`` follows Townsend's
 "Differentiating the Singular Value Decomposition" (2016); ``MatrixExponential``
 uses the block identity ``expm([[A^T, G], [0, A^T]])[:n, n:]``.
 
-``MatrixLogarithm``, ``MatrixSquareRoot``, ``Lu`` and ``Qr`` have no gradient
-here.
+``Qr`` (as TF 1.15: reduced, with at least as many rows as columns) follows
+Walter & Lehmann's result ``dA = (dQ + Q copyltu(M)) R^-T``,
+``M = R dR^T - dQ^T Q``. ``MatrixLogarithm``, ``MatrixSquareRoot`` and ``Lu``
+have no gradient here.
 """
 
 from __future__ import annotations
@@ -149,3 +151,24 @@ def _expm_grad(op, grad):
     n = A.shape(a_t)[-1]
     big = L.matrix_exponential(block)
     return [big[..., :n, n:]]
+
+
+@register_gradient("Qr")
+def _qr_grad(op, grad_q, grad_r):
+    a = op.inputs[0]
+    q, r = op.outputs
+    m, n = a.shape.as_list()[-2:] if a.shape.rank is not None else (None, None)
+    if m is None or n is None or n > m or (op.get_attr("full_matrices") and m != n):
+        raise NotImplementedError(
+            "QrGrad not implemented when ncols > nrows or full_matrices is true "
+            "and ncols != nrows.")
+    grad_q = A.zeros_like(q) if grad_q is None else grad_q
+    grad_r = A.zeros_like(r) if grad_r is None else grad_r
+    m_ = matmul(r, grad_r, adjoint_b=True) - matmul(grad_q, q, adjoint_a=True)
+    lower = matrix_band_part(m_, -1, 0)
+    # copyltu: the lower triangle with its strict part mirrored above.
+    strict = matrix_set_diag(lower, A.zeros_like(matrix_diag_part(m_)))
+    copyltu = lower + matrix_transpose(strict)
+    b = grad_q + matmul(q, copyltu)
+    return [matrix_transpose(L.matrix_triangular_solve(
+        r, matrix_transpose(b), lower=False))]

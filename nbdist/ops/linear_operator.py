@@ -21,7 +21,7 @@ import numpy as np
 from nbdist.framework import dtypes
 from nbdist.framework.op_util import op_scope
 from nbdist.framework.ops import convert_to_tensor
-from nbdist.framework.tensor_shape import TensorShape
+from nbdist.framework.tensor_shape import TensorShape, dimension_at_index
 from nbdist.ops import array_ops as A
 from nbdist.ops import linalg_ops as L
 from nbdist.ops.linalg_ops_diag import (
@@ -87,7 +87,7 @@ class LinearOperator:
 
     @property
     def is_square(self):
-        m, n = self.range_dimension, self.domain_dimension
+        m, n = self.range_dimension.value, self.domain_dimension.value
         if m is not None and n is not None:
             return m == n
         return self._is_square_hint
@@ -113,13 +113,12 @@ class LinearOperator:
 
     @property
     def domain_dimension(self):
-        s = self.shape
-        return None if s.rank is None else s[-1]
+        # A Dimension, as TF1 gives it (``.value`` is the int or None).
+        return dimension_at_index(self.shape, -1)
 
     @property
     def range_dimension(self):
-        s = self.shape
-        return None if s.rank is None else s[-2]
+        return dimension_at_index(self.shape, -2)
 
     def shape_tensor(self, name="shape_tensor"):
         return A.shape(self.to_dense(), out_type=dtypes.int32)

@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import collections
+
 import numpy as np
 
 from nbdist.framework import dtypes
@@ -190,6 +192,10 @@ register_op("TopKV2", _top_k_infer,
                    "index_type": ("type", dtypes.int32)}, num_inputs=2)
 
 
+# TF's result type: ``top_k(x).indices`` reads as in TF1.
+TopKV2 = collections.namedtuple("TopKV2", ["values", "indices"])
+
+
 def top_k(input, k=1, sorted=True, name=None,
           index_type=dtypes.int32):
     """(values, indices) of the ``k`` largest entries of each last-axis row,
@@ -200,7 +206,7 @@ def top_k(input, k=1, sorted=True, name=None,
                            {"T": x.dtype.base_dtype, "sorted": bool(sorted),
                             "index_type": dtypes.as_dtype(index_type)},
                            name=name or "TopKV2")
-    return op.outputs[0], op.outputs[1]
+    return TopKV2(op.outputs[0], op.outputs[1])
 
 
 # -- composites ------------------------------------------------------------------------

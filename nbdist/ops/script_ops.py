@@ -32,7 +32,10 @@ from nbdist.framework.op_def_registry import REQUIRED, register_op
 from nbdist.framework.ops import convert_to_tensor, get_default_graph
 from nbdist.framework.tensor_shape import TensorShape
 
-_FUNCS: dict[str, object] = {}
+# token -> the graph holding the function. The graph owns the function (a
+# function often refers to the graph's tensors; a strong global reference to it
+# would keep every graph that ever made a py_func alive).
+_FUNCS: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 _LOCK = threading.Lock()
 _COUNTER = itertools.count()
 
@@ -41,14 +44,15 @@ def register_function(graph, func) -> str:
     """A token for ``func``, valid in this process while ``graph`` lives."""
     with _LOCK:
         token = f"pyfunc_{next(_COUNTER)}"
-        _FUNCS[token] = func
-    weakref.finalize(graph, _FUNCS.pop, token, None)
+        graph.__dict__.setdefault("_py_funcs", {})[token] = func
+        _FUNCS[token] = graph
     return token
 
 
 def lookup_function(token: str):
     """The function registered under ``token`` in this process, else None."""
-    return _FUNCS.get(token)
+    graph = _FUNCS.get(token)
+    return None if graph is None else graph._py_funcs.get(token)
 
 
 def _py_func_infer(c):

@@ -96,7 +96,8 @@ def confusion_matrix(labels, predictions, num_classes=None, dtype=dtypes.int32,
         if num_classes is None:
             n = M.add(M.maximum(M.reduce_max(labels), M.reduce_max(predictions)), 1)
         else:
-            n = convert_to_tensor(num_classes, dtype=dtypes.int32)
+            # An int64 num_classes (as a metric's is) works, as in TF.
+            n = M.cast(convert_to_tensor(num_classes), dtypes.int32)
             checks += [
                 check_ops.assert_less(labels, n, message="`labels` out of bound"),
                 check_ops.assert_less(predictions, n,

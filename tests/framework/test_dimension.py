@@ -164,3 +164,23 @@ def test_dimensions_go_where_ints_went():
     np.testing.assert_array_equal(got_half, feed[:, :3])
     with pytest.raises(ValueError, match="Cannot convert an unknown Dimension"):
         tf.constant(x.get_shape()[0])
+
+
+def test_a_single_dimension_is_a_shape_of_rank_one():
+    # A custom RNN cell whose state_size is ``inputs.shape[-1]`` (a Dimension):
+    # its zero state is TensorShape(state_size), as TF takes a single dimension.
+    assert nd.TensorShape(nd.Dimension(3)).as_list() == [3]
+    assert nd.TensorShape(nd.Dimension(None)).as_list() == [None]
+    assert nd.TensorShape(np.int64(2)).as_list() == [2]
+    x = nd.placeholder(nd.float32, [2, 5, 4])
+
+    class Cell(nd.nn.rnn_cell.RNNCell):
+        state_size = output_size = x.shape[-1]
+
+        def call(self, inputs, state):
+            return inputs + state, inputs + state
+
+    _out, state = nd.nn.dynamic_rnn(Cell(), x, dtype=nd.float32)
+    value = np.arange(40, dtype=np.float32).reshape(2, 5, 4)
+    with nd.Session() as s:
+        np.testing.assert_allclose(s.run(state, {x: value}), value.sum(axis=1))

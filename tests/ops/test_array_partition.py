@@ -154,3 +154,15 @@ def test_random_crop_is_a_slice_and_checks_size():
     with pytest.raises(nd.errors.InvalidArgumentError, match="Need value.shape >= "
                                                              "size"):
         run(nd.random_crop(dynamic(np.ones((2, 2))), [3, 2]))
+
+
+def test_partitions_and_indices_given_as_numpy_int64_arrays():
+    # NumPy's default integer arrays, as TF converts them for these int32 inputs.
+    parts = nd.dynamic_partition(np.arange(6.0).reshape(3, 2), np.array([1, 0, 1]), 2)
+    stitched = nd.dynamic_stitch([np.array([0, 2]), np.array([1])],
+                                 [np.array([1.0, 3.0]), np.array([2.0])])
+    with nd.Session() as s:
+        p0, p1, st = s.run([parts[0], parts[1], stitched])
+    np.testing.assert_array_equal(p0, [[2.0, 3.0]])
+    np.testing.assert_array_equal(p1, [[0.0, 1.0], [4.0, 5.0]])
+    np.testing.assert_array_equal(st, [1.0, 2.0, 3.0])

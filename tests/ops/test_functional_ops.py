@@ -184,3 +184,32 @@ def test_py_func_runs_only_in_its_process_and_print_on_the_task(spawn, servers):
         assert s.run(shown) == 1.0
     wait_for(lambda: any("on worker: [4 5]" in ln for ln in remote.stderr), 30,
              "the worker's stderr to show the Print")
+
+
+def test_py_func_referring_to_its_graph_lets_the_graph_be_freed():
+    # A py_func's function often refers to the graph's tensors (a closure, a
+    # model's method); the graph must still be collected once dropped.
+    import gc
+    import weakref
+
+    def build():
+        g = nd.Graph()
+        with g.as_default():
+            x = nd.constant([1.0, 2.0])
+            y = nd.py_func(lambda a: a * 2 + 0 * len(x.name), [x], nd.float32)
+            with nd.Session() as s:
+                np.testing.assert_allclose(s.run(y), [2.0, 4.0])
+        return weakref.ref(g)
+
+    refs = [build() for _ in range(3)]
+    gc.collect()
+    assert [r() for r in refs] == [None, None, None]
+
+
+def test_map_fn_over_no_rows_gives_an_empty_result_of_the_fn_shape():
+    # An empty batch (TF1's map_fn gives shape (0, 3) here, checked in TF).
+    x = nd.placeholder(nd.float32, [None, 3])
+    y = nd.map_fn(lambda row: row * 2.0, x)
+    with nd.Session() as s:
+        out = s.run(y, {x: np.zeros((0, 3), np.float32)})
+    assert out.shape == (0, 3) and out.dtype == np.float32

@@ -300,3 +300,35 @@ TF1_LINALG = [
 
 def test_every_tf1_linalg_name_resolves():
     assert [n for n in TF1_LINALG if not hasattr(nd.linalg, n)] == []
+
+
+@pytest.mark.parametrize("equation, shapes", [
+    ("...ij,jk->...ik", [(2, 2, 3), (3, 2)]),
+    ("bij,...j->bi", [(2, 2, 3), (3,)]),
+])
+def test_einsum_gradient_of_an_input_without_the_ellipsis_the_other_broadcasts(
+        equation, shapes):
+    # The weights of a batched matmul written with "...": their gradient sums
+    # over the batch axes.
+    rng = np.random.default_rng(3)
+    check_gradient(lambda a, b: nd.einsum(equation, a, b),
+                   [rng.standard_normal(s) for s in shapes])
+
+
+def test_adjoint_and_conjugate_transpose_conjugate_complex_matrices():
+    x = np.array([[1 + 2j, 3j], [4, 5 - 1j]])
+    with nd.Session() as s:
+        adj, tr, real = s.run([nd.linalg.adjoint(x), nd.transpose(x, conjugate=True),
+                               nd.transpose(np.eye(2), conjugate=True)])
+    np.testing.assert_array_equal(adj, x.conj().T)
+    np.testing.assert_array_equal(tr, x.conj().T)
+    np.testing.assert_array_equal(real, np.eye(2))
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (4, 2), (2, 3, 2)])
+def test_qr_gradient_matches_finite_differences(shape):
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal(shape)
+    check_gradient(lambda x: nd.linalg.qr(x)[0], [a])
+    check_gradient(lambda x: nd.linalg.qr(x)[1], [a])
+    check_gradient(lambda x: nd.reduce_sum(nd.linalg.qr(x)[0]) * nd.linalg.qr(x)[1], [a])

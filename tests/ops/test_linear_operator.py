@@ -113,3 +113,13 @@ def test_properties_hints_and_composition_by_matmul():
                                    is_positive_definite=True)
     with pytest.raises(ValueError, match="must contain `2` blocks"):
         L.LinearOperatorBlockLowerTriangular([[op], [op]])
+
+
+def test_range_and_domain_dimension_are_dimensions_as_in_tf1():
+    # TF1 code reads ``operator.range_dimension.value``.
+    op = nd.linalg.LinearOperatorFullMatrix(np.ones((2, 3, 4)))
+    assert op.range_dimension.value == 3 and op.domain_dimension.value == 4
+    assert op.range_dimension == 3 and not op.is_square
+    assert nd.linalg.LinearOperatorIdentity(3).is_square
+    unknown = nd.linalg.LinearOperatorFullMatrix(nd.placeholder(nd.float32))
+    assert unknown.range_dimension.value is None

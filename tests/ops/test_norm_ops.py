@@ -229,3 +229,12 @@ def test_l2_normalize_softmax_axis_xw_plus_b_bias_add_nchw():
                                x + bias[None, :, None, None])
     check_grads(lambda a, c: nd.nn.bias_add(a, c, data_format="NCHW"),
                 lambda a, c: a + c[None, :, None, None], [x[:1], bias])
+
+
+def test_top_k_result_has_values_and_indices_fields():
+    values, indices = nd.nn.top_k([[1.0, 3.0, 2.0]], k=2)
+    result = nd.nn.top_k([[1.0, 3.0, 2.0]], k=2)
+    with nd.Session() as s:
+        v, i = s.run([result.values, result.indices])
+        assert s.run(indices).tolist() == i.tolist() == [[1, 2]]
+    assert v.tolist() == [[3.0, 2.0]] and values.shape.as_list() == [1, 2]

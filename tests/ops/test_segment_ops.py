@@ -183,3 +183,11 @@ def test_confusion_matrix_checks_its_classes_with_tf_wording():
         run(nd.confusion_matrix([1, -2], [1, 0]))
     with pytest.raises(ValueError, match="incompatible"):
         nd.confusion_matrix([1, 2], [1, 0, 1])
+
+
+def test_confusion_matrix_takes_an_int64_num_classes():
+    with nd.Session() as s:
+        out = s.run(nd.confusion_matrix(
+            np.array([1, 0], np.int64), np.array([1, 1], np.int64),
+            num_classes=nd.constant(2, nd.int64)))
+    np.testing.assert_array_equal(out, [[0, 1], [0, 1]])

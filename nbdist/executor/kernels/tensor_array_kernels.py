@@ -169,12 +169,18 @@ def _indices(node, value) -> list:
 
 def _stack(node, ta, indices, dtype):
     if not indices:
-        if not _fully_defined(ta.element_shape):
+        shape = ta.element_shape
+        es = node.attrs.get("element_shape")
+        if not _fully_defined(shape) and es is not None and es.is_fully_defined():
+            # The shape the graph inferred from the writes (a map_fn over no
+            # rows), as TF's gather kernel takes its element_shape attr.
+            shape = tuple(es.as_list())
+        if not _fully_defined(shape):
             raise _error(node, ta, "TensorArray has size zero, but element shape "
-                         f"{_shape_str(ta.element_shape)} is not fully defined. "
+                         f"{_shape_str(shape)} is not fully defined. "
                          "Currently only static shapes are supported when packing "
                          "zero-size TensorArrays.")
-        return np.zeros((0,) + tuple(ta.element_shape), dtype=dtype)
+        return np.zeros((0,) + tuple(shape), dtype=dtype)
     values = [_read(node, ta, i, dtype) for i in indices]
     shapes = {v.shape for v in values}
     if len(shapes) > 1:
