@@ -287,6 +287,15 @@ def __getattr__(name):
                                       "enable_resource_variables"),
         "executing_eagerly_outside_functions": ("nbdist.ops.tf1_compat_ops",
                                                 "executing_eagerly_outside_functions"),
+        "is_symbolic_tensor": ("nbdist.ops.tf1_compat_ops", "is_symbolic_tensor"),
+        "vectorized_map": ("nbdist.ops.tf1_compat_ops", "vectorized_map"),
+        "register_tensor_conversion_function": (
+            "nbdist.ops.tf1_compat_ops", "register_tensor_conversion_function"),
+        "TypeSpec": ("nbdist.framework.type_spec", "TypeSpec"),
+        "TensorSpec": ("nbdist.framework.type_spec", "TensorSpec"),
+        "SparseTensorSpec": ("nbdist.framework.type_spec", "SparseTensorSpec"),
+        "IndexedSlicesSpec": ("nbdist.framework.type_spec", "IndexedSlicesSpec"),
+        "type_spec_from_value": ("nbdist.framework.type_spec", "type_spec_from_value"),
     }
     if name in lazy:
         target = lazy[name]

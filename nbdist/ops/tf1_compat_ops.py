@@ -22,7 +22,6 @@ from nbdist.framework import ops as _ops
 from nbdist.framework.constant_op import identity, stop_gradient
 from nbdist.framework.ops import GraphKeys, convert_to_tensor, get_default_graph
 from nbdist.framework.tensor import Tensor
-from nbdist.framework.tensor_util import make_ndarray
 from nbdist.ops import (
     array_ops, clip_ops, control_flow_ops, math_ops, nn_ops, script_ops, variables,
 )
@@ -118,16 +117,8 @@ def get_static_value(tensor, partial=False):
     None. ``get_static_value(nd.constant([1, 2]))`` -> ``array([1, 2])``."""
     if not isinstance(tensor, Tensor):
         return np.asarray(tensor)
-    op = tensor.op
-    if op.type == "Const":
-        value = op.get_attr("value")
-        return np.array(value) if isinstance(value, np.ndarray) else make_ndarray(value)
-    if op.type == "Identity":
-        return get_static_value(op.inputs[0], partial)
-    if op.type == "Shape" and op.inputs[0].shape.is_fully_defined():
-        return np.array(op.inputs[0].shape.as_list(),
-                        dtype=tensor.dtype.as_numpy_dtype)
-    return None
+    value = _ops._static_value(tensor)
+    return None if value is None else np.array(value)
 
 
 def no_regularizer(_):
@@ -339,3 +330,28 @@ def make_template(name_, func_, create_scope_now_=False, unique_name_=None,
     (under the scope ``name_``, made unique as TF does: ``name_``, ``name__1``)."""
     func = functools.partial(func_, **kwargs) if kwargs else func_
     return Template(name_, func, create_scope_now_, unique_name_, custom_getter_)
+
+
+def is_symbolic_tensor(x):
+    """True for a graph tensor: every nbdist tensor is symbolic (graph mode)."""
+    return is_tensor(x)
+
+
+def register_tensor_conversion_function(base_type, conversion_func, priority=100):
+    """Lets ``convert_to_tensor`` accept ``base_type`` values through
+    ``conversion_func(value, dtype=None, name=None, as_ref=False)``.
+
+    ``priority`` is accepted for TF's signature; functions are tried in the
+    order registered.
+    """
+    del priority
+    _ops.register_tensor_conversion_function(base_type, conversion_func)
+
+
+def vectorized_map(fn, elems, fallback_to_while_loop=True, warn=True):
+    """``fn`` over the first dimension of ``elems``, run as TF's while-loop
+    fallback (``map_fn``): ``fn``'s result has the dtypes of ``elems``."""
+    del fallback_to_while_loop, warn
+    from nbdist.ops.map_fn import map_fn  # noqa: PLC0415 - keeps this module light
+
+    return map_fn(fn, elems)

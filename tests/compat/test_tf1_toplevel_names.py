@@ -166,3 +166,41 @@ def test_enums_and_graph_mode_answers():
         g = nd.gradients(y, x, unconnected_gradients=nd.UnconnectedGradients.ZERO)
         with nd.Session() as sess:
             assert sess.run(g) == [0.0]
+
+
+def test_type_specs():
+    with nd.Graph().as_default():
+        spec = nd.TensorSpec([None, 3], nd.float32, name="x")
+        # TF 2.21's repr and compatibility rules for the same specs.
+        assert repr(spec) == "TensorSpec(shape=(None, 3), dtype=tf.float32, name='x')"
+        assert spec.is_compatible_with(nd.zeros([2, 3]))
+        assert not spec.is_compatible_with(nd.zeros([2, 4]))
+        assert not spec.is_compatible_with(nd.zeros([2, 3], nd.int32))
+        assert spec == nd.TensorSpec([None, 3], "float32", name="x")
+        assert nd.TensorSpec.from_tensor(nd.zeros([2], name="z")) == \
+            nd.TensorSpec([2], nd.float32, "z")
+        sparse = nd.SparseTensor([[0, 0]], [1.0], [2, 3])
+        assert nd.type_spec_from_value(sparse) == nd.SparseTensorSpec([2, 3])
+        assert isinstance(nd.IndexedSlicesSpec([4, 2]), nd.TypeSpec)
+        with pytest.raises(TypeError, match="Could not build a TypeSpec"):
+            nd.type_spec_from_value(object())
+        assert nd.is_symbolic_tensor(sparse) and not nd.is_symbolic_tensor(1)
+
+
+def test_vectorized_map_and_conversion_registration():
+    class Box:
+        def __init__(self, value):
+            self.value = value
+
+    def box_to_tensor(box, dtype=None, name=None, as_ref=False):
+        return nd.constant(box.value, dtype=dtype, name=name)
+
+    nd.register_tensor_conversion_function(Box, box_to_tensor, priority=50)
+    with nd.Graph().as_default():
+        mapped = nd.vectorized_map(lambda row: row * 2.0,
+                                   nd.constant([[1.0, 2.0], [3.0, 4.0]]))
+        boxed = nd.add(Box(2.0), 1.0)
+        with nd.Session() as sess:
+            out = sess.run([mapped, boxed])
+    np.testing.assert_array_equal(out[0], [[2.0, 4.0], [6.0, 8.0]])
+    assert out[1] == 3.0
