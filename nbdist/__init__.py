@@ -289,6 +289,8 @@ def __getattr__(name):
                                                 "executing_eagerly_outside_functions"),
         "is_symbolic_tensor": ("nbdist.ops.tf1_compat_ops", "is_symbolic_tensor"),
         "vectorized_map": ("nbdist.ops.tf1_compat_ops", "vectorized_map"),
+        "create_partitioned_variables": ("nbdist.ops.tf1_compat_ops",
+                                         "create_partitioned_variables"),
         "register_tensor_conversion_function": (
             "nbdist.ops.tf1_compat_ops", "register_tensor_conversion_function"),
         "TypeSpec": ("nbdist.framework.type_spec", "TypeSpec"),

@@ -355,3 +355,25 @@ def vectorized_map(fn, elems, fallback_to_while_loop=True, warn=True):
     from nbdist.ops.map_fn import map_fn  # noqa: PLC0415 - keeps this module light
 
     return map_fn(fn, elems)
+
+
+def create_partitioned_variables(shape, slicing, initializer, dtype=dtypes.float32,
+                                 trainable=True, collections=None, name=None,
+                                 reuse=None):
+    """The shards of one variable of ``shape`` cut as ``slicing`` says (one
+    entry > 1), named ``<name or PartitionedVariable>/part_<i>`` as TF names them.
+
+    ``create_partitioned_variables([4, 2], [2, 1], nd.ones_initializer())`` ->
+    two ``[2, 2]`` variables.
+    """
+    if len(shape) != len(slicing):
+        raise ValueError("The 'shape' and 'slicing' of a partitioned Variable must "
+                         f"have the length: shape: {list(shape)}, "
+                         f"slicing: {list(slicing)}")
+    with variables.variable_scope(name, default_name="PartitionedVariable",
+                                  reuse=reuse) as scope:
+        partitioned = variables._get_partitioned_variable(
+            scope.name, lambda **_: list(slicing), list(shape),
+            dtypes.as_dtype(dtype), initializer, None, scope.reuse, trainable,
+            collections, None, True, None)
+    return list(partitioned)

@@ -204,3 +204,23 @@ def test_vectorized_map_and_conversion_registration():
             out = sess.run([mapped, boxed])
     np.testing.assert_array_equal(out[0], [[2.0, 4.0], [6.0, 8.0]])
     assert out[1] == 3.0
+
+
+def test_create_partitioned_variables_names_and_shapes_as_tf():
+    with nd.Graph().as_default():
+        plain = nd.create_partitioned_variables([4, 2], [2, 1], nd.ones_initializer())
+        emb = nd.create_partitioned_variables([5, 2], [2, 1], nd.ones_initializer(),
+                                              name="emb")
+        with pytest.raises(ValueError, match="must have the length"):
+            nd.create_partitioned_variables([4], [2, 1], nd.ones_initializer())
+        with nd.Session() as sess:
+            sess.run(nd.global_variables_initializer())
+            total = sum(sess.run(v).sum() for v in emb)
+    # TF 2.21 gives these names and shapes (the first shard takes the extra row).
+    assert [(v.name, v.shape.as_list()) for v in plain] == [
+        ("PartitionedVariable/part_0:0", [2, 2]),
+        ("PartitionedVariable/part_1:0", [2, 2]),
+    ]
+    assert [(v.name, v.shape.as_list()) for v in emb] == [
+        ("emb/part_0:0", [3, 2]), ("emb/part_1:0", [2, 2])]
+    assert total == 10.0
