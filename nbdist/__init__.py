@@ -291,6 +291,9 @@ def __getattr__(name):
         "vectorized_map": ("nbdist.ops.tf1_compat_ops", "vectorized_map"),
         "create_partitioned_variables": ("nbdist.ops.tf1_compat_ops",
                                          "create_partitioned_variables"),
+        "add_check_numerics_ops": ("nbdist.ops.tf1_compat_ops",
+                                   "add_check_numerics_ops"),
+        "TensorInfo": ("nbdist.proto.meta_graph_pb2", "TensorInfo"),
         "register_tensor_conversion_function": (
             "nbdist.ops.tf1_compat_ops", "register_tensor_conversion_function"),
         "TypeSpec": ("nbdist.framework.type_spec", "TypeSpec"),

@@ -377,3 +377,19 @@ def create_partitioned_variables(shape, slicing, initializer, dtype=dtypes.float
             dtypes.as_dtype(dtype), initializer, None, scope.reuse, trainable,
             collections, None, True, None)
     return list(partitioned)
+
+
+def add_check_numerics_ops():
+    """One ``check_numerics`` for every float output in the default graph,
+    grouped: running the result fails (InvalidArgumentError naming the tensor
+    ``<op>:<index>``) if any holds Inf or NaN."""
+    from nbdist.ops.elementary_math_ops import check_numerics  # noqa: PLC0415
+
+    graph = get_default_graph()
+    checks = []
+    for op in list(graph.get_operations()):
+        for out in op.outputs:
+            if out.dtype.base_dtype in (dtypes.float16, dtypes.float32,
+                                        dtypes.float64):
+                checks.append(check_numerics(out, f"{op.name}:{out.value_index}"))
+    return control_flow_ops.group(*checks)

@@ -224,3 +224,22 @@ def test_create_partitioned_variables_names_and_shapes_as_tf():
     assert [(v.name, v.shape.as_list()) for v in emb] == [
         ("emb/part_0:0", [3, 2]), ("emb/part_1:0", [2, 2])]
     assert total == 10.0
+
+
+def test_add_check_numerics_ops_names_the_bad_tensor():
+    with nd.Graph().as_default():
+        x = nd.placeholder(nd.float32, [2], name="x")
+        y = nd.log(x, name="lg")
+        check = nd.add_check_numerics_ops()
+        with nd.Session() as sess:
+            np.testing.assert_allclose(sess.run([y, check], {x: [1.0, 2.0]})[0],
+                                       np.log([1.0, 2.0]))
+            with pytest.raises(nd.errors.InvalidArgumentError,
+                               match="lg:0 : Tensor had Inf values"):
+                sess.run(check, {x: [0.0, 2.0]})
+
+
+def test_tensor_info_is_the_meta_graph_message():
+    from nbdist.proto import meta_graph_pb2
+
+    assert nd.TensorInfo is meta_graph_pb2.TensorInfo
