@@ -512,8 +512,11 @@ class LinearOperatorInversion(LinearOperator):
         return -self._operator.log_abs_determinant()
 
 
-class LinearOperatorComposition(LinearOperator):
-    """The product ``operators[0] @ operators[1] @ ...``."""
+class _LinearOperatorOfOperators(LinearOperator):
+    """An operator made of ``operators`` (composition, Kronecker, block
+    diagonal): one constructor, its default name joined by ``_JOIN``."""
+
+    _JOIN = "_o_"
 
     def __init__(self, operators, is_non_singular=None, is_self_adjoint=None,
                  is_positive_definite=None, is_square=None, name=None):
@@ -522,10 +525,14 @@ class LinearOperatorComposition(LinearOperator):
         self._operators = list(operators)
         super().__init__(self._operators[0].dtype, None, is_non_singular,
                          is_self_adjoint, is_positive_definite, is_square,
-                         name or "_o_".join(o.name for o in self._operators),
+                         name or self._JOIN.join(o.name for o in self._operators),
                          {"operators": operators})
 
     operators = property(lambda self: list(self._operators))
+
+
+class LinearOperatorComposition(_LinearOperatorOfOperators):
+    """The product ``operators[0] @ operators[1] @ ...``."""
 
     def _to_dense(self):
         out = self._operators[-1].to_dense()

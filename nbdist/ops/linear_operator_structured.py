@@ -23,7 +23,7 @@ from nbdist.ops.complex_ops import real
 from nbdist.ops.einsum_ops import einsum
 from nbdist.ops.linalg_impl import _tridiagonal_dense
 from nbdist.ops.linalg_ops_diag import eye
-from nbdist.ops.linear_operator import LinearOperator
+from nbdist.ops.linear_operator import LinearOperator, _LinearOperatorOfOperators
 from nbdist.ops.math_ops import matmul
 from nbdist.ops.math_ops_elementwise import cast
 from nbdist.ops.math_ops_reduction import reduce_sum
@@ -55,20 +55,16 @@ def _blocks_dense(rows):
     return A.concat(dense_rows, -2)
 
 
-class LinearOperatorBlockDiag(LinearOperator):
+class LinearOperatorBlockDiag(_LinearOperatorOfOperators):
     """The block-diagonal operator of square ``operators``."""
+
+    _JOIN = "_ds_"
 
     def __init__(self, operators, is_non_singular=None, is_self_adjoint=None,
                  is_positive_definite=None, is_square=True, name=None):
-        if not operators:
-            raise ValueError("Expected a non-empty list of operators.")
-        self._operators = list(operators)
-        super().__init__(self._operators[0].dtype, None, is_non_singular,
-                         is_self_adjoint, is_positive_definite, True,
-                         name or "_ds_".join(o.name for o in self._operators),
-                         {"operators": operators})
-
-    operators = property(lambda self: list(self._operators))
+        del is_square  # always square, as TF's
+        super().__init__(operators, is_non_singular, is_self_adjoint,
+                         is_positive_definite, True, name)
 
     def _to_dense(self):
         ops = self._operators
@@ -130,20 +126,10 @@ class LinearOperatorBlockLowerTriangular(LinearOperator):
         return out
 
 
-class LinearOperatorKronecker(LinearOperator):
+class LinearOperatorKronecker(_LinearOperatorOfOperators):
     """The Kronecker product ``operators[0] (x) operators[1] (x) ...``."""
 
-    def __init__(self, operators, is_non_singular=None, is_self_adjoint=None,
-                 is_positive_definite=None, is_square=None, name=None):
-        if not operators:
-            raise ValueError("Expected a non-empty list of operators.")
-        self._operators = list(operators)
-        super().__init__(self._operators[0].dtype, None, is_non_singular,
-                         is_self_adjoint, is_positive_definite, is_square,
-                         name or "_x_".join(o.name for o in self._operators),
-                         {"operators": operators})
-
-    operators = property(lambda self: list(self._operators))
+    _JOIN = "_x_"
 
     def _to_dense(self):
         out = self._operators[0].to_dense()
