@@ -46,6 +46,7 @@ LAST_STEP = 200
 # must not make a live worker miss them).
 HEARTBEAT = {"heartbeat_interval_ms": 100, "heartbeat_timeout_ms": 2000}
 EVENT_TIMEOUT_S = 60.0  # bound of every wait for an event
+CAPPED_TIMEOUT_S = 180.0  # bound of the other loop's hold: the whole schedule
 
 
 # -- helpers ---------------------------------------------------------------------
@@ -285,12 +286,19 @@ class Clock:
     one since the last action (it is training, not recovering); the chief
     then holds until the action is done, so every action lands while it
     trains (a ps lost after the chief finished is never restored, as in
-    TensorFlow)."""
+    TensorFlow). Until the schedule is done, the other loop holds at
+    ``LEAD_CAP`` steps (unless the chief's worker is stopped, when it must
+    run on): otherwise, while the chief recovers on a slow machine, it could
+    train the model to ``LAST_STEP`` alone and end the run before the
+    schedule's later actions."""
+
+    LEAD_CAP = LAST_STEP // 2
 
     def __init__(self):
         self._cond = threading.Condition()
         self.steps = [0, 0]
         self.done = [False, False]
+        self.capped = True
         self._armed: int | None = None
         self._chief_mark = 0
 
@@ -303,6 +311,15 @@ class Clock:
             self._cond.notify_all()
             if i == 0:
                 self._wait(lambda: not self._come(), "the chaos thread to act")
+            else:
+                self._wait(lambda: not self.capped or self.steps[1] < self.LEAD_CAP
+                           or self.done[0], "the schedule to end",
+                           timeout=CAPPED_TIMEOUT_S)
+
+    def cap(self, on: bool):
+        with self._cond:
+            self.capped = on
+            self._cond.notify_all()
 
     def finish(self, i: int):
         with self._cond:
@@ -330,8 +347,8 @@ class Clock:
         with self._cond:
             self._wait(predicate, what)
 
-    def _wait(self, predicate, what):
-        end = time.monotonic() + EVENT_TIMEOUT_S
+    def _wait(self, predicate, what, timeout=EVENT_TIMEOUT_S):
+        end = time.monotonic() + timeout
         while not predicate():
             if time.monotonic() > end:
                 raise AssertionError(f"timed out waiting for {what} (steps of the "
@@ -420,6 +437,8 @@ def test_training_completes_under_kills_stops_and_restarts(make_cluster, tmp_pat
                 chaos.restart(job, index)
                 clock.acted()
                 continue
+            if (job, index) == ("worker", 0):
+                clock.cap(False)  # the other loop must run on meanwhile
             chaos.stop(job, index)
             clock.acted()
             if job == "ps":
@@ -430,8 +449,10 @@ def test_training_completes_under_kills_stops_and_restarts(make_cluster, tmp_pat
                 clock.wait(lambda o=other, m=more: clock.steps[o] >= m or clock.done[o],
                            f"steps of loop {other}")
             chaos.resume(job, index)
+            clock.cap(True)
         print("chaos:", "; ".join(chaos.log))
     finally:
+        clock.cap(False)
         chaos.resume_all()
         for t in trainers:
             t.join(150)

@@ -82,6 +82,7 @@ def phases(events, task):
     return [e["phase"] for e in events if task in e.get("task", "")]
 
 
+@pytest.mark.usefixtures("graph")  # its variable on /job:ps stays out of later tests
 def test_a_killed_worker_story_counts_the_closures_in_flight(made, recorded):
     cluster = cluster_of(made, ps=1, workers=2)
     view = ClusterView(cluster)
