@@ -4,7 +4,8 @@ lines of files as a dataset of string scalars.
 >>> import os, tempfile
 >>> import nbdist as nd
 >>> path = os.path.join(tempfile.mkdtemp(), "lines.txt")
->>> _ = open(path, "w").write("one\\ntwo\\n")
+>>> with open(path, "w") as f:
+...     _ = f.write("one\\ntwo\\n")
 >>> nxt = nd.data.TextLineDataset(path).make_one_shot_iterator().get_next()
 >>> with nd.Session() as s:
 ...     [s.run(nxt) for _ in range(2)]
