@@ -138,3 +138,23 @@ def test_options_are_kept_merged_and_checked_and_dataset_spec():
     assert v1.DatasetSpec.from_value(ds) == spec and spec.value_type is D
     assert repr(spec).startswith("DatasetSpec(TensorSpec(shape=(), ")
     assert drain(ds) == [1, 2, 3]
+
+
+def test_reinitializable_iterator_from_structure():
+    a, b = D.range(3), D.range(10, 12).map(lambda x: x * 2)
+    it = nd.compat.v1.data.Iterator.from_structure(a.output_types, a.output_shapes)
+    init_a, init_b, nxt = it.make_initializer(a), it.make_initializer(b), it.get_next()
+    with nd.Session() as s:
+        with pytest.raises(nd.errors.FailedPreconditionError):
+            s.run(nxt)
+        s.run(init_a)
+        assert [s.run(nxt) for _ in range(2)] == [0, 1]
+        s.run(init_b)
+        assert s.run(nxt) == 20
+    with pytest.raises(TypeError, match="Expected output types tf.int64 but got "
+                                        "dataset with output types tf.float32"):
+        it.make_initializer(D.from_tensors(1.0))
+    pairs = nd.data.Iterator.from_structure((nd.int64, nd.string), ([], [None]))
+    assert pairs.output_shapes[1].as_list() == [None]
+    with pytest.raises(ValueError, match="does not have an initializer"):
+        _ = pairs.initializer

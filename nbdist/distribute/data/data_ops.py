@@ -510,11 +510,62 @@ class Iterator:
     output_classes = Dataset.output_classes
     _spec_attrs = Dataset._spec_attrs
 
+    @staticmethod
+    def from_structure(output_types, output_shapes=None, shared_name=None,
+                       output_classes=None):
+        """A reinitializable iterator of elements of ``output_types`` (and
+        ``output_shapes``): ``make_initializer(dataset)`` points it at any
+        dataset of that structure.
+
+        >>> import nbdist as nd
+        >>> a, b = nd.data.Dataset.range(3), nd.data.Dataset.range(10, 12)
+        >>> it = nd.data.Iterator.from_structure(a.output_types, a.output_shapes)
+        >>> init_a, init_b, nxt = (it.make_initializer(a), it.make_initializer(b),
+        ...                        it.get_next())
+        >>> with nd.Session() as s:
+        ...     _ = s.run(init_b)
+        ...     int(s.run(nxt))
+        10
+        """
+        del output_classes  # every component is a Tensor
+        types = map_structure(dtypes.as_dtype, output_types, True)
+        shapes = (map_structure(lambda _: TensorShape(None), types, True)
+                  if output_shapes is None else pack_sequence_as(
+                      types, [TensorShape(s) if not isinstance(s, TensorShape)
+                              else s for s in _flat_shapes(types, output_shapes)],
+                      lists_are_leaves=True))
+        spec = pack_sequence_as(types, [TensorSpec(s, t) for t, s in zip(
+            _flat(types), _flat(shapes))], lists_are_leaves=True)
+        g = _graph()
+        attrs = dict(Dataset(None, spec)._spec_attrs(),
+                     shared_name=shared_name or "", container="")
+        op = g.create_op("IteratorV2", [], attrs, name="Iterator")
+        return Iterator(op.outputs[0], None, spec)
+
+    def make_initializer(self, dataset, name=None):
+        """An op that (re)starts this iterator on ``dataset``, whose elements
+        must have this iterator's structure and dtypes."""
+        mine, theirs = _flat(self.output_types), _flat(dataset.output_types)
+        if mine != theirs:
+            def names(ts):
+                return ", ".join(f"tf.{t.name}" for t in ts)
+
+            raise TypeError(f"Expected output types {names(mine)} but got dataset "
+                            f"with output types {names(theirs)}.")
+        g = self._handle.graph
+        return g.create_op("MakeIterator", [dataset._variant, self._handle], {},
+                           name=name or "MakeIterator")
+
     @property
     def initializer(self):
         if self._initializer is None:
-            raise ValueError("This iterator has no initializer (a one-shot iterator "
-                             "initializes itself)")
+            raise ValueError("The iterator does not have an initializer. This "
+                             "means it was likely created using "
+                             "`tf.data.Dataset.make_one_shot_iterator()` (or "
+                             "`Iterator.from_structure`: use make_initializer). "
+                             "For an initializable iterator, use "
+                             "`tf.data.Dataset.make_initializable_iterator()` "
+                             "instead.")
         return self._initializer
 
     @property
@@ -553,6 +604,17 @@ class Iterator:
 
     def __repr__(self):
         return f"<nd.data.Iterator {self._handle.op.name} element_spec={self._spec}>"
+
+
+def _flat_shapes(types, shapes):
+    """``shapes`` flattened like ``types`` (a shape is a leaf, even a list)."""
+    if not isinstance(types, (tuple, dict)):
+        return [shapes]
+    keys = sorted(types) if isinstance(types, dict) else range(len(types))
+    out = []
+    for k in keys:
+        out += _flat_shapes(types[k], shapes[k])
+    return out
 
 
 def make_one_shot_iterator(dataset: Dataset) -> Iterator:
