@@ -59,6 +59,9 @@ _NATIVE = {
 # Only meaningful with eager execution: iterating a dataset as NumPy values in
 # Python, and saving trackable objects, which TF1 documents as needing eager.
 _EAGER = {("data", "NumpyIterator"), ("saved_model", "save")}
+# In TF 2.21's tf.compat.v1 but never in TF1: JPEG XL's bitstream was frozen in
+# December 2020, over a year after TF 1.15 (October 2019).
+_POST_TF1 = {("io", "decode_jxl"), ("image", "decode_jxl")}
 
 EXCLUDE_RULES = [
     ("ragged", "ragged tensors are TF2-era and outside nbdist's scope",
@@ -71,6 +74,8 @@ EXCLUDE_RULES = [
      lambda ns, n: n in _NATIVE),
     ("eager-only", "only meaningful with eager execution, which nbdist does "
      "not have (TF1 graph mode)", lambda ns, n: (ns, n) in _EAGER),
+    ("post-tf1", "added to TensorFlow after TF 1.15, never part of TF1",
+     lambda ns, n: (ns, n) in _POST_TF1),
 ]
 
 
