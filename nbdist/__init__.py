@@ -301,6 +301,28 @@ def __getattr__(name):
         "SparseTensorSpec": ("nbdist.framework.type_spec", "SparseTensorSpec"),
         "IndexedSlicesSpec": ("nbdist.framework.type_spec", "IndexedSlicesSpec"),
         "type_spec_from_value": ("nbdist.framework.type_spec", "type_spec_from_value"),
+        # issue 34, the rest of the top level (names-b)
+        "TensorArraySpec": ("nbdist.framework.type_spec", "TensorArraySpec"),
+        "OptionalSpec": ("nbdist.framework.type_spec", "OptionalSpec"),
+        "NoneTensorSpec": ("nbdist.framework.type_spec", "NoneTensorSpec"),
+        "NameAttrList": ("nbdist.proto.attr_value_pb2", "NameAttrList"),
+        "variant": ("nbdist.framework.dtypes", "variant"),
+        "ConditionalAccumulatorBase": ("nbdist.ops.accumulator_ops",
+                                       "ConditionalAccumulatorBase"),
+        "GradientTape": ("nbdist.ops.gradient_tape", "GradientTape"),
+        "Module": ("nbdist.ops.module", "Module"),
+        "fftnd": ("nbdist.ops.spectral_nd_ops", "fftnd"),
+        "ifftnd": ("nbdist.ops.spectral_nd_ops", "ifftnd"),
+        "rfftnd": ("nbdist.ops.spectral_nd_ops", "rfftnd"),
+        "irfftnd": ("nbdist.ops.spectral_nd_ops", "irfftnd"),
+        "fingerprint": ("nbdist.ops.fingerprint_ops", "fingerprint"),
+        "check_pinned": ("nbdist.ops.host_memory_ops", "check_pinned"),
+        "conv": ("nbdist.ops.nn_conv_generic", "conv"),
+        "conv2d_backprop_filter_v2": ("nbdist.ops.nn_conv_generic",
+                                      "conv2d_backprop_filter_v2"),
+        "conv2d_backprop_input_v2": ("nbdist.ops.nn_conv_generic",
+                                     "conv2d_backprop_input_v2"),
+        "approx_top_k": ("nbdist.ops.approx_top_k", "approx_top_k"),
     }
     if name in lazy:
         target = lazy[name]

@@ -59,6 +59,7 @@ KERNEL_MODULES = (
     "image_color_kernels", "image_codec_kernels", "image_box_kernels",
     "image_nms_kernels", "conv3d_kernels", "ctc_kernels",
     "morphology_kernels", "fractional_pool_kernels",
+    "spectral_nd_kernels", "fingerprint_kernels", "host_memory_kernels",
 )
 
 _loaded = False
