@@ -24,7 +24,7 @@ from nbdist.ops.nn_norm_ops import top_k
 ApproxTopK = collections.namedtuple("ApproxTopK", ["values", "indices"])
 
 
-def approx_top_k(input, k, reduction_dimension=-1, recall_target=0.95,  # noqa: A002
+def approx_top_k(input, k, reduction_dimension=-1, recall_target=0.95,
                  is_max_k=True, reduction_input_size_override=-1,
                  aggregate_to_topk=True, name=None):
     """(values, indices) of the ``k`` largest (``is_max_k``) or smallest values

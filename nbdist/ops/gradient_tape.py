@@ -84,8 +84,9 @@ class GradientTape:
         """Makes ``tensor`` (a nest of tensors or variables) differentiable."""
         for t in nest.flatten(tensor):
             if not isinstance(t, (Tensor, Variable)):
-                raise ValueError(f"Passed in object of type {type(t)}, not tf.Tensor "
-                                 "or tf.Variable")
+                raise ValueError(  # noqa: TRY004 - TF raises ValueError here
+                    f"Passed in object of type {type(t)}, not tf.Tensor or "
+                    "tf.Variable")
             self._watched.append(t)
 
     def watched_variables(self):

@@ -40,7 +40,7 @@ def _one_conv(x, w, strides, padding, fmt, dilations):
                                 dilations=dilations)
 
 
-def conv(input, filter, strides, padding, explicit_paddings=(),  # noqa: A002
+def conv(input, filter, strides, padding, explicit_paddings=(),
          data_format="CHANNELS_LAST", dilations=(), batch_dims=1, groups=1,
          name=None):
     """An N-D convolution (N = 2 or 3) of ``input`` of rank ``N + 1 +
@@ -50,7 +50,7 @@ def conv(input, filter, strides, padding, explicit_paddings=(),  # noqa: A002
     for ones); ``padding`` is ``"SAME"``, ``"VALID"`` or ``"EXPLICIT"`` with
     ``explicit_paddings`` (2-D only); ``groups`` splits the channels into that
     many independent convolutions."""
-    with op_scope(name, "Conv", [input, filter]) as (g, scope):
+    with op_scope(name, "Conv", [input, filter]) as (_, scope):
         x = convert_to_tensor(input, name="input")
         w = convert_to_tensor(filter, dtype=x.dtype.base_dtype, name="filter")
         rank, n = x.shape.rank, w.shape.rank
@@ -84,13 +84,13 @@ def conv(input, filter, strides, padding, explicit_paddings=(),  # noqa: A002
         return identity(y, name=scope)
 
 
-def conv2d_backprop_filter_v2(input, filter, out_backprop, strides,  # noqa: A002
+def conv2d_backprop_filter_v2(input, filter, out_backprop, strides,
                               padding, use_cudnn_on_gpu=True, explicit_paddings=(),
                               data_format="NHWC", dilations=(1, 1, 1, 1),
                               name=None):
     """The gradient of ``conv2d`` with respect to its filter; ``filter`` gives
     only the shape (``conv2d_backprop_filter`` takes the shape itself)."""
-    with op_scope(name, "Conv2DBackpropFilterV2", [input, filter]) as (g, scope):
+    with op_scope(name, "Conv2DBackpropFilterV2", [input, filter]) as (_, scope):
         w = convert_to_tensor(filter, name="filter")
         padding = _padding(padding, explicit_paddings)
         return nn_conv_ops.conv2d_backprop_filter(
@@ -98,12 +98,12 @@ def conv2d_backprop_filter_v2(input, filter, out_backprop, strides,  # noqa: A00
             data_format, dilations, name=scope)
 
 
-def conv2d_backprop_input_v2(input, filter, out_backprop, strides,  # noqa: A002
+def conv2d_backprop_input_v2(input, filter, out_backprop, strides,
                              padding, use_cudnn_on_gpu=True, explicit_paddings=(),
                              data_format="NHWC", dilations=(1, 1, 1, 1), name=None):
     """The gradient of ``conv2d`` with respect to its input; ``input`` gives
     only the shape (``conv2d_backprop_input`` takes the shape itself)."""
-    with op_scope(name, "Conv2DBackpropInputV2", [input, filter]) as (g, scope):
+    with op_scope(name, "Conv2DBackpropInputV2", [input, filter]) as (_, scope):
         x = convert_to_tensor(input, name="input")
         padding = _padding(padding, explicit_paddings)
         return nn_conv_ops.conv2d_backprop_input(

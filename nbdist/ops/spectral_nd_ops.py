@@ -63,7 +63,7 @@ register_op("IRFFTND", _nd_infer("IRFFTND"),
                    "Tcomplex": ("type", dtypes.complex64)}, num_inputs=3)
 
 
-def _nd(op_type, input, fft_length, axes, name, out_dtype=None):  # noqa: A002
+def _nd(op_type, input, fft_length, axes, name, out_dtype=None):
     with op_scope(name, op_type, [input]) as (g, scope):
         x = convert_to_tensor(input, name="input")
         if _KINDS[op_type][0] and not x.dtype.is_complex:
@@ -76,25 +76,25 @@ def _nd(op_type, input, fft_length, axes, name, out_dtype=None):  # noqa: A002
         return g.create_op(op_type, [x, lengths, axes], attrs, name=scope).outputs[0]
 
 
-def fftnd(input, fft_length, axes, name=None):  # noqa: A002 - TF's name
+def fftnd(input, fft_length, axes, name=None):
     """The N-D FFT of complex ``input`` over ``axes``, each cropped or zero-padded
     to its entry of ``fft_length``."""
     return _nd("FFTND", input, fft_length, axes, name)
 
 
-def ifftnd(input, fft_length, axes, name=None):  # noqa: A002 - TF's name
+def ifftnd(input, fft_length, axes, name=None):
     """The inverse of ``fftnd``: the N-D inverse FFT over ``axes``."""
     return _nd("IFFTND", input, fft_length, axes, name)
 
 
-def rfftnd(input, fft_length, axes, Tcomplex=dtypes.complex64,  # noqa: A002,N803
+def rfftnd(input, fft_length, axes, Tcomplex=dtypes.complex64,
            name=None):
     """The N-D FFT of real ``input`` over ``axes``; the last axis keeps its
     ``fft_length // 2 + 1`` non-negative frequencies."""
     return _nd("RFFTND", input, fft_length, axes, name, dtypes.as_dtype(Tcomplex))
 
 
-def irfftnd(input, fft_length, axes, Treal=dtypes.float32,  # noqa: A002,N803
+def irfftnd(input, fft_length, axes, Treal=dtypes.float32,
             name=None):
     """The inverse of ``rfftnd``: a real signal of ``fft_length`` over ``axes``."""
     return _nd("IRFFTND", input, fft_length, axes, name, dtypes.as_dtype(Treal))

@@ -206,5 +206,6 @@ def test_type_specs_dtype_and_small_names():
     assert run(base.num_accumulated())[0] == 0
     tf.enable_tensor_equality()
     a, b = nd.constant(1.0), nd.constant(1.0)
+    same = a
     # TF1 graph mode keeps identity equality for graph tensors (checked in TF).
-    assert (a == b) is False and (a == a) is True
+    assert (a == b) is False and (a == same) is True
