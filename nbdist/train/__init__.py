@@ -197,10 +197,13 @@ from nbdist.train.basic_loops import (  # noqa: E402
 from nbdist.train.learning_rate_decay import (  # noqa: E402
     piecewise_constant as piecewise_constant_decay,
 )
+from nbdist.train.checkpoint import Checkpoint, CheckpointOptions  # noqa: E402
+from nbdist.train.checkpoint_manager import CheckpointManager  # noqa: E402
 from nbdist.train.warm_starting_util import (  # noqa: E402
     VocabInfo,
     warm_start,
 )
 
-__all__ += ["VocabInfo", "warm_start", "basic_train_loop", "checkpoints_iterator",
+__all__ += ["Checkpoint", "CheckpointManager", "CheckpointOptions", "VocabInfo",
+            "warm_start", "basic_train_loop", "checkpoints_iterator",
             "piecewise_constant_decay"]
