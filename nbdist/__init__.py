@@ -323,6 +323,9 @@ def __getattr__(name):
         "conv2d_backprop_input_v2": ("nbdist.ops.nn_conv_generic",
                                      "conv2d_backprop_input_v2"),
         "approx_top_k": ("nbdist.ops.approx_top_k", "approx_top_k"),
+        "get_session_handle": ("nbdist.ops.session_ops", "get_session_handle"),
+        "get_session_tensor": ("nbdist.ops.session_ops", "get_session_tensor"),
+        "delete_session_tensor": ("nbdist.ops.session_ops", "delete_session_tensor"),
     }
     if name in lazy:
         target = lazy[name]

@@ -75,6 +75,7 @@ OP_MODULES = (
     "nbdist.ops.spectral_nd_ops",
     "nbdist.ops.fingerprint_ops",
     "nbdist.ops.host_memory_ops",
+    "nbdist.ops.session_ops",
 )
 
 

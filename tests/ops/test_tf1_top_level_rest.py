@@ -209,3 +209,25 @@ def test_type_specs_dtype_and_small_names():
     same = a
     # TF1 graph mode keeps identity equality for graph tensors (checked in TF).
     assert (a == b) is False and (a == same) is True
+
+
+def test_session_handles_keep_a_value_between_runs():
+    a = nd.constant([[1.0, 2.0], [3.0, 4.0]])
+    with nd.Session() as s:
+        h = s.run(tf.get_session_handle(nd.matmul(a, a)))
+        assert isinstance(h.handle, str) and str(h) == h.handle
+        holder, kept = tf.get_session_tensor(h.handle, nd.float32)
+        doubled = s.run(kept * 2.0, feed_dict={holder: h.handle})
+        again = s.run(kept, feed_dict={holder: h})  # a TensorHandle feeds too
+        np.testing.assert_allclose(doubled, 2 * np.array([[7, 10], [15, 22]]))
+        np.testing.assert_allclose(again, [[7, 10], [15, 22]])
+        np.testing.assert_allclose(h.eval(), again)
+        # A handle of a handle-fed value: chains across runs.
+        h2 = s.run(tf.get_session_handle(kept + 1.0), feed_dict={holder: h.handle})
+        np.testing.assert_allclose(h2.eval(), again + 1.0)
+        del_holder, deleter = tf.delete_session_tensor(h.handle)
+        s.run(deleter, feed_dict={del_holder: h.handle})
+        with pytest.raises(nd.errors.InvalidArgumentError, match="session store"):
+            s.run(kept, feed_dict={holder: h.handle})
+    with pytest.raises(TypeError, match="must be of type Tensor"):
+        tf.get_session_handle(1.0)
