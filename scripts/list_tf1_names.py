@@ -15,8 +15,9 @@ TF 2.16, so its names come from TF's v1 API golden file
 The JSON records where each namespace's list came from.
 
 A name left out is left out by one of the explicit ``EXCLUDE_RULES`` below
-(eager-only, ragged, quantization, TPU, native library); the JSON lists every
-excluded name with its rule and reason. Attributes that are modules are
+(eager-only, ragged, quantization, TPU, native library, ...); the JSON lists
+every excluded name with its rule and reason. After a rule is added,
+``--reapply-rules`` re-partitions the committed JSON without TensorFlow. Attributes that are modules are
 namespaces, not names: the ones listed in ``NAMESPACES`` are counted on their
 own. ``scripts/api_coverage.py`` reads the JSON without TensorFlow.
 """
@@ -62,6 +63,10 @@ _EAGER = {("data", "NumpyIterator"), ("saved_model", "save")}
 # In TF 2.21's tf.compat.v1 but never in TF1: JPEG XL's bitstream was frozen in
 # December 2020, over a year after TF 1.15 (October 2019).
 _POST_TF1 = {("io", "decode_jxl"), ("image", "decode_jxl")}
+# Internal ops of the SDCA linear solver (contrib's SDCAOptimizer, the removed
+# linear estimators); no TF1 program calls them itself.
+_SDCA = re.compile(r"^sdca_")
+_BFLOAT16 = {"bfloat16", "to_bfloat16"}
 
 EXCLUDE_RULES = [
     ("ragged", "ragged tensors are TF2-era and outside nbdist's scope",
@@ -76,6 +81,14 @@ EXCLUDE_RULES = [
      "not have (TF1 graph mode)", lambda ns, n: (ns, n) in _EAGER),
     ("post-tf1", "added to TensorFlow after TF 1.15, never part of TF1",
      lambda ns, n: (ns, n) in _POST_TF1),
+    ("sdca-solver", "the raw ops of TF's SDCA linear solver (sdca_optimizer, "
+     "sdca_fprint, sdca_shrink_l1), used only inside contrib's SDCAOptimizer",
+     lambda ns, n: ns == "train" and bool(_SDCA.match(n))),
+    ("bfloat16", "NumPy has no bfloat16 dtype (it needs the ml_dtypes library, "
+     "not a dependency); nbdist's kernels are NumPy's",
+     lambda ns, n: n in _BFLOAT16),
+    ("lmdb", "reads LMDB databases through the native LMDB library (python "
+     "lmdb is not a dependency)", lambda ns, n: n == "LMDBReader"),
 ]
 
 
@@ -100,9 +113,33 @@ def _golden_names(path: Path) -> list[str]:
     return sorted(n for _, n, mtype in blocks if "module" not in (mtype or ""))
 
 
+def _partition(ns: str, names) -> tuple[list[str], list[dict]]:
+    kept, excluded = [], []
+    for name in sorted(names):
+        rule = next((r for r in EXCLUDE_RULES if r[2](ns, name)), None)
+        if rule is None:
+            kept.append(name)
+        else:
+            excluded.append({"name": name, "rule": rule[0]})
+    return kept, excluded
+
+
+def reapply_rules(path: Path) -> None:
+    """Re-partitions the names of an existing JSON by today's
+    ``EXCLUDE_RULES`` (TensorFlow not needed: the names are already TF's)."""
+    out = json.loads(path.read_text())
+    out["rules"] = [{"id": rid, "reason": why} for rid, why, _ in EXCLUDE_RULES]
+    for ns in out["namespaces"].values():
+        names = ns["names"] + [e["name"] for e in ns["excluded"]]
+        ns["names"], ns["excluded"] = _partition(ns["path"], names)
+    path.write_text(json.dumps(out, indent=1, sort_keys=False) + "\n")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--estimator-golden", type=Path, required=True,
+    ap.add_argument("--reapply-rules", action="store_true",
+                    help="re-partition --out's names by EXCLUDE_RULES, no TF needed")
+    ap.add_argument("--estimator-golden", type=Path,
                     help="TF's golden/v1/tensorflow.estimator.pbtxt")
     ap.add_argument("--estimator-golden-source", default=(
         "github:tensorflow/tensorflow@2f2ab3d916d64762e1a369b0dc8b469bd6f80ae3:"
@@ -110,6 +147,12 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "data"
                     / "tf1_public_names.json")
     args = ap.parse_args(argv)
+    if args.reapply_rules:
+        reapply_rules(args.out)
+        print(f"re-applied {len(EXCLUDE_RULES)} rules to {args.out}")
+        return 0
+    if args.estimator_golden is None:
+        ap.error("--estimator-golden is required")
     if os.environ.get("TF_USE_LEGACY_KERAS") != "1":
         sys.exit("set TF_USE_LEGACY_KERAS=1 (tf.compat.v1.layers needs tf_keras)")
     import tensorflow as tf
@@ -134,13 +177,7 @@ def main(argv=None) -> int:
             source = f"dir(tf.compat.v1{'.' + ns if ns else ''}) in TF {tf.__version__}"
             if ns in ("layers", "nn.rnn_cell"):
                 source += " with tf_keras 2.21.0 (TF_USE_LEGACY_KERAS=1)"
-        kept, excluded = [], []
-        for name in names:
-            rule = next((r for r in EXCLUDE_RULES if r[2](ns, name)), None)
-            if rule is None:
-                kept.append(name)
-            else:
-                excluded.append({"name": name, "rule": rule[0]})
+        kept, excluded = _partition(ns, names)
         out["namespaces"][ns or "tf"] = {
             "path": ns, "listed": listed, "source": source,
             "names": kept, "excluded": excluded}

@@ -38,6 +38,9 @@ disable_eager_execution = _graph_mode_already
 disable_resource_variables = _graph_mode_already
 disable_control_flow_v2 = _graph_mode_already
 disable_tensor_equality = _graph_mode_already
+# In TF1 graph mode ``==`` on tensors stays identity even after this (TF's
+# element-wise ``==`` applies to eager tensors and functions only).
+enable_tensor_equality = _graph_mode_already
 
 
 def executing_eagerly() -> bool:
@@ -81,6 +84,7 @@ __all__ = [
     "disable_v2_behavior",
     "disable_v2_tensorshape",
     "enable_eager_execution",
+    "enable_tensor_equality",
     "enable_v2_behavior",
     "enable_v2_tensorshape",
     "executing_eagerly",

@@ -60,6 +60,8 @@ KERNEL_MODULES = (
     "image_nms_kernels", "conv3d_kernels", "ctc_kernels",
     "morphology_kernels", "fractional_pool_kernels",
     "stateful_random_kernels", "proto_kernels", "dataset_transform_kernels",
+    "spectral_nd_kernels", "fingerprint_kernels", "host_memory_kernels",
+    "session_tensor_kernels",
 )
 
 _loaded = False

@@ -76,7 +76,7 @@ class DType:
 
     @property
     def size(self) -> int:
-        if self.base_dtype in (string, resource):
+        if self.base_dtype in (string, resource, variant):
             return 1
         return np.dtype(self.base_dtype._np).itemsize
 
@@ -122,16 +122,19 @@ uint16 = DType(17, "uint16", np.uint16)
 complex128 = DType(18, "complex128", np.complex128)
 uint32 = DType(22, "uint32", np.uint32)
 uint64 = DType(23, "uint64", np.uint64)
+# TF's opaque C++ values (datasets, optionals, tensor lists); nbdist holds them
+# as Python objects, like resources.
+variant = DType(21, "variant", np.object_)
 
 _BASE = [float16, float32, float64, int32, uint8, int16, int8, string, int64, bool,
-         resource, complex64, uint16, complex128, uint32, uint64]
+         resource, complex64, uint16, complex128, uint32, uint64, variant]
 _BY_ENUM: dict[int, DType] = {d._enum: d for d in _BASE}
 for _d in _BASE:
     _ref = DType(_d._enum + _REF_OFFSET, _d._name + "_ref", _d._np)
     _BY_ENUM[_ref._enum] = _ref
 _BY_NAME = {d._name: d for d in _BY_ENUM.values()}
 _BY_NAME.update({"half": float16, "double": float64, "float": float32})
-_BY_NP = {np.dtype(d._np): d for d in _BASE if d not in (string, resource)}
+_BY_NP = {np.dtype(d._np): d for d in _BASE if d not in (string, resource, variant)}
 
 
 def as_dtype(type_value) -> DType:

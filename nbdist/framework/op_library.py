@@ -74,6 +74,10 @@ OP_MODULES = (
     "nbdist.ops.nn_fractional_pool_ops",
     "nbdist.ops.stateful_random_ops",
     "nbdist.ops.proto_ops",
+    "nbdist.ops.spectral_nd_ops",
+    "nbdist.ops.fingerprint_ops",
+    "nbdist.ops.host_memory_ops",
+    "nbdist.ops.session_ops",
 )
 
 

@@ -98,6 +98,60 @@ class IndexedSlicesSpec(TypeSpec):
                                       else indices_shape)
 
 
+class TensorArraySpec(TypeSpec):
+    """A ``TensorArray``'s ``element_shape``, ``dtype``, and whether it may grow
+    (``dynamic_size``) and infers element shapes (``infer_shape``)."""
+
+    __slots__ = ("element_shape", "dtype", "dynamic_size", "infer_shape")
+    _fields = __slots__
+
+    def __init__(self, element_shape=None, dtype=dtypes.float32, dynamic_size=False,
+                 infer_shape=True):
+        self.element_shape = as_shape(element_shape)
+        self.dtype = dtypes.as_dtype(dtype)
+        self.dynamic_size = dynamic_size
+        self.infer_shape = infer_shape
+
+    def is_compatible_with(self, spec_or_value):
+        other = spec_or_value
+        if type(other).__name__ == "TensorArray":
+            other = TensorArraySpec.from_value(other)
+        return (isinstance(other, TensorArraySpec) and other.dtype == self.dtype
+                and self.element_shape.is_compatible_with(other.element_shape)
+                and other.dynamic_size == self.dynamic_size)
+
+    @classmethod
+    def from_value(cls, value):
+        """The spec of a ``TensorArray``."""
+        return cls(value.element_shape, value.dtype,
+                   getattr(value, "_dynamic_size", False),
+                   getattr(value, "_infer_shape", True))
+
+
+class OptionalSpec(TypeSpec):
+    """An optional value (``tf.experimental.Optional``): the spec of the value
+    it may hold (``element_spec``, a nest of specs)."""
+
+    __slots__ = ("element_spec",)
+    _fields = __slots__
+
+    def __init__(self, element_spec):
+        self.element_spec = element_spec
+
+    def is_compatible_with(self, spec_or_value):
+        return (isinstance(spec_or_value, OptionalSpec)
+                and spec_or_value.element_spec == self.element_spec)
+
+
+class NoneTensorSpec(TypeSpec):
+    """The spec of ``None`` where a structure of tensors has a hole."""
+
+    __slots__ = ()
+
+    def is_compatible_with(self, spec_or_value):
+        return spec_or_value is None or isinstance(spec_or_value, NoneTensorSpec)
+
+
 def type_spec_from_value(value):
     """The spec of a tensor, ``SparseTensor`` or ``IndexedSlices``.
 

@@ -166,36 +166,23 @@ register_op("AccumulatorSetGlobalStep", _set_step_infer, num_inputs=2,
             ref_inputs=(0,), stateful=True)
 
 
-class ConditionalAccumulator:
-    """A conditional accumulator for aggregating gradients (TF's class).
+class ConditionalAccumulatorBase:
+    """What every conditional accumulator has (TF's base class): the handle
+    (``accumulator_ref``), its ``name`` and ``dtype``, the count of gradients
+    and the global step. ``ConditionalAccumulator`` and
+    ``SparseConditionalAccumulator`` add the gradients' pushes and takes.
 
     >>> import nbdist as nd
-    >>> from nbdist.ops.accumulator_ops import ConditionalAccumulator
-    >>> acc = ConditionalAccumulator(nd.float32, shape=[2])
-    >>> pushes = [acc.apply_grad([1.0, 2.0]), acc.apply_grad([3.0, 4.0])]
-    >>> avg = acc.take_grad(2)
-    >>> with nd.Session() as s:
-    ...     _ = [s.run(p) for p in pushes]
-    ...     s.run(avg).tolist()
-    [2.0, 3.0]
+    >>> acc = nd.ConditionalAccumulator(nd.float32, shape=[2])
+    >>> isinstance(acc, nd.ConditionalAccumulatorBase)
+    True
     """
 
-    _op_type = "ConditionalAccumulator"
-
-    def __init__(self, dtype, shape=None, shared_name=None,
-                 name="conditional_accumulator", reduction_type="MEAN"):
-        if reduction_type not in ("MEAN", "SUM"):
-            raise ValueError(f"reduction_type must be 'MEAN' or 'SUM', got "
-                             f"{reduction_type!r}")
+    def __init__(self, dtype, shape, accumulator_ref):
         self._dtype = _dtypes.as_dtype(dtype)
         self._shape = as_shape(shape) if shape is not None else TensorShape(None)
-        g = get_default_graph()
-        self._accumulator_ref = g.create_op(
-            self._op_type, [],
-            {"dtype": self._dtype, "shape": self._shape,
-             "shared_name": shared_name or "", "reduction_type": reduction_type},
-            name=name).outputs[0]
-        self._name = self._accumulator_ref.op.name
+        self._accumulator_ref = accumulator_ref
+        self._name = accumulator_ref.op.name
 
     accumulator_ref = property(lambda self: self._accumulator_ref)
     name = property(lambda self: self._name)
@@ -217,6 +204,37 @@ class ConditionalAccumulator:
         step = convert_to_tensor(new_global_step, preferred_dtype=_dtypes.int64)
         return self._op("AccumulatorSetGlobalStep", [step], {},
                         name or "AccumulatorSetGlobalStep")
+
+
+class ConditionalAccumulator(ConditionalAccumulatorBase):
+    """A conditional accumulator for aggregating gradients (TF's class).
+
+    >>> import nbdist as nd
+    >>> from nbdist.ops.accumulator_ops import ConditionalAccumulator
+    >>> acc = ConditionalAccumulator(nd.float32, shape=[2])
+    >>> pushes = [acc.apply_grad([1.0, 2.0]), acc.apply_grad([3.0, 4.0])]
+    >>> avg = acc.take_grad(2)
+    >>> with nd.Session() as s:
+    ...     _ = [s.run(p) for p in pushes]
+    ...     s.run(avg).tolist()
+    [2.0, 3.0]
+    """
+
+    _op_type = "ConditionalAccumulator"
+
+    def __init__(self, dtype, shape=None, shared_name=None,
+                 name="conditional_accumulator", reduction_type="MEAN"):
+        if reduction_type not in ("MEAN", "SUM"):
+            raise ValueError(f"reduction_type must be 'MEAN' or 'SUM', got "
+                             f"{reduction_type!r}")
+        dtype = _dtypes.as_dtype(dtype)
+        shape = as_shape(shape) if shape is not None else TensorShape(None)
+        ref = get_default_graph().create_op(
+            self._op_type, [],
+            {"dtype": dtype, "shape": shape,
+             "shared_name": shared_name or "", "reduction_type": reduction_type},
+            name=name).outputs[0]
+        super().__init__(dtype, shape, ref)
 
     def apply_grad(self, grad, local_step=0, name=None):
         """Pushes ``grad`` computed at ``local_step`` (dropped if stale)."""
@@ -353,4 +371,5 @@ def take_grads(accumulators, num_required, name=None):
     return result
 
 
-__all__ = ["ConditionalAccumulator", "SparseConditionalAccumulator", "take_grads"]
+__all__ = ["ConditionalAccumulator", "ConditionalAccumulatorBase",
+           "SparseConditionalAccumulator", "take_grads"]

@@ -27,7 +27,7 @@ from nbdist.proto import tensor_shape_pb2 as nbdist_dot_proto_dot_tensor__shape_
 from nbdist.proto import types_pb2 as nbdist_dot_proto_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dnbdist/proto/attr_value.proto\x12\x06nbdist\x1a\x19nbdist/proto/tensor.proto\x1a\x1fnbdist/proto/tensor_shape.proto\x1a\x18nbdist/proto/types.proto\"\xb8\x03\n\tAttrValue\x12\x0b\n\x01s\x18\x02 \x01(\x0cH\x00\x12\x0b\n\x01i\x18\x03 \x01(\x03H\x00\x12\x0b\n\x01\x66\x18\x04 \x01(\x02H\x00\x12\x0b\n\x01\x62\x18\x05 \x01(\x08H\x00\x12 \n\x04type\x18\x06 \x01(\x0e\x32\x10.nbdist.DataTypeH\x00\x12)\n\x05shape\x18\x07 \x01(\x0b\x32\x18.nbdist.TensorShapeProtoH\x00\x12%\n\x06tensor\x18\x08 \x01(\x0b\x32\x13.nbdist.TensorProtoH\x00\x12+\n\x04list\x18\x01 \x01(\x0b\x32\x1b.nbdist.AttrValue.ListValueH\x00\x12\x15\n\x0bplaceholder\x18\t \x01(\tH\x00\x1a\xb5\x01\n\tListValue\x12\t\n\x01s\x18\x02 \x03(\x0c\x12\r\n\x01i\x18\x03 \x03(\x03\x42\x02\x10\x01\x12\r\n\x01\x66\x18\x04 \x03(\x02\x42\x02\x10\x01\x12\r\n\x01\x62\x18\x05 \x03(\x08\x42\x02\x10\x01\x12\"\n\x04type\x18\x06 \x03(\x0e\x32\x10.nbdist.DataTypeB\x02\x10\x01\x12\'\n\x05shape\x18\x07 \x03(\x0b\x32\x18.nbdist.TensorShapeProto\x12#\n\x06tensor\x18\x08 \x03(\x0b\x32\x13.nbdist.TensorProtoB\x07\n\x05valueb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dnbdist/proto/attr_value.proto\x12\x06nbdist\x1a\x19nbdist/proto/tensor.proto\x1a\x1fnbdist/proto/tensor_shape.proto\x1a\x18nbdist/proto/types.proto\"\x82\x04\n\tAttrValue\x12\x0b\n\x01s\x18\x02 \x01(\x0cH\x00\x12\x0b\n\x01i\x18\x03 \x01(\x03H\x00\x12\x0b\n\x01\x66\x18\x04 \x01(\x02H\x00\x12\x0b\n\x01\x62\x18\x05 \x01(\x08H\x00\x12 \n\x04type\x18\x06 \x01(\x0e\x32\x10.nbdist.DataTypeH\x00\x12)\n\x05shape\x18\x07 \x01(\x0b\x32\x18.nbdist.TensorShapeProtoH\x00\x12%\n\x06tensor\x18\x08 \x01(\x0b\x32\x13.nbdist.TensorProtoH\x00\x12+\n\x04list\x18\x01 \x01(\x0b\x32\x1b.nbdist.AttrValue.ListValueH\x00\x12\x15\n\x0bplaceholder\x18\t \x01(\tH\x00\x12$\n\x04\x66unc\x18\n \x01(\x0b\x32\x14.nbdist.NameAttrListH\x00\x1a\xd9\x01\n\tListValue\x12\t\n\x01s\x18\x02 \x03(\x0c\x12\r\n\x01i\x18\x03 \x03(\x03\x42\x02\x10\x01\x12\r\n\x01\x66\x18\x04 \x03(\x02\x42\x02\x10\x01\x12\r\n\x01\x62\x18\x05 \x03(\x08\x42\x02\x10\x01\x12\"\n\x04type\x18\x06 \x03(\x0e\x32\x10.nbdist.DataTypeB\x02\x10\x01\x12\'\n\x05shape\x18\x07 \x03(\x0b\x32\x18.nbdist.TensorShapeProto\x12#\n\x06tensor\x18\x08 \x03(\x0b\x32\x13.nbdist.TensorProto\x12\"\n\x04\x66unc\x18\t \x03(\x0b\x32\x14.nbdist.NameAttrListB\x07\n\x05value\"\x8a\x01\n\x0cNameAttrList\x12\x0c\n\x04name\x18\x01 \x01(\t\x12,\n\x04\x61ttr\x18\x02 \x03(\x0b\x32\x1e.nbdist.NameAttrList.AttrEntry\x1a>\n\tAttrEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12 \n\x05value\x18\x02 \x01(\x0b\x32\x11.nbdist.AttrValue:\x02\x38\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -42,8 +42,14 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_ATTRVALUE_LISTVALUE'].fields_by_name['b']._serialized_options = b'\020\001'
   _globals['_ATTRVALUE_LISTVALUE'].fields_by_name['type']._loaded_options = None
   _globals['_ATTRVALUE_LISTVALUE'].fields_by_name['type']._serialized_options = b'\020\001'
+  _globals['_NAMEATTRLIST_ATTRENTRY']._loaded_options = None
+  _globals['_NAMEATTRLIST_ATTRENTRY']._serialized_options = b'8\001'
   _globals['_ATTRVALUE']._serialized_start=128
-  _globals['_ATTRVALUE']._serialized_end=568
-  _globals['_ATTRVALUE_LISTVALUE']._serialized_start=378
-  _globals['_ATTRVALUE_LISTVALUE']._serialized_end=559
+  _globals['_ATTRVALUE']._serialized_end=642
+  _globals['_ATTRVALUE_LISTVALUE']._serialized_start=416
+  _globals['_ATTRVALUE_LISTVALUE']._serialized_end=633
+  _globals['_NAMEATTRLIST']._serialized_start=645
+  _globals['_NAMEATTRLIST']._serialized_end=783
+  _globals['_NAMEATTRLIST_ATTRENTRY']._serialized_start=721
+  _globals['_NAMEATTRLIST_ATTRENTRY']._serialized_end=783
 # @@protoc_insertion_point(module_scope)

@@ -217,7 +217,7 @@ class BaseSession:
         cacheable = isinstance(fetches, (Tensor, Operation))
         mapper = self._fetch_cache.get(fetches) if cacheable else None
         if mapper is None:
-            mapper = FetchMapper(self._graph, fetches)
+            mapper = FetchMapper(self._graph, fetches, session=self)
             if cacheable:
                 if len(self._fetch_cache) > 4096:
                     self._fetch_cache.clear()
@@ -276,7 +276,7 @@ class BaseSession:
         if feed_list is not None and not isinstance(feed_list, (list, tuple)):
             raise TypeError("`feed_list` must be a list or tuple.")
         feed_list = list(feed_list or [])
-        mapper = FetchMapper(self._graph, fetches)
+        mapper = FetchMapper(self._graph, fetches, session=self)
 
         def run(args, options=None, run_metadata=None):
             if len(args) != len(feed_list):
@@ -359,7 +359,7 @@ class BaseSession:
             raise errors.InvalidArgumentError(
                 None, None, f"The partial run handle {handle!r} is not valid "
                 "(not from partial_run_setup of this session).")
-        mapper = FetchMapper(self._graph, fetches)
+        mapper = FetchMapper(self._graph, fetches, session=self)
         feeds = self._feeds(feed_dict) if feed_dict else {}
         with state.lock:
             state.check(mapper, feeds)

@@ -38,7 +38,8 @@ class FetchMapper:
     ``tensors`` are the tensor names to fetch, ``targets`` the op names to run.
     """
 
-    def __init__(self, graph: Graph, fetches):
+    def __init__(self, graph: Graph, fetches, session=None):
+        self._session = session  # a kept tensor's handle names it (TensorHandle)
         self.tensors: list[str] = []
         self.targets: list[str] = []
         self.elements: list = []  # the graph elements, tensors and ops, in order
@@ -106,6 +107,11 @@ class FetchMapper:
             self._index[name] = len(self.tensors)
             self.tensors.append(name)
         i = self._index[name]
+        if el.op.type == "GetSessionHandle" and self._session is not None:
+            from nbdist.ops.session_ops import TensorHandle
+
+            dtype, session = el.op.inputs[0].dtype.base_dtype, self._session
+            return lambda vals: TensorHandle(vals[i], dtype, session)
         return lambda vals: vals[i]
 
     def build(self, values):
@@ -134,8 +140,12 @@ def convert_feeds(graph: Graph, feed_dict) -> dict:
         # A composite key (a sparse placeholder) feeds each of its parts.
         parts = getattr(key, "_session_feed_components", None)
         items.extend(parts(value) if parts else [(key, value)])
+    from nbdist.ops.session_ops import TensorHandle
+
     for key, value in items:
         t = feed_tensor(graph, key)
+        if isinstance(value, TensorHandle):
+            value = value.handle  # a kept tensor is fed by its handle
         if isinstance(value, (Tensor, Operation)):
             raise TypeError("The value of a feed cannot be a nd.Tensor object. "
                             "Acceptable feed values include Python scalars, "

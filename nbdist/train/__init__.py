@@ -112,12 +112,14 @@ from nbdist.train.learning_rate_decay import (
     inverse_time_decay,
     linear_cosine_decay,
     natural_exp_decay,
+    noisy_linear_cosine_decay,
     piecewise_constant,
     polynomial_decay,
 )
 from nbdist.train.moving_averages import ExponentialMovingAverage
 from nbdist.train.optimizers_more import (
     AdadeltaOptimizer,
+    AdagradDAOptimizer,
     FtrlOptimizer,
     ProximalAdagradOptimizer,
     ProximalGradientDescentOptimizer,
@@ -180,14 +182,14 @@ __all__ = [
     "FloatList", "Int64List", "SequenceExample",
     "cosine_decay", "cosine_decay_restarts", "exponential_decay",
     "inverse_time_decay",
-    "linear_cosine_decay", "natural_exp_decay", "piecewise_constant",
+    "linear_cosine_decay", "natural_exp_decay", "noisy_linear_cosine_decay",
+    "piecewise_constant",
     "polynomial_decay", "ExponentialMovingAverage", "AdadeltaOptimizer",
+    "AdagradDAOptimizer",
     "FtrlOptimizer", "ProximalAdagradOptimizer", "ProximalGradientDescentOptimizer",
 ]
 
-# More of TF1's tf.train: loops, the checkpoint watcher, decay aliases, VocabInfo.
-import collections as _collections  # noqa: E402
-
+# More of TF1's tf.train: loops, the checkpoint watcher, decay aliases, warm starts.
 from nbdist.train.basic_loops import (  # noqa: E402
     basic_train_loop,
     checkpoints_iterator,
@@ -195,22 +197,13 @@ from nbdist.train.basic_loops import (  # noqa: E402
 from nbdist.train.learning_rate_decay import (  # noqa: E402
     piecewise_constant as piecewise_constant_decay,
 )
+from nbdist.train.checkpoint import Checkpoint, CheckpointOptions  # noqa: E402
+from nbdist.train.checkpoint_manager import CheckpointManager  # noqa: E402
+from nbdist.train.warm_starting_util import (  # noqa: E402
+    VocabInfo,
+    warm_start,
+)
 
-
-class VocabInfo(_collections.namedtuple("VocabInfo", [
-        "new_vocab", "new_vocab_size", "num_oov_buckets", "old_vocab",
-        "old_vocab_size", "backup_initializer", "axis"])):
-    """TF1's description of a vocabulary remapping for ``warm_start`` (the
-    fields only: nbdist has no ``warm_start``)."""
-
-    def __new__(cls, new_vocab, new_vocab_size, num_oov_buckets, old_vocab,
-                old_vocab_size=-1, backup_initializer=None, axis=0):
-        if axis not in (0, 1):
-            raise ValueError(f"The only supported values for the axis argument are "
-                             f"0 and 1.  Provided axis: {axis}")
-        return super().__new__(cls, new_vocab, new_vocab_size, num_oov_buckets,
-                               old_vocab, old_vocab_size, backup_initializer, axis)
-
-
-__all__ += ["VocabInfo", "basic_train_loop", "checkpoints_iterator",
+__all__ += ["Checkpoint", "CheckpointManager", "CheckpointOptions", "VocabInfo",
+            "warm_start", "basic_train_loop", "checkpoints_iterator",
             "piecewise_constant_decay"]

@@ -18,6 +18,7 @@ import math
 from nbdist.ops import math_ops as M
 from nbdist.framework.constant_op import constant
 from nbdist.ops.array_ops_slicing import where
+from nbdist.ops.random_ops import random_normal
 from nbdist.framework.ops import convert_to_tensor, get_default_graph
 
 
@@ -115,15 +116,40 @@ def cosine_decay(learning_rate, global_step, decay_steps, alpha=0.0):
 def linear_cosine_decay(learning_rate, global_step, decay_steps, num_periods=0.5,
                         alpha=0.0, beta=0.001):
     """``learning_rate * ((alpha + linear) * cosine + beta)`` as TF."""
-    lr, dt, step, ds, periods, a, b = _prepare(
-        "linear_cosine_decay", learning_rate, global_step, decay_steps,
-        num_periods, alpha, beta)
+    return _linear_cosine(*_prepare("linear_cosine_decay", learning_rate,
+                                    global_step, decay_steps, num_periods, alpha,
+                                    beta))
+
+
+def _linear_cosine(lr, dt, step, ds, periods, a, b, noise=None):
+    """``lr * ((a + linear + noise(step)) * cosine + b)``, step capped at ds."""
     step = M.minimum(step, ds)
     linear = M.divide(M.subtract(ds, step), ds)
+    if noise is not None:
+        linear = M.add(linear, noise(step))
     frac = M.multiply(M.multiply(constant(2.0, dt), periods), M.divide(step, ds))
     cos = M.multiply(constant(0.5, dt), M.add(constant(1.0, dt), M.cos(
         M.multiply(constant(math.pi, dt), frac))))
     return M.multiply(lr, M.add(M.multiply(M.add(a, linear), cos), b))
+
+
+@_scoped("NoisyLinearCosineDecay")
+def noisy_linear_cosine_decay(learning_rate, global_step, decay_steps,
+                              initial_variance=1.0, variance_decay=0.55,
+                              num_periods=0.5, alpha=0.0, beta=0.001):
+    """``linear_cosine_decay`` with Gaussian noise added to its linear part,
+    drawn anew at each evaluation, of variance ``initial_variance / (1 +
+    global_step) ** variance_decay`` (Bello et al., 2017), as TF."""
+    lr, dt, step, ds, periods, a, b, var0, vdecay = _prepare(
+        "noisy_linear_cosine_decay", learning_rate, global_step, decay_steps,
+        num_periods, alpha, beta, initial_variance, variance_decay)
+
+    def noise(capped_step):
+        variance = M.divide(var0, M.pow(M.add(constant(1.0, dt), capped_step),
+                                        vdecay))
+        return M.multiply(random_normal([], dtype=dt), M.sqrt(variance))
+
+    return _linear_cosine(lr, dt, step, ds, periods, a, b, noise)
 
 
 @_scoped("SGDRDecay")
@@ -179,6 +205,6 @@ def piecewise_constant(x, boundaries, values):
     return result
 
 
-__all__ = ["cosine_decay", "cosine_decay_restarts", "exponential_decay", "inverse_time_decay",
-           "linear_cosine_decay", "natural_exp_decay", "piecewise_constant",
-           "polynomial_decay"]
+__all__ = ["cosine_decay", "cosine_decay_restarts", "exponential_decay",
+           "inverse_time_decay", "linear_cosine_decay", "natural_exp_decay",
+           "noisy_linear_cosine_decay", "piecewise_constant", "polynomial_decay"]

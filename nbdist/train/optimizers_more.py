@@ -14,7 +14,8 @@ from nbdist.framework.constant_op import constant
 from nbdist.ops.array_ops_slicing import where
 from nbdist.ops.control_flow_ops import group
 from nbdist.framework.ops import control_dependencies
-from nbdist.ops.state_ops import assign
+from nbdist.ops.array_ops import gather
+from nbdist.ops.state_ops import assign, scatter_update
 from nbdist.ops.variables import constant_initializer
 from nbdist.train.optimizer import Optimizer
 
@@ -27,6 +28,14 @@ def _assign_all(pairs, name=None):
     news = [new for _, new in pairs]
     with control_dependencies(news):
         return group(*[assign(ref, new) for ref, new in pairs], name=name)
+
+
+def _filled_slot(opt, var, value, slot_name, op_name):
+    """A slot of ``var``'s shape and dtype, every entry ``value``."""
+    dt = var.dtype.base_dtype
+    init = constant_initializer(value, dtype=dt)
+    return opt._get_or_make_slot_with_initializer(var, init, var.shape, dt,
+                                                  slot_name, op_name)
 
 
 def _shrink(prox, lr, l1, l2):
@@ -75,10 +84,8 @@ class ProximalAdagradOptimizer(Optimizer):
 
     def _create_slots(self, var_list):
         for v in var_list:
-            dt = v.dtype.base_dtype
-            init = constant_initializer(self._initial_accumulator_value, dtype=dt)
-            self._get_or_make_slot_with_initializer(v, init, v.shape, dt,
-                                                    "accumulator", self._name)
+            _filled_slot(self, v, self._initial_accumulator_value, "accumulator",
+                         self._name)
 
     def _apply_dense(self, grad, var):
         dt = var.dtype
@@ -122,10 +129,8 @@ class FtrlOptimizer(Optimizer):
 
     def _create_slots(self, var_list):
         for v in var_list:
-            dt = v.dtype.base_dtype
-            init = constant_initializer(self._initial_accumulator_value, dtype=dt)
-            self._get_or_make_slot_with_initializer(
-                v, init, v.shape, dt, "accum", self._accum_name or self._name)
+            _filled_slot(self, v, self._initial_accumulator_value, "accum",
+                         self._accum_name or self._name)
             self._zeros_slot(v, "linear", self._linear_name or self._name)
 
     def _apply_dense(self, grad, var):
@@ -180,5 +185,81 @@ class AdadeltaOptimizer(Optimizer):
         return _assign_all([(var, new_v), (accum, new_acc), (accum_u, new_au)])
 
 
-__all__ = ["AdadeltaOptimizer", "FtrlOptimizer", "ProximalAdagradOptimizer",
+class AdagradDAOptimizer(Optimizer):
+    """Adagrad Dual Averaging (Duchi et al., 2011) as TF1's: slots
+    ``gradient_accumulator`` (sum of gradients, from zeros) and
+    ``gradient_squared_accumulator`` (from
+    ``initial_gradient_squared_accumulator_value``). Each step sets the
+    variable from the sums alone, with ``t = global_step + 1``::
+
+        var = -lr * sign(acc) * max(|acc| - l1 * t, 0) / (l2 * t * lr + sqrt(sq))
+
+    (``acc`` itself in place of the ``sign``/``max`` term when ``l1`` is 0).
+    ``global_step`` is required; pass it to ``minimize`` too so it advances.
+
+    >>> import nbdist as nd
+    >>> step = nd.train.get_or_create_global_step()
+    >>> x = nd.Variable([1.0, 2.0])
+    >>> opt = nd.train.AdagradDAOptimizer(3.0, global_step=step)
+    >>> train = opt.minimize(nd.reduce_sum(0.5 * x * x), global_step=step)
+    >>> with nd.Session() as s:
+    ...     s.run(nd.global_variables_initializer()); s.run(train)
+    ...     [round(float(v), 4) for v in s.run(x)]
+    [-2.8604, -2.9632]
+    """
+
+    def __init__(self, learning_rate, global_step,
+                 initial_gradient_squared_accumulator_value=0.1,
+                 l1_regularization_strength=0.0, l2_regularization_strength=0.0,
+                 use_locking=False, name="AdagradDA"):
+        if initial_gradient_squared_accumulator_value <= 0.0:
+            raise ValueError("initial_gradient_squared_accumulator_value must be "
+                             f"positive: {initial_gradient_squared_accumulator_value}")
+        super().__init__(use_locking, name)
+        self._initial_value = initial_gradient_squared_accumulator_value
+        self._global_step = global_step
+        self._hyper = {"learning_rate": learning_rate,
+                       "l1": l1_regularization_strength,
+                       "l2": l2_regularization_strength}
+
+    def _create_slots(self, var_list):
+        for v in var_list:
+            self._zeros_slot(v, "gradient_accumulator", self._name)
+            _filled_slot(self, v, self._initial_value, "gradient_squared_accumulator",
+                         self._name)
+
+    def _new_values(self, var, acc, sq):
+        """The variable from the updated sums ``acc`` and ``sq``."""
+        dt = var.dtype.base_dtype
+        lr, l1, l2 = (self._get_hyper(k, dt) for k in ("learning_rate", "l1", "l2"))
+        t = M.add(M.cast(_read(self._global_step), dt), constant(1.0, dt))
+        l1_acc = M.multiply(M.sign(acc), M.maximum(
+            M.subtract(M.abs(acc), M.multiply(l1, t)), constant(0.0, dt)))
+        num = where(M.greater(l1, constant(0.0, dt)), l1_acc, acc)
+        den = M.add(M.multiply(M.multiply(l2, t), lr), M.sqrt(sq))
+        return M.negative(M.divide(M.multiply(lr, num), den))
+
+    def _apply_dense(self, grad, var):
+        acc = self.get_slot(var, "gradient_accumulator")
+        sq = self.get_slot(var, "gradient_squared_accumulator")
+        new_acc = M.add(_read(acc), grad)
+        new_sq = M.add(_read(sq), M.square(grad))
+        return _assign_all([(var, self._new_values(var, new_acc, new_sq)),
+                            (acc, new_acc), (sq, new_sq)])
+
+    def _apply_sparse(self, grad, var):
+        # Only the rows of ``grad.indices`` move, as TF's SparseApplyAdagradDA.
+        acc = self.get_slot(var, "gradient_accumulator")
+        sq = self.get_slot(var, "gradient_squared_accumulator")
+        idx = grad.indices
+        new_acc = M.add(gather(_read(acc), idx), grad.values)
+        new_sq = M.add(gather(_read(sq), idx), M.square(grad.values))
+        new_var = self._new_values(var, new_acc, new_sq)
+        with control_dependencies([new_var]):
+            return group(scatter_update(var, idx, new_var),
+                         scatter_update(acc, idx, new_acc),
+                         scatter_update(sq, idx, new_sq))
+
+
+__all__ = ["AdadeltaOptimizer", "AdagradDAOptimizer", "FtrlOptimizer", "ProximalAdagradOptimizer",
            "ProximalGradientDescentOptimizer"]
