@@ -22,7 +22,7 @@ from nbdist.proto import config_pb2, server_def_pb2, step_stats_pb2
 from nbdist.runtime.interfaces import WorkerInterface
 from nbdist.runtime.device_attributes import device_type_of
 from nbdist.runtime.partition import normalize_tensor_name, partition, prune, task_of
-from nbdist.runtime.placement import place
+from nbdist.runtime.placement import colocation_names, place
 from nbdist.runtime.reply_watch import ReplyWatch
 from nbdist.runtime.service.feeds import FeedCheck, feed_checks
 from nbdist.runtime.timeouts import seconds_from_ms
@@ -69,19 +69,6 @@ class Plan(NamedTuple):
         return len(self.parts) == 1
 
 
-def _check_colocation(node) -> None:
-    """A node's colocation constraints (``_class``: ``loc:@name``) are names:
-    text, whatever bytes a request brought (found by fuzzing GraphDef import)."""
-    if "_class" in node.attr:
-        for c in node.attr["_class"].list.s:
-            try:
-                c.decode()
-            except UnicodeDecodeError:
-                raise errors.InvalidArgumentError(
-                    None, node.name, f"Node '{node.name}': its colocation constraint "
-                    f"{c[:60]!r} is not UTF-8 text") from None
-
-
 class MasterSession:
     def __init__(self, master: Master, handle: str, config: config_pb2.ConfigProto,
                  workers: dict, devices: list[str], incarnations: dict,
@@ -117,7 +104,7 @@ class MasterSession:
         merged = dict(self.by_name)
         for n in nodes:
             merged[n.name] = n
-            _check_colocation(n)
+            colocation_names(n)  # text, or InvalidArgument naming the node
         try:
             ordered = topological_order(nodes if not self.by_name else
                                         [merged[k] for k in self.order] + nodes)
