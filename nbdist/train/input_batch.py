@@ -304,8 +304,10 @@ def batch(tensors, batch_size, num_threads=1, capacity=32, enqueue_many=False,
     >>> b = nd.train.batch([x], 3, allow_smaller_final_batch=True)
     >>> with nd.Session() as sess:
     ...     sess.run(nd.local_variables_initializer())
-    ...     threads = nd.train.start_queue_runners(sess)
-    ...     sess.run(b).tolist(), sess.run(b).tolist()
+    ...     coord = nd.train.Coordinator()
+    ...     threads = nd.train.start_queue_runners(sess, coord)
+    ...     print((sess.run(b).tolist(), sess.run(b).tolist()))
+    ...     coord.request_stop(); coord.join(threads)
     ([0, 1, 2], [3])
     """
     return _batch(_fifo(capacity, dynamic_pad, shared_name), tensors, batch_size,
@@ -324,8 +326,10 @@ def maybe_batch(tensors, keep_input, batch_size, num_threads=1, capacity=32,
     >>> b = nd.train.maybe_batch([x], nd.equal(x % 2, 0), 3)
     >>> with nd.Session() as sess:
     ...     sess.run(nd.local_variables_initializer())
-    ...     threads = nd.train.start_queue_runners(sess)
-    ...     sess.run(b).tolist()
+    ...     coord = nd.train.Coordinator()
+    ...     threads = nd.train.start_queue_runners(sess, coord)
+    ...     print(sess.run(b).tolist())
+    ...     coord.request_stop(); coord.join(threads)
     [0, 2, 4]
     """
     return _batch(_fifo(capacity, dynamic_pad, shared_name), tensors, batch_size,
@@ -346,8 +350,10 @@ def batch_join(tensors_list, batch_size, capacity=32, enqueue_many=False,
     >>> batched = nd.train.batch_join([[a], [b]], 4)
     >>> with nd.Session() as sess:
     ...     sess.run(nd.local_variables_initializer())
-    ...     threads = nd.train.start_queue_runners(sess)
-    ...     sorted(sess.run(batched).tolist())
+    ...     coord = nd.train.Coordinator()
+    ...     threads = nd.train.start_queue_runners(sess, coord)
+    ...     print(sorted(sess.run(batched).tolist()))
+    ...     coord.request_stop(); coord.join(threads)
     [1, 1, 2, 2]
     """
     return _batch(_fifo(capacity, dynamic_pad, shared_name), tensors_list,
@@ -378,8 +384,10 @@ def shuffle_batch(tensors, batch_size, capacity, min_after_dequeue, num_threads=
     ...                            seed=1, allow_smaller_final_batch=True)
     >>> with nd.Session() as sess:
     ...     sess.run(nd.local_variables_initializer())
-    ...     threads = nd.train.start_queue_runners(sess)
-    ...     sorted(sess.run(b).tolist())
+    ...     coord = nd.train.Coordinator()
+    ...     threads = nd.train.start_queue_runners(sess, coord)
+    ...     print(sorted(sess.run(b).tolist()))
+    ...     coord.request_stop(); coord.join(threads)
     [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]
     """
     return _batch(_shuffling(capacity, min_after_dequeue, seed, shared_name),

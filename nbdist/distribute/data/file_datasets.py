@@ -77,7 +77,8 @@ class FixedLengthRecordDataset(Dataset):
     >>> import os, tempfile
     >>> import nbdist as nd
     >>> path = os.path.join(tempfile.mkdtemp(), "recs.bin")
-    >>> _ = open(path, "wb").write(b"Habcdef")
+    >>> with open(path, "wb") as f:
+    ...     _ = f.write(b"Habcdef")
     >>> nxt = nd.data.FixedLengthRecordDataset(
     ...     path, 3, header_bytes=1).make_one_shot_iterator().get_next()
     >>> with nd.Session() as s:
