@@ -158,3 +158,27 @@ def test_reinitializable_iterator_from_structure():
     assert pairs.output_shapes[1].as_list() == [None]
     with pytest.raises(ValueError, match="does not have an initializer"):
         _ = pairs.initializer
+
+
+def test_from_generator_runs_the_generator_each_pass_and_checks_elements():
+    calls = []
+
+    def gen(n):
+        calls.append(int(n))
+        for i in range(int(n)):
+            yield i, [b"x"] * i
+
+    ds = D.from_generator(gen, (nd.int64, nd.string), ([], [None]), args=(3,))
+    assert ds.element_spec[1].shape.as_list() == [None]
+    got = drain(ds.repeat(2))
+    assert got == [(0, []), (1, [b"x"]), (2, [b"x", b"x"])] * 2 and calls == [3, 3]
+    wrong_shape = D.from_generator(lambda: iter([[1, 2]]), nd.int64, [3])
+    wrong_type = D.from_generator(lambda: iter(["a"]), nd.int64)
+    shape_message = (r"yielded an element of shape \(2,\) where an element of "
+                     r"shape \(3,\) was expected")
+    for ds, message in ((wrong_shape, shape_message),
+                        (wrong_type, "could not be converted to the expected type")):
+        nxt = ds.make_one_shot_iterator().get_next()
+        with nd.Session() as s, pytest.raises(nd.errors.InvalidArgumentError,
+                                              match=message):
+            s.run(nxt)

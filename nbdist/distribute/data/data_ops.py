@@ -275,6 +275,10 @@ class Dataset(DatasetTransformations):
     def __repr__(self):
         return f"<nd.data.Dataset element_spec={self._spec}>"
 
+    @staticmethod
+    def _source(variant, spec):
+        return Dataset(variant, spec)
+
     @property
     def _type_spec(self):
         return DatasetSpec(self._spec)

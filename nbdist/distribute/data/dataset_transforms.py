@@ -70,6 +70,11 @@ for _t, _n_ds, _n_sc, _extra in (
     register_op(_t, _datasets_infer(_n_ds, _n_sc), attrs=dict(_SPEC_ATTRS, **_extra),
                 min_inputs=_n_ds + _n_sc, ref_inputs=tuple(range(_n_ds)))
 register_op("ZipDataset", _zip_infer, attrs=_SPEC_ATTRS, min_inputs=1)
+# GeneratorDataset(args...): the elements a Python generator (a py_func token)
+# yields; runs only in the process that built the graph, as py_func.
+register_op("GeneratorDataset", lambda c: [(dtypes.resource, TensorShape([]))],
+            attrs=dict(_SPEC_ATTRS, token=("string", REQUIRED)), min_inputs=0,
+            stateful=True)
 
 
 def _fixed_length_infer(c):
@@ -128,6 +133,52 @@ class DatasetTransformations:
         spec = pack_sequence_as(datasets, [d.element_spec for d in flat])
         return flat[0]._apply("ZipDataset", [], spec, datasets=flat[1:],
                               name=name or "ZipDataset")
+
+    @classmethod
+    def from_generator(cls, generator, output_types, output_shapes=None, args=None,
+                       output_signature=None, name=None):
+        """The elements ``generator(*args)`` yields (called anew for each
+        pass), converted to ``output_types`` and checked against
+        ``output_shapes`` (unknown when not given). As ``py_func``, the
+        generator stays in this process: the pipeline runs only on a
+        ``Session("")`` or an in-process server.
+
+        >>> import nbdist as nd
+        >>> ds = nd.data.Dataset.from_generator(lambda: iter([[1], [2, 3]]),
+        ...                                     nd.int64, [None])
+        >>> nxt = ds.make_one_shot_iterator().get_next()
+        >>> with nd.Session() as s:
+        ...     [s.run(nxt).tolist() for _ in range(2)]
+        [[1], [2, 3]]
+        """
+        from nbdist.framework.ops import convert_to_tensor, get_default_graph
+        from nbdist.ops.script_ops import register_function
+
+        if output_signature is not None:
+            spec = output_signature
+        else:
+            types = map_structure(dtypes.as_dtype, output_types, True)
+            flat_types = flatten(types, lists_are_leaves=True)
+            if output_shapes is None:
+                shapes = [TensorShape(None)] * len(flat_types)
+            elif len(flat_types) == 1:
+                shapes = [as_shape(output_shapes)]
+            else:
+                shapes = [as_shape(x) for x in (output_shapes.values() if isinstance(
+                    output_shapes, dict) else output_shapes)]
+            spec = pack_sequence_as(types, [TensorSpec(x, t) for t, x in zip(
+                flat_types, shapes)], lists_are_leaves=True)
+        g = get_default_graph()
+        with g.as_default():
+            inputs = [convert_to_tensor(a, name=f"arg{i}")
+                      for i, a in enumerate(args or ())]
+        token = register_function(g, generator)
+        flat = flatten(spec, lists_are_leaves=True)
+        op = g.create_op("GeneratorDataset", inputs, {
+            "output_types": [x.dtype for x in flat],
+            "output_shapes": [x.shape for x in flat], "token": token},
+            name=name or "GeneratorDataset")
+        return cls._source(op.outputs[0], spec)
 
     def concatenate(self, dataset, name=None):
         """This dataset's elements, then ``dataset``'s (same structure and

@@ -14,13 +14,50 @@ from nbdist.executor import tf_record
 from nbdist.executor.kernel import register_kernel
 from nbdist.executor.kernels.dataset_kernels import DatasetValue, groups
 from nbdist.executor.kernels.function_kernels import CompiledFunction, function_def_for
+from nbdist.framework.nest import flatten
 from nbdist.framework.tensor_util import make_ndarray, make_tensor_proto
+from nbdist.ops.script_ops import lookup_function
 from nbdist.proto import tensor_pb2
 
 
 def _compiled(node, attr):
     fdef, library = function_def_for(node, attr)
     return CompiledFunction(fdef, node, library)
+
+
+class _Generator(DatasetValue):
+    """The elements of a Python generator, checked against the dataset's types
+    and shapes (TF's messages)."""
+
+    def __init__(self, func, args, types, shapes, node):
+        self.func, self.args, self.node = func, args, node
+        self.types, self.shapes = types, shapes
+
+    def _component(self, value, dtype, shape):
+        np_type = object if dtype.name == "string" else dtype.as_numpy_dtype
+        try:
+            arr = np.asarray(value, dtype=np_type)
+        except (TypeError, ValueError) as e:
+            raise errors.InvalidArgumentError(
+                None, self.node, f"TypeError: `generator` yielded an element that "
+                f"could not be converted to the expected type. The expected type "
+                f"was {dtype.name}, but the yielded element was {value!r}.") from e
+        if not shape.is_compatible_with(arr.shape):
+            raise errors.InvalidArgumentError(
+                None, self.node, f"`generator` yielded an element of shape "
+                f"{arr.shape} where an element of shape {shape} was expected.")
+        return arr
+
+    def iterate(self, ctx):
+        n = len(self.types)
+        for elem in self.func(*self.args):
+            parts = flatten(elem, lists_are_leaves=True) if n > 1 else [elem]
+            if len(parts) != n:
+                raise errors.InvalidArgumentError(
+                    None, self.node, f"`generator` yielded an element of {len(parts)} "
+                    f"components where {n} were expected.")
+            yield tuple(self._component(v, t, s)
+                        for v, t, s in zip(parts, self.types, self.shapes))
 
 
 class _Zip(DatasetValue):
@@ -216,6 +253,23 @@ def _shard(ds, num_shards, index, node):
             None, node, f"Index must be between 0 and {n - 1} (currently index = "
             f"{i}).")
     return _Slice(ds, i, n)
+
+
+@register_kernel("GeneratorDataset")
+def generator_dataset_kernel(node):
+    a = node.attrs
+
+    def compute(step, *args):
+        func = lookup_function(a["token"])
+        if func is None:
+            raise errors.FailedPreconditionError(
+                None, node.name, f"GeneratorDataset '{node.name}': the Python "
+                "generator is not in this process (from_generator pipelines run "
+                "only in the process that built the graph)")
+        return _Generator(func, args, a["output_types"], a["output_shapes"],
+                          node.name)
+
+    return compute
 
 
 @register_kernel("ZipDataset")
