@@ -19,6 +19,7 @@ from nbdist.executor.limits import array_nbytes, check_graph_def, check_tensor
 from nbdist.framework.device import DeviceSpec
 from nbdist.framework.importer import infer_specs, parse_input, topological_order
 from nbdist.proto import config_pb2, server_def_pb2, step_stats_pb2
+from nbdist.runtime.cost_graph import cost_model_due, fill_cost_graph
 from nbdist.runtime.interfaces import WorkerInterface
 from nbdist.runtime.device_attributes import device_type_of
 from nbdist.runtime.partition import normalize_tensor_name, partition, prune, task_of
@@ -90,6 +91,7 @@ class MasterSession:
         self.placement: dict[str, str] = {}
         self.version = 0
         self.plans: dict = {}
+        self.runs_of: dict = {}  # signature -> steps run (for build_cost_model)
         self.registered: list[tuple] = []
         self.closed = False
         self.running: dict[int, Plan] = {}
@@ -193,11 +195,19 @@ class MasterSession:
             raise errors.CancelledError(None, None, "Session has been closed.")
         feed_names = tuple(sorted(feeds))
         fetch_names = tuple(dict.fromkeys(fetches))
-        plan = self.plan(feed_names, fetch_names, tuple(sorted(set(targets))))
+        key = (feed_names, fetch_names, tuple(sorted(set(targets))))
+        plan = self.plan(*key)
         for check in plan.checks:
             check.check(feeds[check.name])
-        trace = bool(options is not None and options.trace_level ==
-                     config_pb2.RunOptions.FULL_TRACE)
+        cost_model = False
+        if self.config.graph_options.build_cost_model > 0:
+            with self.lock:
+                run = self.runs_of[key] = self.runs_of.get(key, -1) + 1
+            cost_model = cost_model_due(self.config.graph_options, run)
+        # A step that builds the cost model is traced (TF also returns its
+        # step_stats).
+        trace = cost_model or bool(options is not None and options.trace_level ==
+                                   config_pb2.RunOptions.FULL_TRACE)
         timeout_ms = (options.timeout_in_ms if options is not None and
                       options.timeout_in_ms else 0) or \
             self.config.operation_timeout_in_ms
@@ -217,6 +227,9 @@ class MasterSession:
         if metadata is not None:
             if trace:
                 _fill_step_stats(metadata.step_stats, stats)
+            if cost_model:
+                fill_cost_graph(metadata.cost_graph,
+                                [p.graph_def for p in plan.parts], stats)
             if options is not None and options.output_partition_graphs:
                 for part in plan.parts:
                     metadata.partition_graphs.add().CopyFrom(part.graph_def)

@@ -176,6 +176,18 @@ def test_var_len_feature_batches_to_batch_by_longest():
     assert got == [[[5, 0, 0], [7, 8, 9]], [[0, 0], [1, 2]]]
 
 
+def test_dynamic_pad_pads_the_dense_part_and_batches_the_sparse_one():
+    """TF: dense rows [0] and [0, 1] pad to [[0, 0], [0, 1]]; the sparse part
+    is batched as without padding (dense shape [2, 2], then [2, 4])."""
+    with tf.Graph().as_default():
+        i, sp = _element()
+        dense = tf.range(tf.cast(i, tf.int64) + 1)
+        batches = _drain(tf.train.batch([dense, sp], 2, dynamic_pad=True))
+    assert [d.tolist() for d, _ in batches] == [[[0, 0], [0, 1]],
+                                                [[0, 1, 2, 0], [0, 1, 2, 3]]]
+    assert [s.dense_shape.tolist() for _, s in batches] == [[2, 2], [2, 4]]
+
+
 def test_join_with_sparse_in_one_input_only_is_an_error():
     with tf.Graph().as_default():
         i, sp = _element()
