@@ -59,7 +59,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _children import free_port
+from _children import free_port, load_note, print_table
 from _cluster_tasks import Task, answer_window_while_stepping, time_window
 
 HERE = Path(__file__).resolve().parent
@@ -373,14 +373,9 @@ def main(argv=None) -> int:
                      "-" if tf is None else f"{tf:.0f}",
                      "-" if tf is None else f"{nb / tf:.2f}x"))
     head = ("program", "nbdist steps/s", "TF steps/s", "nbdist / TF")
-    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
-    print(" | ".join(c.ljust(w) for c, w in zip(head, widths)))
-    print("-+-".join("-" * w for w in widths))
-    for r in rows:
-        print(" | ".join(c.ljust(w) for c, w in zip(r, widths)))
+    print_table(head, rows)
     print(f"(median of {args.repeats} alternating runs, {args.seconds:g} s windows; "
-          f"load average {load0:.1f} at the start, {os.getloadavg()[0]:.1f} at the "
-          f"end, {os.cpu_count()} CPUs: figures from a busy machine are noisy)")
+          f"{load_note(load0)}: figures from a busy machine are noisy)")
     return 0
 
 
