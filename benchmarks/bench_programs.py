@@ -21,6 +21,14 @@ ratio, for each program shape:
   ``StopAtStepHook``, ``CheckpointSaverHook`` (every 500 steps) and
   ``SummarySaverHook`` (every 100 steps) on the chief.
 
+- ``queue``: a Supervisor program (1 ps + 2 workers) reading two TFRecord
+  files through TF1's queue pipeline (``string_input_producer`` ->
+  ``TFRecordReader`` -> ``parse_single_example`` -> ``decode_raw`` ->
+  ``shuffle_batch``, 2 threads; queue runners started by the Supervisor);
+- ``summaries``: the ``supervisor`` program (1 ps + 3 workers) with two
+  scalars, every worker (the chief too) writing them each step with its own
+  ``FileWriter.add_summary``.
+
 Each program is written once (``supervisor_program``, ``sync_program``; the
 trainer in ``bench_training.py``) and run with ``tf`` bound to ``nbdist`` or
 to ``tensorflow.compat.v1``: the "replace ``tf.`` by ``nd.``" promise.
@@ -39,7 +47,14 @@ warmed up, a window of ``--seconds`` is timed and each worker counts the
 steps it finished inside it; their sum is the global steps (divided by the
 replicas to aggregate for ``sync``, whose global step moves once per three
 worker steps). The frameworks alternate, ``--repeats`` rounds, medians shown.
-``--quick`` is one short round: about 10-15 s per shape without TF; each TF
+``--whole_run STEPS`` times whole runs instead, as a user times a program:
+from starting the processes to the exit of the last worker (imports, server
+and session start-up included), each worker running STEPS steps; it prints
+each worker's steps/s while stepping and the CPU seconds of every task per
+step (``RUSAGE_CHILDREN``: start-up included; steadier than wall time on a
+shared machine). Its tasks run in the caller's environment (no
+``OMP_NUM_THREADS=1``), as a program started by hand does. ``--quick`` is one
+short round: about 10-15 s per shape without TF; each TF
 run adds TF's import (8 s per process on an idle 2-core machine, 30-40 s for
 four processes at once on a loaded one). ``--profile DIR`` writes each
 worker's cProfile table of 200 steps.
