@@ -27,3 +27,18 @@ def stop_by_pid(proc: subprocess.Popen) -> None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(proc.pid, signal.SIGKILL)
             proc.wait(10)
+
+
+def print_table(head, rows) -> None:
+    """``rows`` (lists of strings) under ``head``, in columns padded to fit."""
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    print(" | ".join(c.ljust(w) for c, w in zip(head, widths)))
+    print("-+-".join("-" * w for w in widths))
+    for r in rows:
+        print(" | ".join(c.ljust(w) for c, w in zip(r, widths)))
+
+
+def load_note(load0: float) -> str:
+    """The machine's load average at the start and now, and its CPUs."""
+    return (f"load average {load0:.1f} at the start, {os.getloadavg()[0]:.1f} at "
+            f"the end, {os.cpu_count()} CPUs")

@@ -21,6 +21,14 @@ ratio, for each program shape:
   ``StopAtStepHook``, ``CheckpointSaverHook`` (every 500 steps) and
   ``SummarySaverHook`` (every 100 steps) on the chief.
 
+- ``queue``: a Supervisor program (1 ps + 2 workers) reading two TFRecord
+  files through TF1's queue pipeline (``string_input_producer`` ->
+  ``TFRecordReader`` -> ``parse_single_example`` -> ``decode_raw`` ->
+  ``shuffle_batch``, 2 threads; queue runners started by the Supervisor);
+- ``summaries``: the ``supervisor`` program (1 ps + 3 workers) with two
+  scalars, every worker (the chief too) writing them each step with its own
+  ``FileWriter.add_summary``.
+
 Each program is written once (``supervisor_program``, ``sync_program``; the
 trainer in ``bench_training.py``) and run with ``tf`` bound to ``nbdist`` or
 to ``tensorflow.compat.v1``: the "replace ``tf.`` by ``nd.``" promise.
@@ -39,7 +47,14 @@ warmed up, a window of ``--seconds`` is timed and each worker counts the
 steps it finished inside it; their sum is the global steps (divided by the
 replicas to aggregate for ``sync``, whose global step moves once per three
 worker steps). The frameworks alternate, ``--repeats`` rounds, medians shown.
-``--quick`` is one short round: about 10-15 s per shape without TF; each TF
+``--whole_run STEPS`` times whole runs instead, as a user times a program:
+from starting the processes to the exit of the last worker (imports, server
+and session start-up included), each worker running STEPS steps; it prints
+each worker's steps/s while stepping and the CPU seconds of every task per
+step (``RUSAGE_CHILDREN``: start-up included; steadier than wall time on a
+shared machine). Its tasks run in the caller's environment (no
+``OMP_NUM_THREADS=1``), as a program started by hand does. ``--quick`` is one
+short round: about 10-15 s per shape without TF; each TF
 run adds TF's import (8 s per process on an idle 2-core machine, 30-40 s for
 four processes at once on a loaded one). ``--profile DIR`` writes each
 worker's cProfile table of 200 steps.
@@ -51,6 +66,7 @@ import argparse
 import contextlib
 import json
 import os
+import resource
 import shutil
 import statistics
 import sys
@@ -59,7 +75,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _children import free_port
+from _children import free_port, load_note, print_table
 from _cluster_tasks import Task, answer_window_while_stepping, time_window
 
 HERE = Path(__file__).resolve().parent
@@ -72,7 +88,10 @@ SHAPES = {
     "trainer": ("trainer.py (feed_dict, replica_device_setter)", 2),
     "supervisor": ("Supervisor + merged summary every step", N_WORKERS),
     "sync": ("MonitoredTrainingSession + SyncReplicas + hooks", N_WORKERS),
+    "queue": ("Supervisor + TFRecord queue pipeline", 2),
+    "summaries": ("Supervisor, every worker writes 2 scalars", N_WORKERS),
 }
+QUEUE_FILES, QUEUE_RECORDS = 2, 1000  # the queue shape's TFRecord files
 FRAMEWORKS = ("nbdist", "tf")
 
 
@@ -88,8 +107,9 @@ def import_tf(framework: str):
     return nd
 
 
-def model(tf, x, y):
-    """The MLP of bench_training (784-256-10), its loss and summaries."""
+def model(tf, x, y, summaries="all"):
+    """The MLP of bench_training (784-256-10), its loss and summaries (``"all"``:
+    three scalars and a histogram; ``"two"``: the loss and the accuracy)."""
     w1 = tf.Variable(tf.truncated_normal([784, 256], stddev=0.05), name="w1")
     b1 = tf.Variable(tf.zeros([256]), name="b1")
     w2 = tf.Variable(tf.truncated_normal([256, 10], stddev=0.05), name="w2")
@@ -102,8 +122,9 @@ def model(tf, x, y):
     accuracy = tf.reduce_mean(tf.cast(tf.equal(tf.argmax(logits, 1), y), tf.float32))
     tf.summary.scalar("loss", loss)
     tf.summary.scalar("accuracy", accuracy)
-    tf.summary.scalar("hidden_mean", tf.reduce_mean(hidden))
-    tf.summary.histogram("w2", w2)
+    if summaries == "all":
+        tf.summary.scalar("hidden_mean", tf.reduce_mean(hidden))
+        tf.summary.histogram("w2", w2)
     return loss
 
 
@@ -114,8 +135,11 @@ def batches(index: int):
     return xs, ys
 
 
-def supervisor_program(tf, server, spec, index: int, logdir: str, warmup: float):
-    """Between-graph training under a Supervisor, summaries written every step."""
+def supervisor_program(tf, server, spec, index: int, logdir: str, warmup: float,
+                       summaries="all", chief_writes=True):
+    """Between-graph training under a Supervisor, summaries written every step
+    (the chief by ``sv.summary_computed`` when ``chief_writes``, else every
+    worker with its own ``FileWriter``)."""
     is_chief = index == 0
     setter = tf.train.replica_device_setter(
         cluster=spec, worker_device=f"/job:worker/task:{index}")
@@ -123,13 +147,13 @@ def supervisor_program(tf, server, spec, index: int, logdir: str, warmup: float)
         global_step = tf.train.get_or_create_global_step()
         x = tf.placeholder(tf.float32, [None, 784])
         y = tf.placeholder(tf.int64, [None])
-        loss = model(tf, x, y)
+        loss = model(tf, x, y, summaries)
         train_op = tf.train.GradientDescentOptimizer(0.01).minimize(
             loss, global_step=global_step)
         summary_op = tf.summary.merge_all()
     sv = tf.train.Supervisor(is_chief=is_chief, logdir=logdir, summary_op=None,
                              global_step=global_step)
-    writer = None if is_chief else tf.summary.FileWriter(
+    writer = None if is_chief and chief_writes else tf.summary.FileWriter(
         os.path.join(logdir, f"worker{index}"))
     config = tf.ConfigProto(device_filters=["/job:ps", f"/job:worker/task:{index}"])
     xs, ys = batches(index)
@@ -140,12 +164,83 @@ def supervisor_program(tf, server, spec, index: int, logdir: str, warmup: float)
         def step(i):
             summary, gstep, _ = sess.run([summary_op, global_step, train_op],
                                          {x: xs[i % BATCHES], y: ys[i % BATCHES]})
-            if is_chief:
+            if writer is None:
                 sv.summary_computed(sess, summary, gstep)
             else:
                 writer.add_summary(summary, gstep)
 
-        answer_window_while_stepping(profiled(step, index), warmup)
+        drive(profiled(step, index), warmup)
+
+
+def summaries_program(tf, server, spec, index, logdir, warmup):
+    """Issue 39's third program: every worker fetches a merged summary of two
+    scalars each step and writes it with its own ``FileWriter.add_summary``."""
+    supervisor_program(tf, server, spec, index, logdir, warmup, summaries="two",
+                       chief_writes=False)
+
+
+def queue_program(tf, server, spec, index: int, logdir: str, warmup: float):
+    """A Supervisor program reading TFRecord files through TF1's queue pipeline:
+    ``string_input_producer`` -> ``TFRecordReader`` -> ``parse_single_example``
+    -> ``decode_raw`` -> ``shuffle_batch`` (2 threads), queue runners started
+    by the Supervisor."""
+    is_chief = index == 0
+    files = sorted(str(p) for p in Path(logdir).glob("records-*.tfrecord"))
+    setter = tf.train.replica_device_setter(
+        cluster=spec, worker_device=f"/job:worker/task:{index}")
+    with tf.device(setter):
+        global_step = tf.train.get_or_create_global_step()
+        _, serialized = tf.TFRecordReader().read(tf.train.string_input_producer(files))
+        parsed = tf.parse_single_example(serialized, {
+            "image_raw": tf.FixedLenFeature([], tf.string),
+            "label": tf.FixedLenFeature([], tf.int64)})
+        image = tf.cast(tf.decode_raw(parsed["image_raw"], tf.uint8), tf.float32)
+        image.set_shape([784])
+        x, y = tf.train.shuffle_batch([image / 255.0, parsed["label"]], 64,
+                                      num_threads=2, capacity=1000,
+                                      min_after_dequeue=500)
+        loss = model(tf, x, y, summaries="two")
+        train_op = tf.train.GradientDescentOptimizer(0.01).minimize(
+            loss, global_step=global_step)
+    sv = tf.train.Supervisor(is_chief=is_chief, logdir=logdir, summary_op=None,
+                             global_step=global_step, save_model_secs=0)
+    config = tf.ConfigProto(device_filters=["/job:ps", f"/job:worker/task:{index}"])
+    wait_for_go(index)
+    with sv.managed_session(server.target, config=config) as sess:
+        print("session", flush=True)
+        drive(profiled(lambda i: sess.run(train_op), index), warmup)
+        sv.request_stop()
+
+
+def write_records(logdir: str) -> None:
+    """The queue shape's TFRecord files (MNIST-shaped Examples) in ``logdir``."""
+    from nbdist.executor import tf_record
+    from nbdist.proto import example_pb2
+
+    rng = np.random.default_rng(0)
+    for k in range(QUEUE_FILES):
+        with tf_record.TFRecordWriter(os.path.join(logdir,
+                                                   f"records-{k}.tfrecord")) as w:
+            for _ in range(QUEUE_RECORDS):
+                ex = example_pb2.Example()
+                f = ex.features.feature
+                f["image_raw"].bytes_list.value.append(
+                    rng.integers(0, 256, 784, dtype=np.uint8).tobytes())
+                f["label"].int64_list.value.append(int(rng.integers(0, 10)))
+                w.write(ex.SerializeToString())
+
+
+def drive(run_step, warmup: float) -> None:
+    """Step as the parent's mode says: ``BENCH_STEPS`` steps then ``done`` (the
+    whole-run mode), or steps answering the timed window."""
+    steps = int(os.environ.get("BENCH_STEPS") or 0)
+    if not steps:
+        answer_window_while_stepping(run_step, warmup)
+        return
+    t0 = time.monotonic()
+    for i in range(steps):
+        run_step(i)
+    print(f"done {steps / (time.monotonic() - t0)}", flush=True)
 
 
 def sync_program(tf, server, spec, index: int, logdir: str, warmup: float):
@@ -179,7 +274,7 @@ def sync_program(tf, server, spec, index: int, logdir: str, warmup: float):
             save_checkpoint_secs=None, save_summaries_steps=None,
             log_step_count_steps=None) as sess:
         print("session", flush=True)
-        answer_window_while_stepping(profiled(
+        drive(profiled(
             lambda i: sess.run(train_op, {x: xs[i % BATCHES], y: ys[i % BATCHES]}),
             index), warmup)
 
@@ -221,7 +316,8 @@ def profiled(run_step, index: int):
     return step
 
 
-PROGRAMS = {"supervisor": supervisor_program, "sync": sync_program}
+PROGRAMS = {"supervisor": supervisor_program, "sync": sync_program,
+            "queue": queue_program, "summaries": summaries_program}
 
 
 def child(shape, framework, cluster, job, index, logdir, warmup):
@@ -251,26 +347,32 @@ def child(shape, framework, cluster, job, index, logdir, warmup):
 
 
 # -- the parent ----------------------------------------------------------------------------
-def child_env() -> dict:
-    env = dict(os.environ, PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="2")
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        env[var] = "1"  # BLAS one thread per process, as bench_training
-    return env
+# BLAS one thread per process in the timed-window mode, as bench_training; the
+# whole-run mode runs the programs in the environment a user has.
+BLAS_ONE_THREAD = {var: "1" for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                                        "MKL_NUM_THREADS")}
 
 
-def run_once(shape, framework, python, hosts, seconds, warmup):
-    """Global steps/s of one run; ``hosts`` is a list of (address, command
-    prefix) and task k (the ps first, then the workers) runs on host k mod n."""
+def child_env(extra: dict) -> dict:
+    return dict(os.environ, PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="2", **extra)
+
+
+def start_tasks(shape, framework, python, hosts, warmup, env_extra, tasks):
+    """Start the ps and the workers of ``shape`` (appended to ``tasks``), wait
+    for the ps and the chief's session and release the other workers; the
+    workers and the log directory."""
     n_workers = SHAPES[shape][1]
     place = [hosts[k % len(hosts)] for k in range(1 + n_workers)]
     cluster = {"ps": [f"{place[0][0]}:{free_port()}"],
                "worker": [f"{a}:{free_port()}" for a, _ in place[1:]]}
     logdir = tempfile.mkdtemp(prefix=f"bench_{shape}_{framework}_")
+    if shape == "queue":
+        write_records(logdir)
 
     def task(k, job, index):
         cmd = [__file__, "--child", shape, framework, json.dumps(cluster), job,
                str(index), logdir, str(warmup)]
-        env = child_env()
+        env = child_env(env_extra)
         if "BENCH_PROFILE" in env:  # one directory per shape
             env["BENCH_PROFILE"] = os.path.join(env["BENCH_PROFILE"], shape)
             os.makedirs(env["BENCH_PROFILE"], exist_ok=True)
@@ -278,19 +380,28 @@ def run_once(shape, framework, python, hosts, seconds, warmup):
             env["BENCH_BIND"] = place[k][0]
         return Task(f"{job}{index}", [*place[k][1], python, *cmd], env, cwd=ROOT)
 
+    deadline = time.monotonic() + START_TIMEOUT_S
+    tasks.append(task(0, "ps", 0))
+    workers = [task(1 + i, "worker", i) for i in range(n_workers)]
+    tasks += workers
+    tasks[0].expect("ready", deadline)
+    if shape != "trainer":  # see wait_for_go
+        workers[0].expect("session", deadline)
+        for w in workers[1:]:
+            w.expect("built", deadline)
+            w.proc.stdin.write("go\n")
+            w.proc.stdin.flush()
+    return workers, logdir, deadline
+
+
+def run_once(shape, framework, python, hosts, seconds, warmup):
+    """Global steps/s of one run; ``hosts`` is a list of (address, command
+    prefix) and task k (the ps first, then the workers) runs on host k mod n."""
     tasks: list[Task] = []
+    logdir = None
     try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        tasks.append(task(0, "ps", 0))
-        workers = [task(1 + i, "worker", i) for i in range(n_workers)]
-        tasks += workers
-        tasks[0].expect("ready", deadline)
-        if shape != "trainer":  # see wait_for_go
-            workers[0].expect("session", deadline)
-            for w in workers[1:]:
-                w.expect("built", deadline)
-                w.proc.stdin.write("go\n")
-                w.proc.stdin.flush()
+        workers, logdir, deadline = start_tasks(shape, framework, python, hosts,
+                                                warmup, BLAS_ONE_THREAD, tasks)
         reports, _ = time_window(workers, {t.name: t.pid for t in tasks}, seconds,
                                  deadline)
         for w, r in zip(workers, reports):
@@ -305,7 +416,38 @@ def run_once(shape, framework, python, hosts, seconds, warmup):
     finally:
         for t in reversed(tasks):
             t.stop()
-        shutil.rmtree(logdir, ignore_errors=True)
+        if logdir:
+            shutil.rmtree(logdir, ignore_errors=True)
+
+
+def run_whole(shape, framework, python, hosts, steps):
+    """One whole run as a user times a program: from starting the processes to
+    the exit of the last worker (the ps, which never exits, is stopped then),
+    each worker running ``steps`` steps. (wall s, every worker's steps/s while
+    it stepped, CPU s of every task over the run, start-up included)."""
+    tasks: list[Task] = []
+    logdir = None
+    cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.monotonic()
+    try:
+        workers, logdir, deadline = start_tasks(
+            shape, framework, python, hosts, 0.0, {"BENCH_STEPS": str(steps)}, tasks)
+        deadline += 30 * steps / 100  # start-up, then at least 100 steps / 30 s
+        rates = [float(w.expect("done", deadline)[0]) for w in workers]
+        t_done = time.monotonic()
+        for w in workers:
+            w.proc.wait(max(1.0, deadline - time.monotonic()))
+        wall = time.monotonic() - t0
+        print(f"  (start-up and steps {t_done - t0:.1f} s, exits "
+              f"{wall - (t_done - t0):.1f} s)", file=sys.stderr, flush=True)
+    finally:
+        for t in reversed(tasks):
+            t.stop()
+        if logdir:
+            shutil.rmtree(logdir, ignore_errors=True)
+    cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (cpu1.ru_utime + cpu1.ru_stime) - (cpu0.ru_utime + cpu0.ru_stime)
+    return wall, rates, cpu
 
 
 def main(argv=None) -> int:
@@ -323,7 +465,12 @@ def main(argv=None) -> int:
     p.add_argument("--profile", metavar="DIR", help="write each "
                    "worker's cProfile table of steps 50-249 to DIR/<shape>/worker<i>.txt "
                    "(use a --seconds long enough for 250 steps)")
+    p.add_argument("--whole_run", type=int, metavar="STEPS", help="the whole-run "
+                   "mode: each worker runs STEPS steps; wall time from start to "
+                   "the last worker's exit, each worker's steps/s, CPU per step")
     args = p.parse_args(argv)
+    if args.whole_run and args.shapes == ",".join(SHAPES):
+        args.shapes = ",".join(PROGRAMS)  # trainer is bench_training's window loop
     if args.profile:
         os.makedirs(args.profile, exist_ok=True)
         os.environ["BENCH_PROFILE"] = os.path.abspath(args.profile)  # children
@@ -348,6 +495,8 @@ def main(argv=None) -> int:
         else:
             hosts = [("127.0.0.1", [])]
         load0 = os.getloadavg()[0]
+        if args.whole_run:
+            return whole_run_table(shapes, frameworks, hosts, args, load0)
         rates: dict = {}
         for shape in shapes:
             for _ in range(args.repeats):
@@ -373,14 +522,53 @@ def main(argv=None) -> int:
                      "-" if tf is None else f"{tf:.0f}",
                      "-" if tf is None else f"{nb / tf:.2f}x"))
     head = ("program", "nbdist steps/s", "TF steps/s", "nbdist / TF")
-    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
-    print(" | ".join(c.ljust(w) for c, w in zip(head, widths)))
-    print("-+-".join("-" * w for w in widths))
-    for r in rows:
-        print(" | ".join(c.ljust(w) for c, w in zip(r, widths)))
+    print_table(head, rows)
     print(f"(median of {args.repeats} alternating runs, {args.seconds:g} s windows; "
-          f"load average {load0:.1f} at the start, {os.getloadavg()[0]:.1f} at the "
-          f"end, {os.cpu_count()} CPUs: figures from a busy machine are noisy)")
+          f"{load_note(load0)}: figures from a busy machine are noisy)")
+    return 0
+
+
+def whole_run_table(shapes, frameworks, hosts, args, load0) -> int:
+    """The whole-run mode's rounds (frameworks alternating) and table."""
+    runs: dict = {}
+    for shape in shapes:
+        if shape not in PROGRAMS:
+            raise SystemExit(f"{shape}: no whole-run mode (its loop is "
+                             "bench_training's)")
+        for _ in range(args.repeats):
+            for fw, python in frameworks.items():
+                wall, rates, cpu = run_whole(shape, fw, python, hosts, args.whole_run)
+                print(f"  {shape} {fw}: {wall:.1f} s, workers "
+                      f"{' '.join(f'{r:.0f}' for r in rates)} steps/s, "
+                      f"{cpu:.1f} CPU s", file=sys.stderr, flush=True)
+                runs.setdefault((fw, shape), []).append((wall, rates, cpu))
+    where = "3 netns hosts" if args.hosts == "netns" else "one host"
+    rows = []
+    for shape in shapes:
+        row = [f"{SHAPES[shape][0]} [{where}]"]
+        best = {}
+        for fw in frameworks:
+            rs = runs[(fw, shape)]
+            wall, rates, cpu = min(rs, key=lambda r: r[0])  # least disturbed
+            n_steps = args.whole_run * SHAPES[shape][1]
+            best[fw] = (wall, min(r[2] for r in rs) / n_steps)
+            row += [f"{statistics.median(r[0] for r in rs):.1f} ({wall:.1f})",
+                    "/".join(f"{r:.0f}" for r in rates),
+                    f"{1000 * best[fw][1]:.1f}"]
+        if "tf" in frameworks:
+            row += [f"{best['tf'][0] / best['nbdist'][0]:.2f}x",
+                    f"{best['tf'][1] / best['nbdist'][1]:.2f}x"]
+        rows.append(row)
+    head = ["program"]
+    for fw in frameworks:
+        head += [f"{fw} wall s", f"{fw} worker steps/s", f"{fw} CPU ms/step"]
+    if "tf" in frameworks:
+        head += ["TF/nbdist wall", "TF/nbdist CPU"]
+    print_table(head, rows)
+    print(f"(whole runs of {args.whole_run} steps per worker, start-up included; "
+          f"wall: median (best) of {args.repeats} alternating runs, per-worker "
+          f"steps/s and CPU (every task, start-up included, per step) of the best "
+          f"run; {load_note(load0)})")
     return 0
 
 

@@ -1,6 +1,6 @@
 """The one place where nbdist reads its environment variables: its own
 ``NBDIST_*`` and, for the cluster resolvers, ``TF_CONFIG``, ``SLURM_*`` and
-``CUDA_VISIBLE_DEVICES``.
+``CUDA_VISIBLE_DEVICES`` (and whether the BLAS thread variables are set).
 
 Every read happens at call time, so a value set after import (for example by a
 test or a notebook cell) is seen by the next server or client created.
@@ -51,6 +51,7 @@ __all__ = [
     "TLS_CLIENT_AUTH",
     "TLS_KEY",
     "TOKEN",
+    "blas_threads_chosen",
     "coordination_max_events",
     "cuda_visible_devices",
     "get",
@@ -134,6 +135,14 @@ def coordination_max_events() -> int | None:
 # now, like TensorFlow's resolvers, which re-read ``TF_CONFIG`` on each access.
 
 TF_CONFIG = "TF_CONFIG"
+
+
+def blas_threads_chosen() -> bool:
+    """Whether the user chose the BLAS thread count (``OMP_NUM_THREADS``,
+    ``OPENBLAS_NUM_THREADS`` or ``MKL_NUM_THREADS`` set): a server then leaves
+    it as it is."""
+    return any(os.environ.get(v, "").strip() for v in (
+        "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"))
 
 
 def tf_config() -> dict[str, Any]:

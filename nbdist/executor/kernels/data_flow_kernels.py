@@ -13,8 +13,8 @@ import numpy as np
 
 from nbdist import errors
 from nbdist.executor.kernel import register_kernel
-from nbdist.executor.kernels.random_kernels import _generator as random_generator
 from nbdist.executor.kernels.kernel_util import unshared_resources
+from nbdist.executor.kernels.random_kernels import _generator as random_generator
 
 
 class FIFOQueueResource:
@@ -171,6 +171,7 @@ def _queue_kernel(node, make):
     a = node.attrs
     name = a["shared_name"] or node.name
     rm = unshared_resources(node, a["shared_name"])
+    checked = [None]  # the queue this node last matched: checked once, not per run
 
     def compute(step):
         fresh = []
@@ -180,9 +181,10 @@ def _queue_kernel(node, make):
             return fresh[0]
 
         q = rm.lookup_or_create(a["container"], "queue", name, create)
-        if not fresh:
+        if not fresh and q is not checked[0]:
             q.check_matches(node.name, make.kind, a["component_types"], a["shapes"],
                             a["capacity"])
+        checked[0] = q
         return q
 
     return compute

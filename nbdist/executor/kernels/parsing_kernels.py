@@ -8,6 +8,8 @@ Error messages follow TF's ``example_proto_fast_parsing.cc`` and
 from __future__ import annotations
 
 import csv
+import itertools
+import math
 
 import numpy as np
 from google.protobuf.message import DecodeError
@@ -24,22 +26,35 @@ def _type_name(dtype) -> str:
     return "float" if dtype.name == "float32" else dtype.name
 
 
-def _feature_values(node, key, feature, dtype, where):
-    """The values of ``feature`` as an array of ``dtype`` (checked)."""
+def _feature_list(node, key, feature, dtype, where):
+    """The values of ``feature`` as its protobuf list (checked against
+    ``dtype``); ``()`` for a feature with no list."""
     kind = feature.WhichOneof("kind")
-    want = _KIND[_type_name(dtype)]
     if kind is None:
-        return np.zeros([0], dtype=dtype.as_numpy_dtype)
+        return ()
+    want = _KIND[_type_name(dtype)]
     if kind != want:
         raise errors.InvalidArgumentError(
             None, node, f"{where}Key: {key}.  Data types don't match. Data type: "
             f"{_TF_TYPE_NAME[kind]} but expected type: {_type_name(dtype)}")
-    values = getattr(feature, kind).value
-    if kind == "bytes_list":
-        out = np.empty(len(values), dtype=object)
+    return getattr(feature, kind).value
+
+
+def _array(values, dtype, count):
+    """``count`` values (an iterable) as a flat array of ``dtype``: one C loop
+    over the protobuf lists (``np.array`` of a protobuf list goes through the
+    sequence protocol per element, several times slower)."""
+    if dtype.name == "string":
+        out = np.empty(count, dtype=object)
         out[:] = list(values)
         return out
-    return np.array(values, dtype=dtype.as_numpy_dtype)
+    return np.fromiter(values, dtype.as_numpy_dtype, count)
+
+
+def _feature_values(node, key, feature, dtype, where):
+    """The values of ``feature`` as an array of ``dtype`` (checked)."""
+    values = _feature_list(node, key, feature, dtype, where)
+    return _array(values, dtype, len(values))
 
 
 def _examples(node, serialized):
@@ -56,26 +71,27 @@ def _examples(node, serialized):
 
 def _dense(node, key, dtype, shape, default, maps, single):
     """``[batch] + shape`` from a fixed-length feature."""
-    size = int(np.prod(shape, dtype=np.int64))
+    size = math.prod(shape)
+    where = "" if single else "Name: <unknown>, "
     rows = []
     for b, fmap in enumerate(maps):
-        where = "" if single else "Name: <unknown>, "
-        if key not in fmap:
+        feature = fmap.get(key)
+        if feature is None:
             if default.size == 0:
                 raise errors.InvalidArgumentError(
                     None, node, f"{where}Feature: {key} (data type: "
                     f"{_type_name(dtype)}) is required but could not be found.")
-            rows.append(default)
+            rows.append(default.reshape(-1))
             continue
-        v = _feature_values(node, key, fmap[key], dtype, where)
-        if v.size != size:
+        values = _feature_list(node, key, feature, dtype, where)
+        if len(values) != size:
             raise errors.InvalidArgumentError(
                 None, node, f"{where}Key: {key}, Index: {b}.  Number of "
-                f"{_type_name(dtype)} values != expected.  Values size: {v.size} "
-                f"but output shape: {list(shape)}")
-        rows.append(v)
-    out = (np.stack(rows) if rows else np.zeros([0, size], dtype.as_numpy_dtype))
-    return out.reshape([len(maps)] + list(shape))
+                f"{_type_name(dtype)} values != expected.  Values size: "
+                f"{len(values)} but output shape: {list(shape)}")
+        rows.append(values)
+    flat = rows[0] if len(rows) == 1 else itertools.chain.from_iterable(rows)
+    return _array(flat, dtype, len(rows) * size).reshape([len(maps), *shape])
 
 
 def _dense_variable(node, key, dtype, shape, default, maps, single):
@@ -282,7 +298,10 @@ def decode_raw_kernel(node):
         flat = value.reshape(-1)
         if flat.size == 0:
             return np.zeros(value.shape + (0,), dtype=out_type.as_numpy_dtype)
-        lengths = np.frompyfunc(len, 1, 1)(flat).astype(np.int64)
+        if flat.size == 1:  # one record (a reader's): no per-element pass
+            lengths = np.array([len(flat[0])], np.int64)
+        else:
+            lengths = np.frompyfunc(len, 1, 1)(flat).astype(np.int64)
         bad = np.flatnonzero(lengths != lengths[0])
         if bad.size:
             raise errors.InvalidArgumentError(
@@ -293,7 +312,11 @@ def decode_raw_kernel(node):
             raise errors.InvalidArgumentError(
                 None, node.name, f"Input to DecodeRaw has length {lengths[0]} that "
                 f"is not a multiple of {dt.itemsize}, the size of {out_type.name}")
-        data = np.frombuffer(b"".join(flat), dtype=dt)
+        # bytearray: the one writable copy (frombuffer alone is read-only); astype
+        # only where the bytes must be swapped.
+        data = np.frombuffer(bytearray(b"".join(flat)), dtype=dt)
+        if dt.isnative:
+            return data.reshape(value.shape + (int(lengths[0]) // dt.itemsize,))
         return data.astype(out_type.as_numpy_dtype).reshape(
             value.shape + (int(lengths[0]) // dt.itemsize,))
 

@@ -24,10 +24,11 @@ from concurrent import futures
 
 import grpc
 from nbdist import errors
+from nbdist.executor import blas_threads
 from nbdist.executor.limits import Limits
 from nbdist.executor.rendezvous import Rendezvous
 from nbdist.proto import config_pb2, server_def_pb2
-from nbdist.runtime import coordination, transports
+from nbdist.runtime import coordination, env, transports
 from nbdist.runtime.cluster_spec import ClusterSpec, split_address, task_device
 from nbdist.runtime.coordination import CoordinationAgent, LocalCoordinationClient
 from nbdist.runtime.device_attributes import device_counts
@@ -282,6 +283,10 @@ class GrpcServer(Server):
 
     def _make_runtime(self, session_config):
         """This task's worker (pulling from peers over gRPC) and master."""
+        # Tasks share their host's cores: one BLAS thread each unless the user
+        # chose (env variables, intra_op_parallelism_threads), as LocalCluster's.
+        if not env.blas_threads_chosen():
+            blas_threads.set_threads(session_config.intra_op_parallelism_threads or 1)
         self._incarnation = new_incarnation()
         # Where this task's large feeds to peers wait for them to pull: made
         # before its clients (which park there) and handed to the worker,
