@@ -231,3 +231,34 @@ def test_session_handles_keep_a_value_between_runs():
             s.run(kept, feed_dict={holder: h.handle})
     with pytest.raises(TypeError, match="must be of type Tensor"):
         tf.get_session_handle(1.0)
+
+
+def test_wrap_function_traces_once_and_calls_in_a_graph():
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return {"y": x * 3.0}
+
+    wrapped = tf.wrap_function(f, [tf.TensorSpec([2], nd.float32)])
+    out = wrapped(nd.constant([1.0, 2.0]))["y"]
+    now = wrapped(np.array([2.0, 4.0], np.float32))["y"]
+    assert run(out)[0].tolist() == [3.0, 6.0] and now.tolist() == [6.0, 12.0]
+    assert len(calls) == 1  # traced once, for the signature
+    with pytest.raises(ValueError, match="shape"):
+        wrapped(nd.constant([1.0, 2.0, 3.0]))
+
+
+def test_nondifferentiable_batch_function_values_and_no_gradient():
+    @tf.nondifferentiable_batch_function(1, 4, 1000, allowed_batch_sizes=[2, 4])
+    def double(a, b):
+        return a * 2.0 + b
+
+    x = nd.constant([[1.0], [2.0]])
+    y = double(x, nd.constant([[0.5], [0.5]]))
+    assert run(y)[0].tolist() == [[2.5], [4.5]]
+    assert nd.gradients(y, x) == [None]
+    with pytest.raises(ValueError, match="max_batch_size"):
+        tf.nondifferentiable_batch_function(1, 4, 10, allowed_batch_sizes=[2, 3])
+    with pytest.raises(ValueError, match="num_batch_threads"):
+        tf.nondifferentiable_batch_function(0, 4, 10)
