@@ -329,6 +329,8 @@ def __getattr__(name):
         "wrap_function": ("nbdist.distribute.tracing.wrap_function", "wrap_function"),
         "nondifferentiable_batch_function": ("nbdist.ops.batch_ops",
                                              "nondifferentiable_batch_function"),
+        "random_index_shuffle": ("nbdist.ops.random_index_shuffle",
+                                 "random_index_shuffle"),
     }
     if name in lazy:
         target = lazy[name]

@@ -60,7 +60,7 @@ KERNEL_MODULES = (
     "image_nms_kernels", "conv3d_kernels", "ctc_kernels",
     "morphology_kernels", "fractional_pool_kernels",
     "spectral_nd_kernels", "fingerprint_kernels", "host_memory_kernels",
-    "session_tensor_kernels",
+    "session_tensor_kernels", "random_index_shuffle_kernels",
 )
 
 _loaded = False

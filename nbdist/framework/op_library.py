@@ -76,6 +76,7 @@ OP_MODULES = (
     "nbdist.ops.fingerprint_ops",
     "nbdist.ops.host_memory_ops",
     "nbdist.ops.session_ops",
+    "nbdist.ops.random_index_shuffle",
 )
 
 

@@ -262,3 +262,29 @@ def test_nondifferentiable_batch_function_values_and_no_gradient():
         tf.nondifferentiable_batch_function(1, 4, 10, allowed_batch_sizes=[2, 3])
     with pytest.raises(ValueError, match="num_batch_threads"):
         tf.nondifferentiable_batch_function(0, 4, 10)
+
+
+def test_random_index_shuffle_is_tensorflows_permutation():
+    # Values from TF 2.21's tf.compat.v1.random_index_shuffle on the same input.
+    full = tf.random_index_shuffle(nd.range(10, dtype=nd.int64),
+                                   nd.constant([1, 2, 3], nd.int64), 9)
+    one = tf.random_index_shuffle(nd.constant(5, nd.int32),
+                                  nd.constant([7, 8, 9], nd.int32),
+                                  nd.constant(100000, nd.int32), rounds=6)
+    rows = tf.random_index_shuffle(
+        nd.constant([0, 1, 2], nd.int64),
+        nd.constant([[1, 2, 3], [4, 5, 6], [7, 8, 9]], nd.int64),
+        nd.constant([3, 1000, 2**40], nd.int64))
+    big = tf.random_index_shuffle(nd.range(300, dtype=nd.int64),
+                                  nd.constant([42, 0, 1], nd.int64), 299)
+    f, o, r, b = run(full, one, rows, big)
+    assert f.tolist() == [2, 0, 6, 4, 8, 1, 7, 9, 5, 3]
+    assert o == 37819 and o.shape == ()
+    assert r.tolist() == [2, 909, 233110709]
+    assert b[:10].tolist() == [276, 292, 181, 60, 115, 260, 274, 36, 131, 183]
+    assert sorted(b.tolist()) == list(range(300))  # a permutation
+    with pytest.raises(nd.errors.InvalidArgumentError, match="max_index must be >="):
+        run(tf.random_index_shuffle(nd.constant(5, nd.int64),
+                                    nd.constant([1, 2, 3], nd.int64), 3))
+    with pytest.raises(ValueError, match="rounds"):
+        tf.random_index_shuffle(nd.constant(1, nd.int64), [1, 2, 3], 3, rounds=5)
