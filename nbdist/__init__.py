@@ -331,6 +331,7 @@ def __getattr__(name):
                                              "nondifferentiable_batch_function"),
         "random_index_shuffle": ("nbdist.ops.random_index_shuffle",
                                  "random_index_shuffle"),
+        "CriticalSection": ("nbdist.ops.critical_section_ops", "CriticalSection"),
     }
     if name in lazy:
         target = lazy[name]

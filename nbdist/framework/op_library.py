@@ -77,6 +77,7 @@ OP_MODULES = (
     "nbdist.ops.host_memory_ops",
     "nbdist.ops.session_ops",
     "nbdist.ops.random_index_shuffle",
+    "nbdist.ops.critical_section_ops",
 )
 
 

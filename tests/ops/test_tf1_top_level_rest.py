@@ -288,3 +288,38 @@ def test_random_index_shuffle_is_tensorflows_permutation():
                                     nd.constant([1, 2, 3], nd.int64), 3))
     with pytest.raises(ValueError, match="rounds"):
         tf.random_index_shuffle(nd.constant(1, nd.int64), [1, 2, 3], 3, rounds=5)
+
+
+def test_critical_section_excludes_other_runs_and_frees_after_failure():
+    import threading
+
+    entered = nd.FIFOQueue(1, nd.float32)
+    gate = nd.FIFOQueue(1, nd.float32)
+    cs = tf.CriticalSection()
+
+    def hold():  # inside: say so, then wait for the gate
+        with nd.control_dependencies([entered.enqueue(0.0)]):
+            return gate.dequeue()
+
+    held = cs.execute(hold)
+    other = cs.execute(lambda: nd.constant(1.0))
+    bad = nd.placeholder(nd.float32, [])
+    failing = cs.execute(lambda: nd.debugging.check_numerics(bad, "bad"))
+    out = []
+    with nd.Session() as s:
+        t = threading.Thread(target=lambda: out.append(s.run(held)))
+        t.start()
+        s.run(entered.dequeue())  # the thread now holds the mutex
+        with pytest.raises(nd.errors.DeadlineExceededError):
+            s.run(other, options=tf.RunOptions(timeout_in_ms=300))
+        s.run(gate.enqueue(5.0))
+        t.join(timeout=30)
+        assert out == [5.0]
+        assert s.run(other) == 1.0
+        try:
+            s.run(failing, feed_dict={bad: np.nan})
+        except nd.errors.InvalidArgumentError:
+            pass
+        # The failed run's lock was dropped with it: the section is free.
+        assert s.run(other, options=tf.RunOptions(timeout_in_ms=5000)) == 1.0
+        assert s.run(failing, feed_dict={bad: 2.0}) == 2.0
