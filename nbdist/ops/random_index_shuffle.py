@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from nbdist.framework import dtypes
 from nbdist.framework.gradient_registry import NotDifferentiable
 from nbdist.framework.op_def_registry import register_op
@@ -32,7 +34,8 @@ _Z = 0x7369F885192C0EF5
 _C = 0xFFFFFFFC
 
 
-def _rotl(x: int, r: int, w: int, mask: int) -> int:
+def _rotl(x, r: int, w: int, mask):
+    """Rotates the ``w``-bit words ``x`` (ints or uint64 arrays) left by ``r``."""
     return ((x << r) | (x >> (w - r))) & mask
 
 
@@ -49,32 +52,42 @@ def _round_keys(key, rounds: int, w: int) -> list[int]:
     return keys
 
 
-def _encrypt(value: int, keys: list[int], w: int) -> int:
-    mask = (1 << w) - 1
+def _encrypt(values: np.ndarray, keys: list[int], w: int) -> np.ndarray:
+    """The Simon encryption of each ``2w``-bit block of ``values`` (uint64)."""
+    mask = np.uint64((1 << w) - 1)
+    width = np.uint64(w)
+
+    def rotl(x, r):
+        r = np.uint64(r)
+        return ((x << r) | (x >> (width - r))) & mask
 
     def f(x):
-        return (_rotl(x, 1, w, mask) & _rotl(x, 8, w, mask)) ^ _rotl(x, 2, w, mask)
+        return (rotl(x, 1) & rotl(x, 8)) ^ rotl(x, 2)
 
-    left, right = (value >> w) & mask, value & mask
+    left, right = (values >> width) & mask, values & mask
     for i in range(0, len(keys) - 1, 2):
-        left ^= f(right) ^ keys[i]
-        right ^= f(left) ^ keys[i + 1]
-    return (left << w) | right
+        left = left ^ f(right) ^ np.uint64(keys[i])
+        right = right ^ f(left) ^ np.uint64(keys[i + 1])
+    return (left << width) | right
 
 
-def shuffle_index(index: int, key, max_index: int, rounds: int) -> int:
-    """Where ``index`` goes in the permutation of ``[0, max_index]``."""
+def shuffle_indices(indices, key, max_index: int, rounds: int) -> np.ndarray:
+    """Where each of ``indices`` goes in the permutation of ``[0, max_index]``
+    that ``key`` (3 uint32 words) picks."""
+    indices = np.asarray(indices, dtype=np.uint64)
     if max_index == 0:
-        return 0
+        return np.zeros_like(indices)
     bits = math.ceil(math.log2(max_index))
-    block = max(bits + bits % 2, 16)
-    w = min(block, 64) // 2
+    w = max(bits + bits % 2, 16) // 2
     keys = _round_keys(key, rounds, w)
-    new = index
-    while True:  # cycle walking: ends, the cipher permutes a finite block
-        new = _encrypt(new, keys, w)
-        if new <= max_index:
-            return new
+    out = indices.copy()
+    pending = np.arange(out.size)
+    # Cycle walking: re-encrypt until inside [0, max_index]; each walk ends,
+    # as the cipher permutes its finite block.
+    while pending.size:
+        out[pending] = _encrypt(out[pending], keys, w)
+        pending = pending[out[pending] > np.uint64(max_index)]
+    return out
 
 
 def _infer(c):

@@ -6,7 +6,7 @@ import numpy as np
 
 from nbdist.executor.kernel import register_kernel
 from nbdist.executor.kernels.kernel_util import op_error
-from nbdist.ops.random_index_shuffle import shuffle_index
+from nbdist.ops.random_index_shuffle import shuffle_indices
 
 
 @register_kernel("RandomIndexShuffle")
@@ -25,17 +25,26 @@ def random_index_shuffle_kernel(node):
             raise op_error(node, "Maxval must be a scalar or a vector of the same "
                                  f"size as index but got {list(top.shape)}")
         # Each seed word is taken as a uint32 (the low 32 bits), as TF.
-        keys = (seed.reshape(-1, 3).astype(np.int64) & 0xFFFFFFFF).tolist()
+        keys = [tuple(k) for k in
+                (seed.reshape(-1, 3).astype(np.int64) & 0xFFFFFFFF).tolist()]
+        wide = np.uint64 if index.dtype.kind == "u" else np.int64
+        idx = np.broadcast_to(index.astype(wide), (n,))
+        tops = np.broadcast_to(top.astype(wide), (n,))
+        if (idx < 0).any() or (tops < 0).any():
+            what, bad = (("index", idx) if (idx < 0).any() else ("max_index", tops))
+            raise op_error(node, f"{what} must be >= 0 but was {bad[bad < 0][0]}")
+        if (tops < idx).any():
+            j = int(np.argmax(tops < idx))
+            raise op_error(node, f"max_index must be >= index, but {tops[j]} < "
+                                 f"{idx[j]}")
+        rows = np.broadcast_to(np.arange(len(keys)) if len(keys) > 1 else 0, (n,))
         out = np.empty(n, dtype=index.dtype)
+        # One vectorised walk per (seed, max_index) the elements share.
+        groups: dict = {}
         for j in range(n):
-            i = int(index if index.ndim == 0 else index[j])
-            m = int(top if top.ndim == 0 else top[j])
-            if i < 0 or m < 0:
-                raise op_error(node, f"{'index' if i < 0 else 'max_index'} must be "
-                                     f">= 0 but was {min(i, m)}")
-            if m < i:
-                raise op_error(node, f"max_index must be >= index, but {m} < {i}")
-            out[j] = shuffle_index(i, keys[0 if len(keys) == 1 else j], m, rounds)
+            groups.setdefault((int(rows[j]), int(tops[j])), []).append(j)
+        for (row, m), members in groups.items():
+            out[members] = shuffle_indices(idx[members], keys[row], m, rounds)
         all_scalar = index.ndim == 0 and seed.ndim == 1 and top.ndim == 0
         return out.reshape(()) if all_scalar else out
 
