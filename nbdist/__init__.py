@@ -165,6 +165,8 @@ def __getattr__(name):
         "RandomShuffleQueue": ("nbdist.ops.data_flow_ops", "RandomShuffleQueue"),
         "PaddingFIFOQueue": ("nbdist.ops.data_flow_ops", "PaddingFIFOQueue"),
         "QueueBase": ("nbdist.ops.data_flow_ops", "QueueBase"),
+        "PriorityQueue": ("nbdist.ops.data_flow_ops", "PriorityQueue"),
+        "SparseFeature": ("nbdist.ops.parsing_ops", "SparseFeature"),
         "matching_files": ("nbdist.ops.data_flow_ops", "matching_files"),
         "ConditionalAccumulator": ("nbdist.ops.accumulator_ops",
                                    "ConditionalAccumulator"),

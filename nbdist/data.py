@@ -48,3 +48,11 @@ def get_output_classes(dataset_or_iterator):
 
 __all__ += ["INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "get_output_classes",
             "get_output_shapes", "get_output_types"]
+
+# TF1's tf.data also names the fixed-length file dataset, the options and the
+# dataset type spec.
+from nbdist.distribute.data.data_ops import DatasetSpec
+from nbdist.distribute.data.dataset_options import Options, ThreadingOptions
+from nbdist.distribute.data.file_datasets import FixedLengthRecordDataset
+
+__all__ += ["DatasetSpec", "FixedLengthRecordDataset", "Options", "ThreadingOptions"]

@@ -14,8 +14,10 @@ from __future__ import annotations
 from nbdist.ops.data_flow_ops import (
     FIFOQueue,
     PaddingFIFOQueue,
+    PriorityQueue,
     QueueBase,
     RandomShuffleQueue,
 )
 
-__all__ = ["FIFOQueue", "PaddingFIFOQueue", "QueueBase", "RandomShuffleQueue"]
+__all__ = ["FIFOQueue", "PaddingFIFOQueue", "PriorityQueue", "QueueBase",
+           "RandomShuffleQueue"]

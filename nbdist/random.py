@@ -71,3 +71,16 @@ __all__ += ["categorical", "gamma", "get_seed", "multinomial", "poisson",
             "stateless_multinomial", "stateless_normal",
             "stateless_parameterized_truncated_normal", "stateless_poisson",
             "stateless_truncated_normal", "stateless_uniform"]
+
+# TF's stateful Generator API and the stateless seed helpers.
+from nbdist.ops.random_distribution_ops import fold_in, split  # noqa: E402
+from nbdist.ops.stateful_random_ops import (  # noqa: E402
+    Algorithm,
+    Generator,
+    create_rng_state,
+    get_global_generator,
+    set_global_generator,
+)
+
+__all__ += ["Algorithm", "Generator", "create_rng_state", "fold_in",
+            "get_global_generator", "set_global_generator", "split"]

@@ -31,6 +31,7 @@ from nbdist.proto.summary_pb2 import (
     HistogramProto,
     SessionLog,
     Summary,
+    SummaryDescription,
     SummaryMetadata,
     TaggedRunMetadata,
 )
@@ -43,6 +44,7 @@ __all__ = [
     "HistogramProto",
     "SessionLog",
     "Summary",
+    "SummaryDescription",
     "SummaryMetadata",
     "TaggedRunMetadata",
     "histogram",
@@ -85,3 +87,25 @@ def initialize(graph=None, session=None):
 
 
 __all__ += ["all_v2_summary_ops", "audio", "initialize"]
+
+
+def get_summary_description(node_def):
+    """The ``SummaryDescription`` in a TF1 ``TensorSummary`` node's
+    ``description`` attr (JSON), as TF reads it.
+
+    >>> import nbdist as nd
+    >>> from nbdist.proto.node_def_pb2 import NodeDef
+    >>> node = NodeDef(op="TensorSummary")
+    >>> node.attr["description"].s = b'{"type_hint": "image"}'
+    >>> nd.summary.get_summary_description(node).type_hint
+    'image'
+    """
+    from google.protobuf import json_format
+
+    if node_def.op != "TensorSummary":
+        raise ValueError(f"Can't get_summary_description on {node_def.op}")
+    description = node_def.attr["description"].s.decode("utf-8")
+    return json_format.Parse(description, SummaryDescription())
+
+
+__all__ += ["get_summary_description"]

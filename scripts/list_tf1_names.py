@@ -60,6 +60,9 @@ _NATIVE = {
 # Only meaningful with eager execution: iterating a dataset as NumPy values in
 # Python, and saving trackable objects, which TF1 documents as needing eager.
 _EAGER = {("data", "NumpyIterator"), ("saved_model", "save")}
+# In TF 2.21's tf.compat.v1 but never in TF1: JPEG XL's bitstream was frozen in
+# December 2020, over a year after TF 1.15 (October 2019).
+_POST_TF1 = {("io", "decode_jxl"), ("image", "decode_jxl")}
 # Internal ops of the SDCA linear solver (contrib's SDCAOptimizer, the removed
 # linear estimators); no TF1 program calls them itself.
 _SDCA = re.compile(r"^sdca_")
@@ -76,6 +79,8 @@ EXCLUDE_RULES = [
      lambda ns, n: n in _NATIVE),
     ("eager-only", "only meaningful with eager execution, which nbdist does "
      "not have (TF1 graph mode)", lambda ns, n: (ns, n) in _EAGER),
+    ("post-tf1", "added to TensorFlow after TF 1.15, never part of TF1",
+     lambda ns, n: (ns, n) in _POST_TF1),
     ("sdca-solver", "the raw ops of TF's SDCA linear solver (sdca_optimizer, "
      "sdca_fprint, sdca_shrink_l1), used only inside contrib's SDCAOptimizer",
      lambda ns, n: ns == "train" and bool(_SDCA.match(n))),

@@ -59,6 +59,7 @@ KERNEL_MODULES = (
     "image_color_kernels", "image_codec_kernels", "image_box_kernels",
     "image_nms_kernels", "conv3d_kernels", "ctc_kernels",
     "morphology_kernels", "fractional_pool_kernels",
+    "stateful_random_kernels", "proto_kernels", "dataset_transform_kernels",
     "spectral_nd_kernels", "fingerprint_kernels", "host_memory_kernels",
     "session_tensor_kernels", "random_index_shuffle_kernels",
     "critical_section_kernels",

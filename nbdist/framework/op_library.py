@@ -72,6 +72,8 @@ OP_MODULES = (
     "nbdist.ops.ctc_ops",
     "nbdist.ops.nn_morphology_ops",
     "nbdist.ops.nn_fractional_pool_ops",
+    "nbdist.ops.stateful_random_ops",
+    "nbdist.ops.proto_ops",
     "nbdist.ops.spectral_nd_ops",
     "nbdist.ops.fingerprint_ops",
     "nbdist.ops.host_memory_ops",

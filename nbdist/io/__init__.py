@@ -23,19 +23,23 @@ from nbdist.executor.tf_record import (
 from nbdist.ops.parsing_ops import (
     FixedLenFeature,
     FixedLenSequenceFeature,
+    SparseFeature,
     VarLenFeature,
     decode_csv,
     decode_raw,
     parse_example,
+    parse_sequence_example,
     parse_single_example,
     parse_single_sequence_example,
 )
 from nbdist.ops.io_ops import read_file, write_file
 from nbdist.io import gfile
 
-__all__ = ["FixedLenFeature", "FixedLenSequenceFeature", "TFRecordCompressionType",
+__all__ = ["FixedLenFeature", "FixedLenSequenceFeature", "SparseFeature",
+           "TFRecordCompressionType",
            "TFRecordOptions", "TFRecordWriter", "VarLenFeature", "decode_csv",
-           "decode_raw", "gfile", "parse_example", "parse_single_example",
+           "decode_raw", "gfile", "parse_example", "parse_sequence_example",
+           "parse_single_example",
            "parse_single_sequence_example", "read_file",
            "tf_record_iterator", "write_file"]
 
@@ -43,6 +47,7 @@ __all__ = ["FixedLenFeature", "FixedLenSequenceFeature", "TFRecordCompressionTyp
 from nbdist.ops.data_flow_ops import (  # noqa: E402
     FIFOQueue,
     PaddingFIFOQueue,
+    PriorityQueue,
     QueueBase,
     RandomShuffleQueue,
     matching_files,
@@ -62,7 +67,8 @@ from nbdist.ops.tensor_serialization_ops import (  # noqa: E402
     serialize_tensor,
 )
 
-__all__ += ["FIFOQueue", "PaddingFIFOQueue", "QueueBase", "RandomShuffleQueue",
+__all__ += ["FIFOQueue", "PaddingFIFOQueue", "PriorityQueue", "QueueBase",
+            "RandomShuffleQueue",
             "decode_base64", "decode_compressed", "decode_json_example",
             "deserialize_many_sparse", "encode_base64", "match_filenames_once",
             "parse_tensor", "serialize_many_sparse", "serialize_sparse",
@@ -85,3 +91,7 @@ def __getattr__(name):
         except AttributeError:
             pass
     raise AttributeError(f"module 'nbdist.io' has no attribute '{name}'")
+
+from nbdist.ops.proto_ops import decode_proto, encode_proto  # noqa: E402
+
+__all__ += ["decode_proto", "encode_proto"]

@@ -53,6 +53,14 @@ register_op("RandomShuffleQueueV2", _queue_infer,
             num_inputs=0, stateful=True)
 
 
+# PriorityQueueV2: component_types and shapes include the int64 priority first.
+register_op("PriorityQueueV2", _queue_infer,
+            attrs={"component_types": ("list(type)", REQUIRED),
+                   "shapes": ("list(shape)", REQUIRED), "capacity": ("int", -1),
+                   "container": ("string", ""), "shared_name": ("string", "")},
+            num_inputs=0, stateful=True)
+
+
 def _enqueue_infer(c):
     _handle_only(c)
     return []
@@ -356,6 +364,36 @@ class RandomShuffleQueue(QueueBase):
                                  "seed": seed1, "seed2": seed2})
 
 
+class PriorityQueue(QueueBase):
+    """A queue that dequeues its elements lowest priority first: each element's
+    first component is its int64 scalar priority, then ``types`` (whose
+    ``shapes`` must be given); equal priorities leave in the order they came.
+
+    >>> import nbdist as nd
+    >>> q = nd.io.PriorityQueue(10, [nd.string], shapes=[[]])
+    >>> enq = q.enqueue_many([[3, 1, 2], [b"c", b"a", b"b"]])
+    >>> with nd.Session() as s:
+    ...     s.run(enq)
+    ...     [s.run(q.dequeue())[1] for _ in range(3)]
+    [b'a', b'b', b'c']
+    """
+
+    _OP_TYPE = "PriorityQueueV2"
+
+    def __init__(self, capacity, types, shapes=None, names=None, shared_name=None,
+                 name="priority_queue"):
+        if shapes is None:
+            raise TypeError("Expected list for 'shapes' argument to "
+                            "'priority_queue_v2' Op, not None.")
+        types = list(types) if isinstance(types, (list, tuple)) else [types]
+        shapes = _as_shape_list(shapes) if types else []
+        if names is not None:
+            names = ["priority"] + (list(names) if isinstance(names, (list, tuple))
+                                    else [names])
+        super().__init__(capacity, [_dtypes.int64] + types,
+                         [TensorShape([])] + shapes, names, shared_name, name)
+
+
 # -- ops the input pipeline needs ---------------------------------------------------
 def _matching_files_infer(c):
     if c.dtype(0) is not _dtypes.string or (c.shape(0).rank or 0) > 1:
@@ -375,5 +413,5 @@ def matching_files(pattern, name=None):
                                    name=name or "MatchingFiles").outputs[0]
 
 
-__all__ = ["FIFOQueue", "PaddingFIFOQueue", "QueueBase", "RandomShuffleQueue",
-           "matching_files"]
+__all__ = ["FIFOQueue", "PaddingFIFOQueue", "PriorityQueue", "QueueBase",
+           "RandomShuffleQueue", "matching_files"]

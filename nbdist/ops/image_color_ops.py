@@ -66,7 +66,7 @@ def rgb_to_hsv(images, name=None):
 
     >>> import nbdist as nd
     >>> with nd.Session() as s:
-    ...     s.run(nd.image.rgb_to_hsv([[0.0, 1.0, 0.0]])).round(4).tolist()
+    ...     s.run(nd.image.rgb_to_hsv([[0.0, 1.0, 0.0]])).astype(float).round(4).tolist()
     [[0.3333, 1.0, 1.0]]
     """
     return _hsv_op("RGBToHSV", images, name)

@@ -4,7 +4,8 @@
 >>> import os, tempfile
 >>> import nbdist as nd
 >>> path = os.path.join(tempfile.mkdtemp(), "lines.txt")
->>> _ = open(path, "w").write("header\\nfirst\\nsecond\\n")
+>>> with open(path, "w") as f:
+...     _ = f.write("header\\nfirst\\nsecond\\n")
 >>> queue = nd.FIFOQueue(4, nd.string)
 >>> reader = nd.TextLineReader(skip_header_lines=1)
 >>> key, value = reader.read(queue)

@@ -58,6 +58,31 @@ class VarLenFeature(collections.namedtuple("VarLenFeature", ["dtype"])):
     """A feature of any number of values, parsed to an ``nd.SparseTensor``."""
 
 
+class SparseFeature(collections.namedtuple(
+        "SparseFeature",
+        ["index_key", "value_key", "dtype", "size", "already_sorted"])):
+    """A ``SparseTensor`` of dense shape ``[batch] + size`` read from two (or
+    more) features of an ``Example``: the int64 indices under ``index_key``
+    (one key per dimension when ``size`` is a list) and the values under
+    ``value_key``. Unless ``already_sorted``, the entries are put in order.
+
+    >>> import nbdist as nd
+    >>> ex = nd.train.Example(features=nd.train.Features(feature={
+    ...     "ix": nd.train.Feature(int64_list=nd.train.Int64List(value=[3, 1])),
+    ...     "v": nd.train.Feature(float_list=nd.train.FloatList(value=[.3, .1]))}))
+    >>> sp = nd.io.parse_single_example(ex.SerializeToString(), {
+    ...     "sp": nd.io.SparseFeature("ix", "v", nd.float32, 5)})["sp"]
+    >>> with nd.Session() as s:
+    ...     v = s.run(sp)
+    >>> v.indices.tolist(), v.dense_shape.tolist()
+    ([[1], [3]], [5])
+    """
+
+    def __new__(cls, index_key, value_key, dtype, size, already_sorted=False):
+        return super().__new__(cls, index_key, value_key, dtype, size,
+                               already_sorted)
+
+
 # -- op definitions -----------------------------------------------------------
 _PARSE_ATTRS = {"sparse_keys": ("list(string)", []), "dense_keys": ("list(string)", []),
                 "sparse_types": ("list(type)", []), "Tdense": ("list(type)", []),
@@ -145,9 +170,65 @@ def _split_features(features, sequence=False):
     return sparse, dense
 
 
+def _without_sparse_features(features):
+    """``features`` with each ``SparseFeature`` replaced by ``VarLenFeature``s
+    of its index and value keys; and the ``SparseFeature``s by key."""
+    plain, composite = {}, {}
+    for key, f in (features or {}).items():
+        if not isinstance(f, SparseFeature):
+            plain[key] = f
+            continue
+        composite[key] = f
+        index_keys = ([f.index_key] if isinstance(f.index_key, str)
+                      else list(f.index_key))
+        sizes = [f.size] if isinstance(f.size, int) else list(f.size)
+        if len(sizes) != len(index_keys):
+            raise ValueError(f"SparseFeature {key!r}: {len(index_keys)} index keys "
+                             f"but size {f.size}")
+        for k, want in [(k, dtypes.int64) for k in index_keys] + [
+                (f.value_key, dtypes.as_dtype(f.dtype))]:
+            prior = plain.get(k)
+            if prior is not None and dtypes.as_dtype(prior.dtype) is not want:
+                raise ValueError(f"Conflicting type for feature {k!r}: "
+                                 f"{dtypes.as_dtype(prior.dtype).name} and "
+                                 f"{want.name}")
+            plain[k] = VarLenFeature(want)
+    return plain, composite
+
+
+def _sparse_feature_tensor(parsed, f, single):
+    """The ``SparseTensor`` of ``SparseFeature`` ``f`` from the parsed
+    ``VarLenFeature``s of its keys."""
+    from nbdist.ops.array_ops_join import concat
+    from nbdist.ops.array_ops_shape import expand_dims
+    from nbdist.ops.math_ops import cast
+    from nbdist.ops.sparse_ops_transform import sparse_reorder
+
+    index_keys = [f.index_key] if isinstance(f.index_key, str) else f.index_key
+    sizes = [f.size] if isinstance(f.size, int) else list(f.size)
+    values = parsed[f.value_key]
+    cols = [expand_dims(cast(parsed[k].values, dtypes.int64), 1)
+            for k in index_keys]
+    sizes_t = convert_to_tensor(np.array(sizes, np.int64))
+    if single:
+        indices, shape = concat(cols, 1), sizes_t
+    else:
+        indices = concat([values.indices[:, :1]] + cols, 1)
+        shape = concat([values.dense_shape[:1], sizes_t], 0)
+    out = SparseTensor(indices, values.values, shape)
+    return out if f.already_sorted else sparse_reorder(out)
+
+
 def _parse(serialized, features, name, single):
     if not features:
         raise ValueError("Missing: features was empty.")
+    requested = features
+    features, composite = _without_sparse_features(features)
+    if composite:
+        parsed = _parse(serialized, features, name, single)
+        with _graph_of([serialized]).as_default():
+            return {k: (_sparse_feature_tensor(parsed, composite[k], single)
+                        if k in composite else parsed[k]) for k in requested}
     sparse, dense = _split_features(features)
     g = _graph_of([serialized])
     op_type = "ParseSingleExample" if single else "ParseExample"
@@ -212,22 +293,33 @@ register_op("ParseSingleSequenceExample", _parse_sequence_infer, attrs=_SEQ_ATTR
             min_inputs=1)
 
 
-def parse_single_sequence_example(serialized, context_features=None,
-                                  sequence_features=None, example_name=None,
-                                  name=None):
-    """Parses one serialized ``SequenceExample``: ``(context, sequences)``
-    dicts. ``context_features`` parse as in ``parse_single_example``; a
-    ``FixedLenSequenceFeature`` of ``sequence_features`` is a dense ``[steps] +
-    shape`` tensor (a missing feature list is an error unless
-    ``allow_missing``), a ``VarLenFeature`` a ``[steps, max_len]``
-    ``nd.SparseTensor``."""
+def _parse_sequence_infer_batched(c):
+    out = _parse_infer(False)(c)
+    batch = c.shape(0)[0] if c.shape(0).rank else None
+    ns = len(c.attr("fl_sparse_keys"))
+    out += [(dtypes.int64, TensorShape([None, 3]))] * ns
+    out += [(t, TensorShape([None])) for t in c.attr("fl_sparse_types")]
+    out += [(dtypes.int64, TensorShape([3]))] * ns
+    out += [(t, TensorShape([batch, None] + s.as_list()))
+            for t, s in zip(c.attr("fl_dense_types"), c.attr("fl_dense_shapes"))]
+    out += [(dtypes.int64, TensorShape([batch]))] * len(c.attr("fl_dense_keys"))
+    return out
+
+
+register_op("ParseSequenceExample", _parse_sequence_infer_batched,
+            attrs=_SEQ_ATTRS, min_inputs=1)
+
+
+def _parse_sequences(op_type, serialized, context_features, sequence_features,
+                     name):
+    """Builds ``op_type`` and returns its outputs split into (context,
+    sequences, the remaining outputs)."""
     if not context_features and not sequence_features:
         raise ValueError("Missing features: give context_features or "
                          "sequence_features")
     sparse, dense = _split_features(context_features)
     fl_sparse, fl_dense = _split_features(sequence_features, sequence=True)
     g = _graph_of([serialized])
-    op_type = "ParseSingleSequenceExample"
     with g.as_default(), g.name_scope(name or op_type):
         serialized = convert_to_tensor(serialized, dtype=dtypes.string,
                                        name="serialized")
@@ -256,7 +348,49 @@ def parse_single_sequence_example(serialized, context_features=None,
         for j, d in enumerate(de):
             result[d[0]] = outs[3 * ns + j]
         outs = outs[3 * ns + len(de):]
+    return context, sequences, dict(zip([d[0] for d in fl_dense], outs))
+
+
+def parse_single_sequence_example(serialized, context_features=None,
+                                  sequence_features=None, example_name=None,
+                                  name=None):
+    """Parses one serialized ``SequenceExample``: ``(context, sequences)``
+    dicts. ``context_features`` parse as in ``parse_single_example``; a
+    ``FixedLenSequenceFeature`` of ``sequence_features`` is a dense ``[steps] +
+    shape`` tensor (a missing feature list is an error unless
+    ``allow_missing``), a ``VarLenFeature`` a ``[steps, max_len]``
+    ``nd.SparseTensor``."""
+    context, sequences, _ = _parse_sequences(
+        "ParseSingleSequenceExample", serialized, context_features,
+        sequence_features, name)
     return context, sequences
+
+
+def parse_sequence_example(serialized, context_features=None,
+                           sequence_features=None, example_names=None, name=None):
+    """Parses a vector of serialized ``SequenceExample``s: ``(context,
+    sequences, lengths)`` dicts. Context features are batched as in
+    ``parse_example``; a ``FixedLenSequenceFeature`` is a ``[batch, max_steps]
+    + shape`` tensor padded with zeros (``b""``), its ``lengths`` entry the
+    int64 ``[batch]`` number of steps of each; a ``VarLenFeature`` is a
+    ``[batch, max_steps, max_len]`` ``nd.SparseTensor``.
+
+    >>> import nbdist as nd
+    >>> def seq(*steps):
+    ...     fl = nd.train.FeatureList(feature=[nd.train.Feature(
+    ...         float_list=nd.train.FloatList(value=[v])) for v in steps])
+    ...     return nd.train.SequenceExample(feature_lists=nd.train.FeatureLists(
+    ...         feature_list={"x": fl})).SerializeToString()
+    >>> _, seqs, lengths = nd.io.parse_sequence_example(
+    ...     [seq(1., 2.), seq(3.)],
+    ...     sequence_features={"x": nd.io.FixedLenSequenceFeature([], nd.float32)})
+    >>> with nd.Session() as s:
+    ...     x, n = s.run([seqs["x"], lengths["x"]])
+    >>> x.tolist(), n.tolist()
+    ([[1.0, 2.0], [3.0, 0.0]], [2, 1])
+    """
+    return _parse_sequences("ParseSequenceExample", serialized, context_features,
+                            sequence_features, name)
 
 
 # -- decode_raw, decode_csv ------------------------------------------------------
@@ -366,6 +500,7 @@ def decode_csv(records, record_defaults, field_delim=",", use_quote_delim=True,
     return list(op.outputs)
 
 
-__all__ = ["FixedLenFeature", "FixedLenSequenceFeature", "VarLenFeature",
-           "decode_csv", "decode_raw", "parse_example", "parse_single_example",
+__all__ = ["FixedLenFeature", "FixedLenSequenceFeature", "SparseFeature",
+           "VarLenFeature", "decode_csv", "decode_raw", "parse_example",
+           "parse_sequence_example", "parse_single_example",
            "parse_single_sequence_example"]

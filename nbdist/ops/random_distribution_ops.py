@@ -85,7 +85,7 @@ register_op("RandomPoissonV2", _shape_plus(1, "dtype"),
                        dtype=("type", dtypes.int64)), num_inputs=2, stateful=True)
 _STATELESS = {"StatelessRandomUniform": 2, "StatelessRandomNormal": 2,
               "StatelessTruncatedNormal": 2, "StatelessRandomUniformInt": 4,
-              "StatelessRandomGammaV2": 3, "StatelessRandomPoisson": 3,
+              "StatelessRandomUniformFullInt": 2, "StatelessRandomGammaV2": 3, "StatelessRandomPoisson": 3,
               "StatelessRandomBinomial": 4, "StatelessParameterizedTruncatedNormal": 6}
 for _t, _n in _STATELESS.items():
     register_op(_t, _stateless_infer("dtype"),
@@ -191,6 +191,10 @@ def stateless_random_uniform(shape, seed, minval=0, maxval=None,
 
     dtype = dtypes.as_dtype(dtype)
     if dtype.is_integer:
+        if minval is None and maxval is None:  # TF: the dtype's whole range
+            return _stateless("StatelessRandomUniformFullInt",
+                              "stateless_random_uniform", shape, seed, [], dtype,
+                              name)
         if maxval is None:
             raise ValueError("Must specify maxval for integer dtype %r" % dtype)
         lo = convert_to_tensor(minval, dtype=dtype)
@@ -296,3 +300,30 @@ __all__ = ["categorical", "gamma", "get_seed", "multinomial", "poisson",
            "stateless_random_binomial", "stateless_random_gamma",
            "stateless_random_normal", "stateless_random_poisson",
            "stateless_random_uniform", "stateless_truncated_normal"]
+
+
+def split(seed, num=2, alg="auto_select"):
+    """``num`` new seeds (an ``[num, 2]`` tensor of ``seed``'s dtype) drawn from
+    ``seed`` alone, as TF's ``tf.random.split`` (the values are NumPy's).
+
+    >>> import nbdist as nd
+    >>> with nd.Session() as s:
+    ...     s.run(nd.random.split([1, 2], 3)).shape
+    (3, 2)
+    """
+    del alg  # one algorithm: Philox keyed by the seed
+    seed = _seed_tensor(seed)
+    return stateless_random_uniform([num, 2], seed, minval=None, maxval=None,
+                                    dtype=seed.dtype.base_dtype)
+
+
+def fold_in(seed, data, alg="auto_select"):
+    """A new seed from ``seed`` and the integer ``data``: ``[s, data]`` with
+    ``s`` drawn from ``seed`` (TF's ``tf.random.fold_in``)."""
+    from nbdist.ops.array_ops_join import stack
+
+    del alg
+    data = convert_to_tensor(data, name="data")
+    drawn = stateless_random_uniform([], seed, minval=None, maxval=None,
+                                     dtype=data.dtype.base_dtype)
+    return stack([drawn, data])

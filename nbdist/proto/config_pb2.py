@@ -23,13 +23,14 @@ _sym_db = _symbol_database.Default()
 
 
 from nbdist.proto import cluster_pb2 as nbdist_dot_proto_dot_cluster__pb2
+from nbdist.proto import cost_graph_pb2 as nbdist_dot_proto_dot_cost__graph__pb2
 from nbdist.proto import debug_pb2 as nbdist_dot_proto_dot_debug__pb2
 from nbdist.proto import graph_pb2 as nbdist_dot_proto_dot_graph__pb2
 from nbdist.proto import rewriter_config_pb2 as nbdist_dot_proto_dot_rewriter__config__pb2
 from nbdist.proto import step_stats_pb2 as nbdist_dot_proto_dot_step__stats__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19nbdist/proto/config.proto\x12\x06nbdist\x1a\x1anbdist/proto/cluster.proto\x1a\x18nbdist/proto/debug.proto\x1a\x18nbdist/proto/graph.proto\x1a\"nbdist/proto/rewriter_config.proto\x1a\x1dnbdist/proto/step_stats.proto\"\x89\x02\n\nGPUOptions\x12\'\n\x1fper_process_gpu_memory_fraction\x18\x01 \x01(\x01\x12\x16\n\x0e\x61llocator_type\x18\x02 \x01(\t\x12\x1f\n\x17\x64\x65\x66\x65rred_deletion_bytes\x18\x03 \x01(\x03\x12\x14\n\x0c\x61llow_growth\x18\x04 \x01(\x08\x12\x1b\n\x13visible_device_list\x18\x05 \x01(\t\x12\"\n\x1apolling_active_delay_usecs\x18\x06 \x01(\x05\x12$\n\x1cpolling_inactive_delay_msecs\x18\x07 \x01(\x05\x12\x1c\n\x14\x66orce_gpu_compatible\x18\x08 \x01(\x08\"\xdb\x01\n\x0cServerLimits\x12\x19\n\x11max_request_bytes\x18\x01 \x01(\x03\x12\x18\n\x10max_tensor_bytes\x18\x02 \x01(\x03\x12 \n\x18max_graph_constant_bytes\x18\x03 \x01(\x03\x12#\n\x1bmax_pushed_bytes_per_client\x18\x04 \x01(\x03\x12\x18\n\x10max_pushed_bytes\x18\x05 \x01(\x03\x12\x18\n\x10max_parked_bytes\x18\x06 \x01(\x03\x12\x1b\n\x13max_key_value_bytes\x18\x07 \x01(\x03\"\xfd\x02\n\x10OptimizerOptions\x12+\n#do_common_subexpression_elimination\x18\x01 \x01(\x08\x12\x1b\n\x13\x64o_constant_folding\x18\x02 \x01(\x08\x12$\n\x1cmax_folded_constant_in_bytes\x18\x06 \x01(\x03\x12\x1c\n\x14\x64o_function_inlining\x18\x04 \x01(\x08\x12\x31\n\topt_level\x18\x03 \x01(\x0e\x32\x1e.nbdist.OptimizerOptions.Level\x12\x41\n\x10global_jit_level\x18\x05 \x01(\x0e\x32\'.nbdist.OptimizerOptions.GlobalJitLevel\" \n\x05Level\x12\x06\n\x02L1\x10\x00\x12\x0f\n\x02L0\x10\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\"C\n\x0eGlobalJitLevel\x12\x0b\n\x07\x44\x45\x46\x41ULT\x10\x00\x12\x10\n\x03OFF\x10\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x12\x08\n\x04ON_1\x10\x01\x12\x08\n\x04ON_2\x10\x02\"\xbf\x02\n\x0cGraphOptions\x12\x1e\n\x16\x65nable_recv_scheduling\x18\x02 \x01(\x08\x12\x33\n\x11optimizer_options\x18\x03 \x01(\x0b\x32\x18.nbdist.OptimizerOptions\x12\x18\n\x10\x62uild_cost_model\x18\x04 \x01(\x03\x12\x1e\n\x16\x62uild_cost_model_after\x18\t \x01(\x03\x12\x14\n\x0cinfer_shapes\x18\x05 \x01(\x08\x12\x1a\n\x12place_pruned_graph\x18\x06 \x01(\x08\x12 \n\x18\x65nable_bfloat16_sendrecv\x18\x07 \x01(\x08\x12\x15\n\rtimeline_step\x18\x08 \x01(\x05\x12/\n\x0frewrite_options\x18\n \x01(\x0b\x32\x16.nbdist.RewriterConfigJ\x04\x08\x01\x10\x02\"A\n\x15ThreadPoolOptionProto\x12\x13\n\x0bnum_threads\x18\x01 \x01(\x05\x12\x13\n\x0bglobal_name\x18\x02 \x01(\t\"\xd5\x01\n\nRPCOptions\x12$\n\x1cuse_rpc_for_inprocess_master\x18\x01 \x01(\x08\x12\x1d\n\x15\x63ompression_algorithm\x18\x02 \x01(\t\x12\x19\n\x11\x63ompression_level\x18\x03 \x01(\x05\x12\x1a\n\x12\x63\x61\x63he_rpc_response\x18\x04 \x01(\x08\x12*\n\"disable_session_connection_sharing\x18\x05 \x01(\x08\x12\x1f\n\x17num_channels_per_target\x18\x06 \x01(\x05\"0\n\x0fSessionMetadata\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\x03\"\xc1\n\n\x0b\x43onfigProto\x12:\n\x0c\x64\x65vice_count\x18\x01 \x03(\x0b\x32$.nbdist.ConfigProto.DeviceCountEntry\x12$\n\x1cintra_op_parallelism_threads\x18\x02 \x01(\x05\x12\x18\n\x10placement_period\x18\x03 \x01(\x05\x12\x16\n\x0e\x64\x65vice_filters\x18\x04 \x03(\t\x12$\n\x1cinter_op_parallelism_threads\x18\x05 \x01(\x05\x12\x1f\n\x17use_per_session_threads\x18\t \x01(\x08\x12\x43\n\x1csession_inter_op_thread_pool\x18\x0c \x03(\x0b\x32\x1d.nbdist.ThreadPoolOptionProto\x12+\n\rgraph_options\x18\n \x01(\x0b\x32\x14.nbdist.GraphOptions\x12\'\n\x0brpc_options\x18\r \x01(\x0b\x32\x12.nbdist.RPCOptions\x12\'\n\x0bgpu_options\x18\x06 \x01(\x0b\x32\x12.nbdist.GPUOptions\x12\x1c\n\x14\x61llow_soft_placement\x18\x07 \x01(\x08\x12\x1c\n\x14log_device_placement\x18\x08 \x01(\x08\x12\x1f\n\x17operation_timeout_in_ms\x18\x0b \x01(\x03\x12\'\n\x0b\x63luster_def\x18\x0e \x01(\x0b\x32\x12.nbdist.ClusterDef\x12\x1d\n\x15isolate_session_state\x18\x0f \x01(\x08\x12(\n share_cluster_devices_in_session\x18\x11 \x01(\x08\x12\x36\n\x0c\x65xperimental\x18\x10 \x01(\x0b\x32 .nbdist.ConfigProto.Experimental\x12\x12\n\nauth_token\x18\x64 \x01(\t\x12+\n\rserver_limits\x18\x65 \x01(\x0b\x32\x14.nbdist.ServerLimits\x1a\x32\n\x10\x44\x65viceCountEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x05:\x02\x38\x01\x1a\x96\x04\n\x0c\x45xperimental\x12\x1f\n\x17\x63ollective_group_leader\x18\x01 \x01(\t\x12\x15\n\rexecutor_type\x18\x03 \x01(\t\x12\x1a\n\x12recv_buf_max_chunk\x18\x04 \x01(\x05\x12\x19\n\x11use_numa_affinity\x18\x05 \x01(\x08\x12\x35\n-collective_deterministic_sequential_execution\x18\x06 \x01(\x08\x12\x17\n\x0f\x63ollective_nccl\x18\x07 \x01(\x08\x12\x36\n.share_session_state_in_clusterspec_propagation\x18\x08 \x01(\x08\x12\x1f\n\x17\x64isable_thread_spinning\x18\t \x01(\x08\x12(\n share_cluster_devices_in_session\x18\n \x01(\x08\x12\x31\n\x10session_metadata\x18\x0b \x01(\x0b\x32\x17.nbdist.SessionMetadata\x12!\n\x19optimize_for_static_graph\x18\x0c \x01(\x08\x12\x1a\n\x12\x65nable_mlir_bridge\x18\r \x01(\x08\x12\'\n\x1f\x64isable_output_partition_graphs\x18\x0e \x01(\x08\x12#\n\x1bxla_fusion_autotuner_thresh\x18\x0f \x01(\x03J\x04\x08\x02\x10\x03\"\xcc\x03\n\nRunOptions\x12\x32\n\x0btrace_level\x18\x01 \x01(\x0e\x32\x1d.nbdist.RunOptions.TraceLevel\x12\x15\n\rtimeout_in_ms\x18\x02 \x01(\x03\x12\x1c\n\x14inter_op_thread_pool\x18\x03 \x01(\x03\x12\x1f\n\x17output_partition_graphs\x18\x05 \x01(\x08\x12+\n\rdebug_options\x18\x06 \x01(\x0b\x32\x14.nbdist.DebugOptions\x12*\n\"report_tensor_allocations_upon_oom\x18\x07 \x01(\x08\x12\x35\n\x0c\x65xperimental\x18\x08 \x01(\x0b\x32\x1f.nbdist.RunOptions.Experimental\x1aJ\n\x0c\x45xperimental\x12\x1c\n\x14\x63ollective_graph_key\x18\x01 \x01(\x03\x12\x1c\n\x14use_run_handler_pool\x18\x02 \x01(\x08\"R\n\nTraceLevel\x12\x0c\n\x08NO_TRACE\x10\x00\x12\x12\n\x0eSOFTWARE_TRACE\x10\x01\x12\x12\n\x0eHARDWARE_TRACE\x10\x02\x12\x0e\n\nFULL_TRACE\x10\x03J\x04\x08\x04\x10\x05\"\xf4\x02\n\x0bRunMetadata\x12%\n\nstep_stats\x18\x01 \x01(\x0b\x32\x11.nbdist.StepStats\x12*\n\x10partition_graphs\x18\x03 \x03(\x0b\x32\x10.nbdist.GraphDef\x12;\n\x0f\x66unction_graphs\x18\x04 \x03(\x0b\x32\".nbdist.RunMetadata.FunctionGraphs\x12\x31\n\x10session_metadata\x18\x05 \x01(\x0b\x32\x17.nbdist.SessionMetadata\x1a\xa1\x01\n\x0e\x46unctionGraphs\x12*\n\x10partition_graphs\x18\x01 \x03(\x0b\x32\x10.nbdist.GraphDef\x12\x30\n\x16pre_optimization_graph\x18\x02 \x01(\x0b\x32\x10.nbdist.GraphDef\x12\x31\n\x17post_optimization_graph\x18\x03 \x01(\x0b\x32\x10.nbdist.GraphDef\":\n\x10TensorConnection\x12\x13\n\x0b\x66rom_tensor\x18\x01 \x01(\t\x12\x11\n\tto_tensor\x18\x02 \x01(\t\"\xa0\x03\n\x0f\x43\x61llableOptions\x12\x0c\n\x04\x66\x65\x65\x64\x18\x01 \x03(\t\x12\r\n\x05\x66\x65tch\x18\x02 \x03(\t\x12\x0e\n\x06target\x18\x03 \x03(\t\x12\'\n\x0brun_options\x18\x04 \x01(\x0b\x32\x12.nbdist.RunOptions\x12\x33\n\x11tensor_connection\x18\x05 \x03(\x0b\x32\x18.nbdist.TensorConnection\x12>\n\x0c\x66\x65\x65\x64_devices\x18\x06 \x03(\x0b\x32(.nbdist.CallableOptions.FeedDevicesEntry\x12@\n\rfetch_devices\x18\x07 \x03(\x0b\x32).nbdist.CallableOptions.FetchDevicesEntry\x12\x17\n\x0f\x66\x65tch_skip_sync\x18\x08 \x01(\x08\x1a\x32\n\x10\x46\x65\x65\x64\x44\x65vicesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a\x33\n\x11\x46\x65tchDevicesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19nbdist/proto/config.proto\x12\x06nbdist\x1a\x1anbdist/proto/cluster.proto\x1a\x1dnbdist/proto/cost_graph.proto\x1a\x18nbdist/proto/debug.proto\x1a\x18nbdist/proto/graph.proto\x1a\"nbdist/proto/rewriter_config.proto\x1a\x1dnbdist/proto/step_stats.proto\"\x89\x02\n\nGPUOptions\x12\'\n\x1fper_process_gpu_memory_fraction\x18\x01 \x01(\x01\x12\x16\n\x0e\x61llocator_type\x18\x02 \x01(\t\x12\x1f\n\x17\x64\x65\x66\x65rred_deletion_bytes\x18\x03 \x01(\x03\x12\x14\n\x0c\x61llow_growth\x18\x04 \x01(\x08\x12\x1b\n\x13visible_device_list\x18\x05 \x01(\t\x12\"\n\x1apolling_active_delay_usecs\x18\x06 \x01(\x05\x12$\n\x1cpolling_inactive_delay_msecs\x18\x07 \x01(\x05\x12\x1c\n\x14\x66orce_gpu_compatible\x18\x08 \x01(\x08\"\xdb\x01\n\x0cServerLimits\x12\x19\n\x11max_request_bytes\x18\x01 \x01(\x03\x12\x18\n\x10max_tensor_bytes\x18\x02 \x01(\x03\x12 \n\x18max_graph_constant_bytes\x18\x03 \x01(\x03\x12#\n\x1bmax_pushed_bytes_per_client\x18\x04 \x01(\x03\x12\x18\n\x10max_pushed_bytes\x18\x05 \x01(\x03\x12\x18\n\x10max_parked_bytes\x18\x06 \x01(\x03\x12\x1b\n\x13max_key_value_bytes\x18\x07 \x01(\x03\"\xfd\x02\n\x10OptimizerOptions\x12+\n#do_common_subexpression_elimination\x18\x01 \x01(\x08\x12\x1b\n\x13\x64o_constant_folding\x18\x02 \x01(\x08\x12$\n\x1cmax_folded_constant_in_bytes\x18\x06 \x01(\x03\x12\x1c\n\x14\x64o_function_inlining\x18\x04 \x01(\x08\x12\x31\n\topt_level\x18\x03 \x01(\x0e\x32\x1e.nbdist.OptimizerOptions.Level\x12\x41\n\x10global_jit_level\x18\x05 \x01(\x0e\x32\'.nbdist.OptimizerOptions.GlobalJitLevel\" \n\x05Level\x12\x06\n\x02L1\x10\x00\x12\x0f\n\x02L0\x10\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\"C\n\x0eGlobalJitLevel\x12\x0b\n\x07\x44\x45\x46\x41ULT\x10\x00\x12\x10\n\x03OFF\x10\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x12\x08\n\x04ON_1\x10\x01\x12\x08\n\x04ON_2\x10\x02\"\xbf\x02\n\x0cGraphOptions\x12\x1e\n\x16\x65nable_recv_scheduling\x18\x02 \x01(\x08\x12\x33\n\x11optimizer_options\x18\x03 \x01(\x0b\x32\x18.nbdist.OptimizerOptions\x12\x18\n\x10\x62uild_cost_model\x18\x04 \x01(\x03\x12\x1e\n\x16\x62uild_cost_model_after\x18\t \x01(\x03\x12\x14\n\x0cinfer_shapes\x18\x05 \x01(\x08\x12\x1a\n\x12place_pruned_graph\x18\x06 \x01(\x08\x12 \n\x18\x65nable_bfloat16_sendrecv\x18\x07 \x01(\x08\x12\x15\n\rtimeline_step\x18\x08 \x01(\x05\x12/\n\x0frewrite_options\x18\n \x01(\x0b\x32\x16.nbdist.RewriterConfigJ\x04\x08\x01\x10\x02\"A\n\x15ThreadPoolOptionProto\x12\x13\n\x0bnum_threads\x18\x01 \x01(\x05\x12\x13\n\x0bglobal_name\x18\x02 \x01(\t\"\xd5\x01\n\nRPCOptions\x12$\n\x1cuse_rpc_for_inprocess_master\x18\x01 \x01(\x08\x12\x1d\n\x15\x63ompression_algorithm\x18\x02 \x01(\t\x12\x19\n\x11\x63ompression_level\x18\x03 \x01(\x05\x12\x1a\n\x12\x63\x61\x63he_rpc_response\x18\x04 \x01(\x08\x12*\n\"disable_session_connection_sharing\x18\x05 \x01(\x08\x12\x1f\n\x17num_channels_per_target\x18\x06 \x01(\x05\"0\n\x0fSessionMetadata\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\x03\"\xc1\n\n\x0b\x43onfigProto\x12:\n\x0c\x64\x65vice_count\x18\x01 \x03(\x0b\x32$.nbdist.ConfigProto.DeviceCountEntry\x12$\n\x1cintra_op_parallelism_threads\x18\x02 \x01(\x05\x12\x18\n\x10placement_period\x18\x03 \x01(\x05\x12\x16\n\x0e\x64\x65vice_filters\x18\x04 \x03(\t\x12$\n\x1cinter_op_parallelism_threads\x18\x05 \x01(\x05\x12\x1f\n\x17use_per_session_threads\x18\t \x01(\x08\x12\x43\n\x1csession_inter_op_thread_pool\x18\x0c \x03(\x0b\x32\x1d.nbdist.ThreadPoolOptionProto\x12+\n\rgraph_options\x18\n \x01(\x0b\x32\x14.nbdist.GraphOptions\x12\'\n\x0brpc_options\x18\r \x01(\x0b\x32\x12.nbdist.RPCOptions\x12\'\n\x0bgpu_options\x18\x06 \x01(\x0b\x32\x12.nbdist.GPUOptions\x12\x1c\n\x14\x61llow_soft_placement\x18\x07 \x01(\x08\x12\x1c\n\x14log_device_placement\x18\x08 \x01(\x08\x12\x1f\n\x17operation_timeout_in_ms\x18\x0b \x01(\x03\x12\'\n\x0b\x63luster_def\x18\x0e \x01(\x0b\x32\x12.nbdist.ClusterDef\x12\x1d\n\x15isolate_session_state\x18\x0f \x01(\x08\x12(\n share_cluster_devices_in_session\x18\x11 \x01(\x08\x12\x36\n\x0c\x65xperimental\x18\x10 \x01(\x0b\x32 .nbdist.ConfigProto.Experimental\x12\x12\n\nauth_token\x18\x64 \x01(\t\x12+\n\rserver_limits\x18\x65 \x01(\x0b\x32\x14.nbdist.ServerLimits\x1a\x32\n\x10\x44\x65viceCountEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x05:\x02\x38\x01\x1a\x96\x04\n\x0c\x45xperimental\x12\x1f\n\x17\x63ollective_group_leader\x18\x01 \x01(\t\x12\x15\n\rexecutor_type\x18\x03 \x01(\t\x12\x1a\n\x12recv_buf_max_chunk\x18\x04 \x01(\x05\x12\x19\n\x11use_numa_affinity\x18\x05 \x01(\x08\x12\x35\n-collective_deterministic_sequential_execution\x18\x06 \x01(\x08\x12\x17\n\x0f\x63ollective_nccl\x18\x07 \x01(\x08\x12\x36\n.share_session_state_in_clusterspec_propagation\x18\x08 \x01(\x08\x12\x1f\n\x17\x64isable_thread_spinning\x18\t \x01(\x08\x12(\n share_cluster_devices_in_session\x18\n \x01(\x08\x12\x31\n\x10session_metadata\x18\x0b \x01(\x0b\x32\x17.nbdist.SessionMetadata\x12!\n\x19optimize_for_static_graph\x18\x0c \x01(\x08\x12\x1a\n\x12\x65nable_mlir_bridge\x18\r \x01(\x08\x12\'\n\x1f\x64isable_output_partition_graphs\x18\x0e \x01(\x08\x12#\n\x1bxla_fusion_autotuner_thresh\x18\x0f \x01(\x03J\x04\x08\x02\x10\x03\"\xcc\x03\n\nRunOptions\x12\x32\n\x0btrace_level\x18\x01 \x01(\x0e\x32\x1d.nbdist.RunOptions.TraceLevel\x12\x15\n\rtimeout_in_ms\x18\x02 \x01(\x03\x12\x1c\n\x14inter_op_thread_pool\x18\x03 \x01(\x03\x12\x1f\n\x17output_partition_graphs\x18\x05 \x01(\x08\x12+\n\rdebug_options\x18\x06 \x01(\x0b\x32\x14.nbdist.DebugOptions\x12*\n\"report_tensor_allocations_upon_oom\x18\x07 \x01(\x08\x12\x35\n\x0c\x65xperimental\x18\x08 \x01(\x0b\x32\x1f.nbdist.RunOptions.Experimental\x1aJ\n\x0c\x45xperimental\x12\x1c\n\x14\x63ollective_graph_key\x18\x01 \x01(\x03\x12\x1c\n\x14use_run_handler_pool\x18\x02 \x01(\x08\"R\n\nTraceLevel\x12\x0c\n\x08NO_TRACE\x10\x00\x12\x12\n\x0eSOFTWARE_TRACE\x10\x01\x12\x12\n\x0eHARDWARE_TRACE\x10\x02\x12\x0e\n\nFULL_TRACE\x10\x03J\x04\x08\x04\x10\x05\"\x9e\x03\n\x0bRunMetadata\x12%\n\nstep_stats\x18\x01 \x01(\x0b\x32\x11.nbdist.StepStats\x12(\n\ncost_graph\x18\x02 \x01(\x0b\x32\x14.nbdist.CostGraphDef\x12*\n\x10partition_graphs\x18\x03 \x03(\x0b\x32\x10.nbdist.GraphDef\x12;\n\x0f\x66unction_graphs\x18\x04 \x03(\x0b\x32\".nbdist.RunMetadata.FunctionGraphs\x12\x31\n\x10session_metadata\x18\x05 \x01(\x0b\x32\x17.nbdist.SessionMetadata\x1a\xa1\x01\n\x0e\x46unctionGraphs\x12*\n\x10partition_graphs\x18\x01 \x03(\x0b\x32\x10.nbdist.GraphDef\x12\x30\n\x16pre_optimization_graph\x18\x02 \x01(\x0b\x32\x10.nbdist.GraphDef\x12\x31\n\x17post_optimization_graph\x18\x03 \x01(\x0b\x32\x10.nbdist.GraphDef\":\n\x10TensorConnection\x12\x13\n\x0b\x66rom_tensor\x18\x01 \x01(\t\x12\x11\n\tto_tensor\x18\x02 \x01(\t\"\xa0\x03\n\x0f\x43\x61llableOptions\x12\x0c\n\x04\x66\x65\x65\x64\x18\x01 \x03(\t\x12\r\n\x05\x66\x65tch\x18\x02 \x03(\t\x12\x0e\n\x06target\x18\x03 \x03(\t\x12\'\n\x0brun_options\x18\x04 \x01(\x0b\x32\x12.nbdist.RunOptions\x12\x33\n\x11tensor_connection\x18\x05 \x03(\x0b\x32\x18.nbdist.TensorConnection\x12>\n\x0c\x66\x65\x65\x64_devices\x18\x06 \x03(\x0b\x32(.nbdist.CallableOptions.FeedDevicesEntry\x12@\n\rfetch_devices\x18\x07 \x03(\x0b\x32).nbdist.CallableOptions.FetchDevicesEntry\x12\x17\n\x0f\x66\x65tch_skip_sync\x18\x08 \x01(\x08\x1a\x32\n\x10\x46\x65\x65\x64\x44\x65vicesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a\x33\n\x11\x46\x65tchDevicesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -42,46 +43,46 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CALLABLEOPTIONS_FEEDDEVICESENTRY']._serialized_options = b'8\001'
   _globals['_CALLABLEOPTIONS_FETCHDEVICESENTRY']._loaded_options = None
   _globals['_CALLABLEOPTIONS_FETCHDEVICESENTRY']._serialized_options = b'8\001'
-  _globals['_GPUOPTIONS']._serialized_start=185
-  _globals['_GPUOPTIONS']._serialized_end=450
-  _globals['_SERVERLIMITS']._serialized_start=453
-  _globals['_SERVERLIMITS']._serialized_end=672
-  _globals['_OPTIMIZEROPTIONS']._serialized_start=675
-  _globals['_OPTIMIZEROPTIONS']._serialized_end=1056
-  _globals['_OPTIMIZEROPTIONS_LEVEL']._serialized_start=955
-  _globals['_OPTIMIZEROPTIONS_LEVEL']._serialized_end=987
-  _globals['_OPTIMIZEROPTIONS_GLOBALJITLEVEL']._serialized_start=989
-  _globals['_OPTIMIZEROPTIONS_GLOBALJITLEVEL']._serialized_end=1056
-  _globals['_GRAPHOPTIONS']._serialized_start=1059
-  _globals['_GRAPHOPTIONS']._serialized_end=1378
-  _globals['_THREADPOOLOPTIONPROTO']._serialized_start=1380
-  _globals['_THREADPOOLOPTIONPROTO']._serialized_end=1445
-  _globals['_RPCOPTIONS']._serialized_start=1448
-  _globals['_RPCOPTIONS']._serialized_end=1661
-  _globals['_SESSIONMETADATA']._serialized_start=1663
-  _globals['_SESSIONMETADATA']._serialized_end=1711
-  _globals['_CONFIGPROTO']._serialized_start=1714
-  _globals['_CONFIGPROTO']._serialized_end=3059
-  _globals['_CONFIGPROTO_DEVICECOUNTENTRY']._serialized_start=2472
-  _globals['_CONFIGPROTO_DEVICECOUNTENTRY']._serialized_end=2522
-  _globals['_CONFIGPROTO_EXPERIMENTAL']._serialized_start=2525
-  _globals['_CONFIGPROTO_EXPERIMENTAL']._serialized_end=3059
-  _globals['_RUNOPTIONS']._serialized_start=3062
-  _globals['_RUNOPTIONS']._serialized_end=3522
-  _globals['_RUNOPTIONS_EXPERIMENTAL']._serialized_start=3358
-  _globals['_RUNOPTIONS_EXPERIMENTAL']._serialized_end=3432
-  _globals['_RUNOPTIONS_TRACELEVEL']._serialized_start=3434
-  _globals['_RUNOPTIONS_TRACELEVEL']._serialized_end=3516
-  _globals['_RUNMETADATA']._serialized_start=3525
-  _globals['_RUNMETADATA']._serialized_end=3897
-  _globals['_RUNMETADATA_FUNCTIONGRAPHS']._serialized_start=3736
-  _globals['_RUNMETADATA_FUNCTIONGRAPHS']._serialized_end=3897
-  _globals['_TENSORCONNECTION']._serialized_start=3899
-  _globals['_TENSORCONNECTION']._serialized_end=3957
-  _globals['_CALLABLEOPTIONS']._serialized_start=3960
-  _globals['_CALLABLEOPTIONS']._serialized_end=4376
-  _globals['_CALLABLEOPTIONS_FEEDDEVICESENTRY']._serialized_start=4273
-  _globals['_CALLABLEOPTIONS_FEEDDEVICESENTRY']._serialized_end=4323
-  _globals['_CALLABLEOPTIONS_FETCHDEVICESENTRY']._serialized_start=4325
-  _globals['_CALLABLEOPTIONS_FETCHDEVICESENTRY']._serialized_end=4376
+  _globals['_GPUOPTIONS']._serialized_start=216
+  _globals['_GPUOPTIONS']._serialized_end=481
+  _globals['_SERVERLIMITS']._serialized_start=484
+  _globals['_SERVERLIMITS']._serialized_end=703
+  _globals['_OPTIMIZEROPTIONS']._serialized_start=706
+  _globals['_OPTIMIZEROPTIONS']._serialized_end=1087
+  _globals['_OPTIMIZEROPTIONS_LEVEL']._serialized_start=986
+  _globals['_OPTIMIZEROPTIONS_LEVEL']._serialized_end=1018
+  _globals['_OPTIMIZEROPTIONS_GLOBALJITLEVEL']._serialized_start=1020
+  _globals['_OPTIMIZEROPTIONS_GLOBALJITLEVEL']._serialized_end=1087
+  _globals['_GRAPHOPTIONS']._serialized_start=1090
+  _globals['_GRAPHOPTIONS']._serialized_end=1409
+  _globals['_THREADPOOLOPTIONPROTO']._serialized_start=1411
+  _globals['_THREADPOOLOPTIONPROTO']._serialized_end=1476
+  _globals['_RPCOPTIONS']._serialized_start=1479
+  _globals['_RPCOPTIONS']._serialized_end=1692
+  _globals['_SESSIONMETADATA']._serialized_start=1694
+  _globals['_SESSIONMETADATA']._serialized_end=1742
+  _globals['_CONFIGPROTO']._serialized_start=1745
+  _globals['_CONFIGPROTO']._serialized_end=3090
+  _globals['_CONFIGPROTO_DEVICECOUNTENTRY']._serialized_start=2503
+  _globals['_CONFIGPROTO_DEVICECOUNTENTRY']._serialized_end=2553
+  _globals['_CONFIGPROTO_EXPERIMENTAL']._serialized_start=2556
+  _globals['_CONFIGPROTO_EXPERIMENTAL']._serialized_end=3090
+  _globals['_RUNOPTIONS']._serialized_start=3093
+  _globals['_RUNOPTIONS']._serialized_end=3553
+  _globals['_RUNOPTIONS_EXPERIMENTAL']._serialized_start=3389
+  _globals['_RUNOPTIONS_EXPERIMENTAL']._serialized_end=3463
+  _globals['_RUNOPTIONS_TRACELEVEL']._serialized_start=3465
+  _globals['_RUNOPTIONS_TRACELEVEL']._serialized_end=3547
+  _globals['_RUNMETADATA']._serialized_start=3556
+  _globals['_RUNMETADATA']._serialized_end=3970
+  _globals['_RUNMETADATA_FUNCTIONGRAPHS']._serialized_start=3809
+  _globals['_RUNMETADATA_FUNCTIONGRAPHS']._serialized_end=3970
+  _globals['_TENSORCONNECTION']._serialized_start=3972
+  _globals['_TENSORCONNECTION']._serialized_end=4030
+  _globals['_CALLABLEOPTIONS']._serialized_start=4033
+  _globals['_CALLABLEOPTIONS']._serialized_end=4449
+  _globals['_CALLABLEOPTIONS_FEEDDEVICESENTRY']._serialized_start=4346
+  _globals['_CALLABLEOPTIONS_FEEDDEVICESENTRY']._serialized_end=4396
+  _globals['_CALLABLEOPTIONS_FETCHDEVICESENTRY']._serialized_start=4398
+  _globals['_CALLABLEOPTIONS_FETCHDEVICESENTRY']._serialized_end=4449
 # @@protoc_insertion_point(module_scope)

@@ -178,3 +178,9 @@ class TaggedRunMetadata(_message.Message):
     tag: str
     run_metadata: bytes
     def __init__(self, tag: _Optional[str] = ..., run_metadata: _Optional[bytes] = ...) -> None: ...
+
+class SummaryDescription(_message.Message):
+    __slots__ = ("type_hint",)
+    TYPE_HINT_FIELD_NUMBER: _ClassVar[int]
+    type_hint: str
+    def __init__(self, type_hint: _Optional[str] = ...) -> None: ...

@@ -19,10 +19,11 @@ from nbdist.executor.limits import array_nbytes, check_graph_def, check_tensor
 from nbdist.framework.device import DeviceSpec
 from nbdist.framework.importer import infer_specs, parse_input, topological_order
 from nbdist.proto import config_pb2, server_def_pb2, step_stats_pb2
+from nbdist.runtime.cost_graph import cost_model_due, fill_cost_graph
 from nbdist.runtime.interfaces import WorkerInterface
 from nbdist.runtime.device_attributes import device_type_of
 from nbdist.runtime.partition import normalize_tensor_name, partition, prune, task_of
-from nbdist.runtime.placement import place
+from nbdist.runtime.placement import colocation_names, place
 from nbdist.runtime.reply_watch import ReplyWatch
 from nbdist.runtime.service.feeds import FeedCheck, feed_checks
 from nbdist.runtime.timeouts import seconds_from_ms
@@ -69,19 +70,6 @@ class Plan(NamedTuple):
         return len(self.parts) == 1
 
 
-def _check_colocation(node) -> None:
-    """A node's colocation constraints (``_class``: ``loc:@name``) are names:
-    text, whatever bytes a request brought (found by fuzzing GraphDef import)."""
-    if "_class" in node.attr:
-        for c in node.attr["_class"].list.s:
-            try:
-                c.decode()
-            except UnicodeDecodeError:
-                raise errors.InvalidArgumentError(
-                    None, node.name, f"Node '{node.name}': its colocation constraint "
-                    f"{c[:60]!r} is not UTF-8 text") from None
-
-
 class MasterSession:
     def __init__(self, master: Master, handle: str, config: config_pb2.ConfigProto,
                  workers: dict, devices: list[str], incarnations: dict,
@@ -103,6 +91,7 @@ class MasterSession:
         self.placement: dict[str, str] = {}
         self.version = 0
         self.plans: dict = {}
+        self.runs_of: dict = {}  # signature -> steps run (for build_cost_model)
         self.registered: list[tuple] = []
         self.closed = False
         self.running: dict[int, Plan] = {}
@@ -117,7 +106,7 @@ class MasterSession:
         merged = dict(self.by_name)
         for n in nodes:
             merged[n.name] = n
-            _check_colocation(n)
+            colocation_names(n)  # text, or InvalidArgument naming the node
         try:
             ordered = topological_order(nodes if not self.by_name else
                                         [merged[k] for k in self.order] + nodes)
@@ -206,11 +195,19 @@ class MasterSession:
             raise errors.CancelledError(None, None, "Session has been closed.")
         feed_names = tuple(sorted(feeds))
         fetch_names = tuple(dict.fromkeys(fetches))
-        plan = self.plan(feed_names, fetch_names, tuple(sorted(set(targets))))
+        key = (feed_names, fetch_names, tuple(sorted(set(targets))))
+        plan = self.plan(*key)
         for check in plan.checks:
             check.check(feeds[check.name])
-        trace = bool(options is not None and options.trace_level ==
-                     config_pb2.RunOptions.FULL_TRACE)
+        cost_model = False
+        if self.config.graph_options.build_cost_model > 0:
+            with self.lock:
+                run = self.runs_of[key] = self.runs_of.get(key, -1) + 1
+            cost_model = cost_model_due(self.config.graph_options, run)
+        # A step that builds the cost model is traced (TF also returns its
+        # step_stats).
+        trace = cost_model or bool(options is not None and options.trace_level ==
+                                   config_pb2.RunOptions.FULL_TRACE)
         timeout_ms = (options.timeout_in_ms if options is not None and
                       options.timeout_in_ms else 0) or \
             self.config.operation_timeout_in_ms
@@ -230,6 +227,9 @@ class MasterSession:
         if metadata is not None:
             if trace:
                 _fill_step_stats(metadata.step_stats, stats)
+            if cost_model:
+                fill_cost_graph(metadata.cost_graph,
+                                [p.graph_def for p in plan.parts], stats)
             if options is not None and options.output_partition_graphs:
                 for part in plan.parts:
                     metadata.partition_graphs.add().CopyFrom(part.graph_def)

@@ -41,6 +41,38 @@ def _spec(s: str, node: str) -> DeviceSpec:
                         f"{e}") from None
 
 
+def colocation_names(node) -> list[str]:
+    """The nodes ``node`` asks to share a device with (its ``_class`` attr's
+    ``loc:@name`` entries). A constraint that is not UTF-8 text (a request's
+    bytes, not a name) is ``InvalidArgumentError`` naming the node.
+
+    >>> from nbdist.proto import node_def_pb2
+    >>> n = node_def_pb2.NodeDef(name="b", op="Identity")
+    >>> n.attr["_class"].list.s.extend([b"loc:@a", b"other"])
+    >>> colocation_names(n)
+    ['a']
+    >>> n.attr["_class"].list.s.append(b"loc:@\\xff")
+    >>> colocation_names(n)
+    Traceback (most recent call last):
+    ...
+    nbdist.errors.InvalidArgumentError: Node 'b': its colocation constraint \
+b'loc:@\\xff' is not UTF-8 text
+    """
+    if "_class" not in node.attr:
+        return []
+    names = []
+    for c in node.attr["_class"].list.s:
+        try:
+            text = c.decode()
+        except UnicodeDecodeError:
+            raise errors.InvalidArgumentError(
+                None, node.name, f"Node '{node.name}': its colocation constraint "
+                f"{c[:60]!r} is not UTF-8 text") from None
+        if text.startswith("loc:@"):
+            names.append(text[5:])
+    return names
+
+
 def _matches(spec: DeviceSpec, dev: DeviceSpec) -> bool:
     for f in ("job", "replica", "task", "device_type", "device_index"):
         want = getattr(spec, f)
@@ -96,11 +128,9 @@ def place(nodes, devices: list[str], default_task: str, allow_soft_placement=Fal
             if pos in ref_inputs and src in by_name:
                 uf.union(src, n.name)
             pos += 1
-        cls = n.attr["_class"].list.s if "_class" in n.attr else []
-        for c in cls:
-            c = c.decode() if isinstance(c, bytes) else c
-            if c.startswith("loc:@") and c[5:] in by_name:
-                uf.union(c[5:], n.name)
+        for other in colocation_names(n):
+            if other in by_name:
+                uf.union(other, n.name)
     groups: dict[str, list] = {}
     for n in nodes:
         groups.setdefault(uf.find(n.name), []).append(n)

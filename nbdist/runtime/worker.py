@@ -26,6 +26,7 @@ from nbdist.runtime.device_attributes import task_devices
 from nbdist.runtime.interfaces import TensorTransport
 from nbdist.runtime.partition import task_of
 from nbdist.runtime.tensor_store import ParkedTensors, PushedTensors
+from nbdist.runtime.worker_feeds import check_partition_feeds, partition_feed_checks
 
 _STEP_EXPIRY_S = 600.0
 _ABORTED_EARLY_KEPT = 1024  # aborts of steps not started (yet), remembered
@@ -123,6 +124,8 @@ class Worker:
             collections.OrderedDict())
         self._step_sessions: dict[int, str] = {}  # running step -> its session
         self._graph_siblings: dict[str, dict] = {}  # graph -> recv_siblings
+        # graph -> (its session, partition_feed_checks)
+        self._graph_feeds: dict[str, tuple[str, dict]] = {}
         self._linger_skips: dict[tuple, int] = {}  # take_siblings' backoff
         self._step_siblings: dict[int, dict] = {}  # running step -> its graph's
         self._graph_ids = itertools.count(1)
@@ -241,6 +244,7 @@ class Worker:
             for h in [h for h, (s, _) in self._graphs.items() if s == session_handle]:
                 del self._graphs[h]
                 self._graph_siblings.pop(h, None)
+                self._graph_feeds.pop(h, None)
             private = self._session_resources.pop(session_handle, {})
             scoped = self._session_scoped.pop(session_handle, {})
             running = [i for i, h in self._step_sessions.items()
@@ -289,10 +293,13 @@ class Worker:
         handle = f"{session_handle}/g{next(self._graph_ids)}"
         siblings = (recv_siblings(graph_def, self.task_name)
                     if session_handle not in self._propagated else None)
+        feeds = partition_feed_checks(graph_def)
         with self._lock:
             self._graphs[handle] = (session_handle, executor)
             if siblings:
                 self._graph_siblings[handle] = siblings
+            if feeds:
+                self._graph_feeds[handle] = (session_handle, feeds)
         self._publish("graph_registered", {
             "task": self.task_name, "graph_handle": handle,
             "nodes": [(n.name, n.op, n.device) for n in graph_def.node]})
@@ -302,12 +309,19 @@ class Worker:
         with self._lock:
             self._graphs.pop(graph_handle, None)
             self._graph_siblings.pop(graph_handle, None)
+            self._graph_feeds.pop(graph_handle, None)
 
     def run_graph(self, session_handle: str, graph_handle: str, step_id: int,
                   feeds: dict, fetch_keys, trace: bool = False,
                   timeout_s: float | None = None,
                   op_timeout_s: float | None = None):
-        """Runs a registered graph once; returns ({fetch key: value}, stats)."""
+        """Runs a registered graph once; returns ({fetch key: value}, stats).
+        Every fed value must fit its ``_Feed`` (a ``RunGraph`` may come from
+        anyone, not only from a master that checked it)."""
+        if feeds:
+            checks = self._graph_feeds.get(graph_handle)
+            if checks is not None and checks[0] == session_handle:
+                check_partition_feeds(checks[1], feeds, self.task_name)
         deadline = time.monotonic() + timeout_s if timeout_s else None
         step = StepContext(step_id, feeds, deadline, trace, op_timeout_s)
         # Looked up and registered at once: a session deleted meanwhile (a

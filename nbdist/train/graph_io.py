@@ -19,7 +19,8 @@ def write_graph(graph_or_graph_def, logdir, name, as_text=True):
     >>> with g.as_default():
     ...     _ = nd.constant(1.0, name="c")
     >>> path = nd.train.write_graph(g, tempfile.mkdtemp(), "g.pbtxt")
-    >>> 'name: "c"' in open(path).read()
+    >>> with open(path) as f:
+    ...     'name: "c"' in f.read()
     True
     """
     graph_def = graph_or_graph_def

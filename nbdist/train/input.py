@@ -100,8 +100,10 @@ def input_producer(input_tensor, element_shape=None, num_epochs=None, shuffle=Tr
     ...                             shuffle=False)
     >>> with nd.Session() as sess:
     ...     sess.run(nd.local_variables_initializer())
-    ...     threads = nd.train.start_queue_runners(sess)
-    ...     [int(sess.run(q.dequeue())) for _ in range(3)]
+    ...     coord = nd.train.Coordinator()
+    ...     threads = nd.train.start_queue_runners(sess, coord)
+    ...     print([int(sess.run(q.dequeue())) for _ in range(3)])
+    ...     coord.request_stop(); coord.join(threads)
     [1, 2, 3]
     """
     with name_scope(name, "input_producer", [input_tensor]):
@@ -134,8 +136,10 @@ def string_input_producer(string_tensor, num_epochs=None, shuffle=True, seed=Non
     >>> import nbdist as nd
     >>> q = nd.train.string_input_producer(["a", "b"], shuffle=False)
     >>> with nd.Session() as sess:
-    ...     threads = nd.train.start_queue_runners(sess)
-    ...     [sess.run(q.dequeue()) for _ in range(3)]
+    ...     coord = nd.train.Coordinator()
+    ...     threads = nd.train.start_queue_runners(sess, coord)
+    ...     print([sess.run(q.dequeue()) for _ in range(3)])
+    ...     coord.request_stop(); coord.join(threads)
     [b'a', b'b', b'a']
     """
     not_null = "string_input_producer requires a non-null input tensor"
@@ -161,8 +165,10 @@ def range_input_producer(limit, num_epochs=None, shuffle=True, seed=None,
     >>> import nbdist as nd
     >>> q = nd.train.range_input_producer(3, shuffle=False)
     >>> with nd.Session() as sess:
-    ...     threads = nd.train.start_queue_runners(sess)
-    ...     [int(sess.run(q.dequeue())) for _ in range(4)]
+    ...     coord = nd.train.Coordinator()
+    ...     threads = nd.train.start_queue_runners(sess, coord)
+    ...     print([int(sess.run(q.dequeue())) for _ in range(4)])
+    ...     coord.request_stop(); coord.join(threads)
     [0, 1, 2, 0]
     """
     with name_scope(name, "input_producer", [limit]) as scope:
@@ -180,8 +186,10 @@ def slice_input_producer(tensor_list, num_epochs=None, shuffle=True, seed=None,
     >>> x, y = nd.train.slice_input_producer(
     ...     [nd.constant([1, 2]), nd.constant(["a", "b"])], shuffle=False)
     >>> with nd.Session() as sess:
-    ...     threads = nd.train.start_queue_runners(sess)
-    ...     [int(v) for v in sess.run([x, x])]  # one dequeue per run
+    ...     coord = nd.train.Coordinator()
+    ...     threads = nd.train.start_queue_runners(sess, coord)
+    ...     print([int(v) for v in sess.run([x, x])])  # one dequeue per run
+    ...     coord.request_stop(); coord.join(threads)
     [1, 1]
     """
     with name_scope(name, "input_producer", tensor_list):

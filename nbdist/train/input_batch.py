@@ -16,16 +16,22 @@ flag per example of an ``enqueue_many`` batch.
 from __future__ import annotations
 
 from nbdist.framework import dtypes
-from nbdist.ops.array_ops_join import stack
+from nbdist.framework.ops import Tensor, _static_value, convert_to_tensor, name_scope
+from nbdist.framework.sparse_tensor import SparseTensor, SparseTensorValue
+from nbdist.framework.tensor_shape import TensorShape, as_shape
 from nbdist.ops.array_ops import boolean_mask
+from nbdist.ops.array_ops_join import stack
 from nbdist.ops.array_ops_shape import expand_dims, reshape
 from nbdist.ops.array_ops_shape import shape as _shape
 from nbdist.ops.array_ops_transform import tile
 from nbdist.ops.control_flow_ops import no_op
 from nbdist.ops.data_flow_ops import FIFOQueue, PaddingFIFOQueue, RandomShuffleQueue
 from nbdist.ops.math_ops_elementwise import cast, maximum, multiply, subtract
-from nbdist.framework.ops import Tensor, _static_value, convert_to_tensor, name_scope
-from nbdist.framework.tensor_shape import TensorShape, as_shape
+from nbdist.ops.sparse_ops_serialize import (
+    deserialize_many_sparse,
+    serialize_many_sparse,
+    serialize_sparse,
+)
 from nbdist.ops.summary_ops import scalar as scalar_summary
 from nbdist.train.queue_runner import QueueRunner, add_queue_runner
 
@@ -67,14 +73,21 @@ def _as_original_type(tensors, dequeued):
     return dequeued
 
 
+def _convert(t):
+    """A tensor, or a ``SparseTensor`` (kept sparse: it is stored on enqueue)."""
+    if isinstance(t, SparseTensorValue):
+        return SparseTensor.from_value(t)
+    return t if isinstance(t, SparseTensor) else convert_to_tensor(t)
+
+
 def _validate(tensor_list, what) -> list:
     if not tensor_list:
         raise ValueError(f"Expected at least one tensor in {what}().")
-    return [convert_to_tensor(t) for t in tensor_list]
+    return [_convert(t) for t in tensor_list]
 
 
 def _validate_join(tensor_list_list, what) -> list:
-    out = [[convert_to_tensor(t) for t in tl] for tl in tensor_list_list]
+    out = [[_convert(t) for t in tl] for tl in tensor_list_list]
     if not out or not out[0]:
         raise ValueError(f"Expected at least one input in {what}().")
     if any(len(tl) != len(out[0]) for tl in out):
@@ -133,6 +146,49 @@ def _shapes(tensor_list_list, shapes, enqueue_many) -> list:
     return out
 
 
+# -- SparseTensors: serialized per example on enqueue, one batch on dequeue ---------
+def _sparse_info(t, enqueue_many):
+    """``(dtype, rank of one example)`` of a ``SparseTensor``, None for a tensor."""
+    if not isinstance(t, SparseTensor):
+        return None
+    rank = t.dense_shape.shape.with_rank(1)[0]
+    rank = None if rank is None else int(rank)
+    if rank is not None and enqueue_many:
+        rank -= 1
+    return t.dtype.base_dtype, rank
+
+
+def _store_sparse(tensor_list_list, enqueue_many):
+    """Each ``SparseTensor`` as the 3 strings of its example (``[N, 3]`` with
+    ``enqueue_many``), so it can go through a queue; and per component, what
+    ``_restore_sparse`` needs (None for a dense one)."""
+    infos = [_sparse_info(t, enqueue_many) for t in tensor_list_list[0]]
+    for tl in tensor_list_list[1:]:
+        other = [_sparse_info(t, enqueue_many) for t in tl]
+        if any((a is None) != (b is None) or (a is not None and (
+                a[0] != b[0] or None not in (a[1], b[1]) and a[1] != b[1]))
+               for a, b in zip(infos, other)):
+            raise ValueError(f"Inconsistent SparseTensors list: "
+                             f"{tensor_list_list[0]} vs. {tl}")
+    store = serialize_many_sparse if enqueue_many else serialize_sparse
+    stored = [[store(t) if info is not None else t for t, info in zip(tl, infos)]
+              for tl in tensor_list_list]
+    return stored, infos
+
+
+def _restore_sparse(dequeued, infos):
+    """The dequeued batch with each stored component a batched ``SparseTensor``
+    (dense shape: the batch size, then the largest of its examples' shapes)."""
+    if all(info is None for info in infos):
+        return dequeued
+    single = not isinstance(dequeued, (list, tuple))
+    parts = [dequeued] if single else list(dequeued)
+    parts = [t if info is None else deserialize_many_sparse(
+        t, info[0], rank=None if info[1] is None else info[1] + 1)
+        for t, info in zip(parts, infos)]
+    return parts[0] if single else parts
+
+
 # -- enqueueing ---------------------------------------------------------------------
 def _kept(tensor_list, keep_input, enqueue_many):
     """The enqueue-many batch of the examples of ``tensor_list`` to keep."""
@@ -182,7 +238,11 @@ def _batch(queue_factory, tensors_list, batch_size, threads, enqueue_many, shape
         else:
             tensor_list_list = [_validate(tensor_list_list[0], what)]
         keep_input = _validate_keep_input(keep_input, enqueue_many)
+        tensor_list_list, infos = _store_sparse(tensor_list_list, enqueue_many)
         types = _dtypes(tensor_list_list)
+        if shapes is not None:  # a stored SparseTensor is 3 strings per example
+            shapes = [TensorShape([3]) if info is not None else s
+                      for s, info in zip(shapes, infos)]
         queue = queue_factory(types, _shapes(tensor_list_list, shapes, enqueue_many))
         if join:
             enqueue_ops = [_enqueue_op(queue, tl, enqueue_many, keep_input)
@@ -196,7 +256,7 @@ def _batch(queue_factory, tensors_list, batch_size, threads, enqueue_many, shape
             dequeued = queue.dequeue_up_to(batch_size, name=scope)
         else:
             dequeued = queue.dequeue_many(batch_size, name=scope)
-        return _as_original_type(tensors_list[0], dequeued)
+        return _as_original_type(tensors_list[0], _restore_sparse(dequeued, infos))
 
 
 def _fifo(capacity, dynamic_pad, shared_name):
@@ -244,8 +304,10 @@ def batch(tensors, batch_size, num_threads=1, capacity=32, enqueue_many=False,
     >>> b = nd.train.batch([x], 3, allow_smaller_final_batch=True)
     >>> with nd.Session() as sess:
     ...     sess.run(nd.local_variables_initializer())
-    ...     threads = nd.train.start_queue_runners(sess)
-    ...     sess.run(b).tolist(), sess.run(b).tolist()
+    ...     coord = nd.train.Coordinator()
+    ...     threads = nd.train.start_queue_runners(sess, coord)
+    ...     print((sess.run(b).tolist(), sess.run(b).tolist()))
+    ...     coord.request_stop(); coord.join(threads)
     ([0, 1, 2], [3])
     """
     return _batch(_fifo(capacity, dynamic_pad, shared_name), tensors, batch_size,
@@ -264,8 +326,10 @@ def maybe_batch(tensors, keep_input, batch_size, num_threads=1, capacity=32,
     >>> b = nd.train.maybe_batch([x], nd.equal(x % 2, 0), 3)
     >>> with nd.Session() as sess:
     ...     sess.run(nd.local_variables_initializer())
-    ...     threads = nd.train.start_queue_runners(sess)
-    ...     sess.run(b).tolist()
+    ...     coord = nd.train.Coordinator()
+    ...     threads = nd.train.start_queue_runners(sess, coord)
+    ...     print(sess.run(b).tolist())
+    ...     coord.request_stop(); coord.join(threads)
     [0, 2, 4]
     """
     return _batch(_fifo(capacity, dynamic_pad, shared_name), tensors, batch_size,
@@ -286,8 +350,10 @@ def batch_join(tensors_list, batch_size, capacity=32, enqueue_many=False,
     >>> batched = nd.train.batch_join([[a], [b]], 4)
     >>> with nd.Session() as sess:
     ...     sess.run(nd.local_variables_initializer())
-    ...     threads = nd.train.start_queue_runners(sess)
-    ...     sorted(sess.run(batched).tolist())
+    ...     coord = nd.train.Coordinator()
+    ...     threads = nd.train.start_queue_runners(sess, coord)
+    ...     print(sorted(sess.run(batched).tolist()))
+    ...     coord.request_stop(); coord.join(threads)
     [1, 1, 2, 2]
     """
     return _batch(_fifo(capacity, dynamic_pad, shared_name), tensors_list,
@@ -318,8 +384,10 @@ def shuffle_batch(tensors, batch_size, capacity, min_after_dequeue, num_threads=
     ...                            seed=1, allow_smaller_final_batch=True)
     >>> with nd.Session() as sess:
     ...     sess.run(nd.local_variables_initializer())
-    ...     threads = nd.train.start_queue_runners(sess)
-    ...     sorted(sess.run(b).tolist())
+    ...     coord = nd.train.Coordinator()
+    ...     threads = nd.train.start_queue_runners(sess, coord)
+    ...     print(sorted(sess.run(b).tolist()))
+    ...     coord.request_stop(); coord.join(threads)
     [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]
     """
     return _batch(_shuffling(capacity, min_after_dequeue, seed, shared_name),

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from nbdist.distribute.data.dataset_transforms import DatasetTransformations
 from nbdist.distribute.tracing import function as _function
 from nbdist.distribute.tracing.tensor_spec import TensorSpec
 from nbdist.framework import dtypes
@@ -45,11 +46,12 @@ from nbdist.framework.func_graph import (
 from nbdist.framework.nest import flatten, map_structure, pack_sequence_as
 from nbdist.framework.op_def_registry import REQUIRED, register_op
 from nbdist.framework.ops import Tensor, convert_to_tensor
-from nbdist.framework.tensor_shape import TensorShape
+from nbdist.framework.tensor_shape import TensorShape, as_shape
 
 __all__ = [
     "AUTOTUNE",
     "Dataset",
+    "DatasetSpec",
     "Iterator",
     "make_initializable_iterator",
     "make_one_shot_iterator",
@@ -202,8 +204,9 @@ def _scalar(g, value, dtype, name):
         return convert_to_tensor(value, dtype=dtype, name=name)
 
 
-class Dataset:
-    """A sequence of elements, described by graph ops (see the module docstring)."""
+class Dataset(DatasetTransformations):
+    """A sequence of elements, described by graph ops (see the module docstring;
+    more transformations in ``dataset_transforms``)."""
 
     def __init__(self, variant: Tensor, element_spec):
         self._variant = variant
@@ -236,16 +239,49 @@ class Dataset:
         return {"output_types": [s.dtype for s in flat],
                 "output_shapes": [s.shape for s in flat]}
 
-    def _apply(self, op_type, scalars, spec=None, attrs=None, name=None):
+    def _apply(self, op_type, scalars, spec=None, attrs=None, name=None,
+               datasets=()):
+        """A dataset op over this dataset (then ``datasets``) and the scalar
+        inputs ``scalars`` (name, value, dtype); its elements are ``spec``."""
         g = _graph()
         extra = [_scalar(g, v, d, n) for n, v, d in scalars]
         a = self._spec_attrs(spec)
         a.update(attrs or {})
-        op = g.create_op(op_type, [self._variant] + extra, a, name=name or op_type)
-        return Dataset(op.outputs[0], self._spec if spec is None else spec)
+        inputs = [self._variant] + [d._variant for d in datasets] + extra
+        op = g.create_op(op_type, inputs, a, name=name or op_type)
+        out = Dataset(op.outputs[0], self._spec if spec is None else spec)
+        if getattr(self, "_options", None) is not None:
+            out._options = self._options
+        return out
+
+    def _trace(self, fn):
+        """``fn`` traced over an element (a tuple is unpacked into arguments),
+        its FunctionDef added to the graph's library: (FunctionDef,
+        ConcreteFunction)."""
+        spec = self._spec
+        args = tuple(spec) if type(spec) is tuple else (spec,)
+        leaves = [_function._Leaf("tensor", s._key(), s) for s in flatten(args)]
+        fname = getattr(fn, "__name__", "map_fn")
+        if fname == "<lambda>":
+            fname = "map_lambda"
+        concrete = _function.trace(fn, args, {}, leaves, fname,
+                                   tensor_outputs_only=True)
+        fd = concrete.to_function_def()
+        lib = _graph().__dict__.setdefault("_functions", {})
+        lib.update(concrete.graph._functions)
+        lib[fd.name] = fd
+        return fd, concrete
 
     def __repr__(self):
         return f"<nd.data.Dataset element_spec={self._spec}>"
+
+    @staticmethod
+    def _source(variant, spec):
+        return Dataset(variant, spec)
+
+    @property
+    def _type_spec(self):
+        return DatasetSpec(self._spec)
 
     # -- sources --------------------------------------------------------------------
     @staticmethod
@@ -316,24 +352,12 @@ class Dataset:
         positional arguments). The function is traced once, with ``nd.function``
         rules, and runs per element on the iterator's task. ``num_parallel_calls``
         is accepted and ignored (elements are mapped in order, one at a time)."""
-        spec = self._spec
-        args = tuple(spec) if type(spec) is tuple else (spec,)
-        leaves = [_function._Leaf("tensor", s._key(), s) for s in flatten(args)]
-        fname = getattr(map_func, "__name__", "map_fn")
-        if fname == "<lambda>":
-            fname = "map_lambda"
-        concrete = _function.trace(map_func, args, {}, leaves, fname,
-                                   tensor_outputs_only=True)
+        fd, concrete = self._trace(map_func)
         out = concrete.structured_outputs
         if isinstance(out, list):
             out = tuple(out)
         out_spec = map_structure(lambda t: TensorSpec(t.shape, t.dtype.base_dtype),
                                  out, True)
-        fd = concrete.to_function_def()
-        g = _graph()
-        lib = g.__dict__.setdefault("_functions", {})
-        lib.update(concrete.graph._functions)
-        lib[fd.name] = fd
         ds = self._apply("MapDataset", [], out_spec,
                          {"f": fd.name, "_fdef": fd.SerializeToString()},
                          name=name or "MapDataset")
@@ -426,6 +450,50 @@ class Dataset:
         return ("Dataset", id(self))
 
 
+class DatasetSpec:
+    """The type of a dataset: its ``element_spec`` (and the shape of a batch of
+    datasets, ``[]`` for one), as TF's ``tf.data.DatasetSpec``.
+
+    >>> import nbdist as nd
+    >>> nd.data.DatasetSpec.from_value(nd.data.Dataset.range(2))
+    DatasetSpec(TensorSpec(shape=(), dtype=nd.int64, name=None), TensorShape([]))
+    """
+
+    def __init__(self, element_spec, dataset_shape=()):
+        self._element_spec = element_spec
+        self._dataset_shape = as_shape(dataset_shape)
+
+    element_spec = property(lambda self: self._element_spec)
+
+    @property
+    def value_type(self):
+        return Dataset
+
+    @staticmethod
+    def from_value(value):
+        """The spec of the dataset ``value``."""
+        return DatasetSpec(value.element_spec)
+
+    def is_compatible_with(self, other) -> bool:
+        if not isinstance(other, DatasetSpec):
+            if not hasattr(other, "element_spec"):
+                return False
+            other = DatasetSpec.from_value(other)
+        return self == other
+
+    def __eq__(self, other):
+        return (isinstance(other, DatasetSpec)
+                and self._element_spec == other._element_spec
+                and self._dataset_shape == other._dataset_shape)
+
+    def __hash__(self):
+        return hash(repr(self))
+
+    def __repr__(self):
+        shape = f"TensorShape({self._dataset_shape.as_list()})"
+        return f"DatasetSpec({self._element_spec!r}, {shape})"
+
+
 class Iterator:
     """An iterator resource (``handle``) and its element structure.
 
@@ -446,11 +514,62 @@ class Iterator:
     output_classes = Dataset.output_classes
     _spec_attrs = Dataset._spec_attrs
 
+    @staticmethod
+    def from_structure(output_types, output_shapes=None, shared_name=None,
+                       output_classes=None):
+        """A reinitializable iterator of elements of ``output_types`` (and
+        ``output_shapes``): ``make_initializer(dataset)`` points it at any
+        dataset of that structure.
+
+        >>> import nbdist as nd
+        >>> a, b = nd.data.Dataset.range(3), nd.data.Dataset.range(10, 12)
+        >>> it = nd.data.Iterator.from_structure(a.output_types, a.output_shapes)
+        >>> init_a, init_b, nxt = (it.make_initializer(a), it.make_initializer(b),
+        ...                        it.get_next())
+        >>> with nd.Session() as s:
+        ...     _ = s.run(init_b)
+        ...     int(s.run(nxt))
+        10
+        """
+        del output_classes  # every component is a Tensor
+        types = map_structure(dtypes.as_dtype, output_types, True)
+        shapes = (map_structure(lambda _: TensorShape(None), types, True)
+                  if output_shapes is None else pack_sequence_as(
+                      types, [TensorShape(s) if not isinstance(s, TensorShape)
+                              else s for s in _flat_shapes(types, output_shapes)],
+                      lists_are_leaves=True))
+        spec = pack_sequence_as(types, [TensorSpec(s, t) for t, s in zip(
+            _flat(types), _flat(shapes))], lists_are_leaves=True)
+        g = _graph()
+        attrs = dict(Dataset(None, spec)._spec_attrs(),
+                     shared_name=shared_name or "", container="")
+        op = g.create_op("IteratorV2", [], attrs, name="Iterator")
+        return Iterator(op.outputs[0], None, spec)
+
+    def make_initializer(self, dataset, name=None):
+        """An op that (re)starts this iterator on ``dataset``, whose elements
+        must have this iterator's structure and dtypes."""
+        mine, theirs = _flat(self.output_types), _flat(dataset.output_types)
+        if mine != theirs:
+            def names(ts):
+                return ", ".join(f"tf.{t.name}" for t in ts)
+
+            raise TypeError(f"Expected output types {names(mine)} but got dataset "
+                            f"with output types {names(theirs)}.")
+        g = self._handle.graph
+        return g.create_op("MakeIterator", [dataset._variant, self._handle], {},
+                           name=name or "MakeIterator")
+
     @property
     def initializer(self):
         if self._initializer is None:
-            raise ValueError("This iterator has no initializer (a one-shot iterator "
-                             "initializes itself)")
+            raise ValueError("The iterator does not have an initializer. This "
+                             "means it was likely created using "
+                             "`tf.data.Dataset.make_one_shot_iterator()` (or "
+                             "`Iterator.from_structure`: use make_initializer). "
+                             "For an initializable iterator, use "
+                             "`tf.data.Dataset.make_initializable_iterator()` "
+                             "instead.")
         return self._initializer
 
     @property
@@ -489,6 +608,17 @@ class Iterator:
 
     def __repr__(self):
         return f"<nd.data.Iterator {self._handle.op.name} element_spec={self._spec}>"
+
+
+def _flat_shapes(types, shapes):
+    """``shapes`` flattened like ``types`` (a shape is a leaf, even a list)."""
+    if not isinstance(types, (tuple, dict)):
+        return [shapes]
+    keys = sorted(types) if isinstance(types, dict) else range(len(types))
+    out = []
+    for k in keys:
+        out += _flat_shapes(types[k], shapes[k])
+    return out
 
 
 def make_one_shot_iterator(dataset: Dataset) -> Iterator:

@@ -4,7 +4,8 @@ lines of files as a dataset of string scalars.
 >>> import os, tempfile
 >>> import nbdist as nd
 >>> path = os.path.join(tempfile.mkdtemp(), "lines.txt")
->>> _ = open(path, "w").write("one\\ntwo\\n")
+>>> with open(path, "w") as f:
+...     _ = f.write("one\\ntwo\\n")
 >>> nxt = nd.data.TextLineDataset(path).make_one_shot_iterator().get_next()
 >>> with nd.Session() as s:
 ...     [s.run(nxt) for _ in range(2)]
@@ -66,4 +67,42 @@ class TextLineDataset(_FileDataset):
     _OP_TYPE = "TextLineDataset"
 
 
-__all__ = ["TFRecordDataset", "TextLineDataset"]
+class FixedLengthRecordDataset(Dataset):
+    """The ``record_bytes``-long records of binary files (after a header of
+    ``header_bytes`` and before a footer of ``footer_bytes``) as string
+    scalars; a body that is not a whole number of records is TF's
+    ``InvalidArgumentError``. ``buffer_size`` and ``num_parallel_reads`` are
+    accepted and ignored.
+
+    >>> import os, tempfile
+    >>> import nbdist as nd
+    >>> path = os.path.join(tempfile.mkdtemp(), "recs.bin")
+    >>> with open(path, "wb") as f:
+    ...     _ = f.write(b"Habcdef")
+    >>> nxt = nd.data.FixedLengthRecordDataset(
+    ...     path, 3, header_bytes=1).make_one_shot_iterator().get_next()
+    >>> with nd.Session() as s:
+    ...     [s.run(nxt) for _ in range(2)]
+    [b'abc', b'def']
+    """
+
+    def __init__(self, filenames, record_bytes, header_bytes=None, footer_bytes=None,
+                 buffer_size=None, compression_type=None, num_parallel_reads=None,
+                 name=None):
+        g = _graph()
+        with g.as_default():
+            files = convert_to_tensor(filenames, dtype=dtypes.string,
+                                      name="filenames")
+        ins = [files] + [_scalar(g, 0 if v is None else v, dtypes.int64, n)
+                         for n, v in (("header_bytes", header_bytes),
+                                      ("record_bytes", record_bytes),
+                                      ("footer_bytes", footer_bytes),
+                                      ("buffer_size", buffer_size))]
+        ins.append(_scalar(g, _compression_name(compression_type), dtypes.string,
+                           "compression_type"))
+        op = g.create_op("FixedLengthRecordDatasetV2", ins, {},
+                         name=name or "FixedLengthRecordDataset")
+        super().__init__(op.outputs[0], TensorSpec([], dtypes.string))
+
+
+__all__ = ["FixedLengthRecordDataset", "TFRecordDataset", "TextLineDataset"]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import collections
 import glob
+import heapq
+import itertools
 import threading
 
 import numpy as np
@@ -71,7 +73,7 @@ class FIFOQueueResource:
                 if self.closed:
                     raise errors.CancelledError(
                         None, node, f"FIFOQueue '{self.name}' is closed.")
-                self.items.append(t)
+                self._put(t)
                 self.cond.notify_all()
 
     kind = "FIFOQueue"
@@ -91,6 +93,9 @@ class FIFOQueueResource:
             out = [self._take() for _ in range(min(n, len(self.items)))]
             self.cond.notify_all()
             return out
+
+    def _put(self, t):
+        self.items.append(t)
 
     def _take(self):
         return self.items.popleft()
@@ -136,6 +141,24 @@ class RandomShuffleQueueResource(FIFOQueueResource):
         i = int(self._gen.integers(len(self.items)))
         self.items[i], self.items[-1] = self.items[-1], self.items[i]
         return self.items.pop()
+
+
+class PriorityQueueResource(FIFOQueueResource):
+    """Dequeues the element of lowest priority (component 0, an int64 scalar);
+    equal priorities in the order they were enqueued."""
+
+    kind = "PriorityQueue"
+
+    def __init__(self, name, dtypes, shapes, capacity):
+        super().__init__(name, dtypes, shapes, capacity)
+        self.items = []
+        self._seq = itertools.count()
+
+    def _put(self, t):
+        heapq.heappush(self.items, (int(t[0]), next(self._seq), t))
+
+    def _take(self):
+        return heapq.heappop(self.items)[2]
 
 
 def _dims(shape) -> str:
@@ -189,6 +212,13 @@ def random_shuffle_queue_kernel(node):
         RandomShuffleQueueResource(name, a["component_types"], a["shapes"],
                                    a["capacity"], a["min_after_dequeue"],
                                    random_generator(node)))))
+
+
+@register_kernel("PriorityQueueV2")
+def priority_queue_kernel(node):
+    return _queue_kernel(node, _factory(PriorityQueueResource, lambda name, a: (
+        PriorityQueueResource(name, a["component_types"], a["shapes"],
+                              a["capacity"]))))
 
 
 @register_kernel("QueueEnqueueV2")

@@ -86,6 +86,16 @@ class _Map(DatasetValue):
             yield fn.run(ctx.step, elem)
 
 
+def groups(it, n, drop_remainder):
+    """Lists of ``n`` consecutive elements of ``it`` (a shorter last one unless
+    ``drop_remainder``)."""
+    while True:
+        elems = list(itertools.islice(it, n))
+        if not elems or (drop_remainder and len(elems) < n):
+            return
+        yield elems
+
+
 class _Batch(DatasetValue):
     def __init__(self, inp, n, drop, node):
         if n <= 0:
@@ -94,11 +104,7 @@ class _Batch(DatasetValue):
         self.inp, self.n, self.drop, self.node = inp, n, drop, node
 
     def iterate(self, ctx):
-        it = self.inp.iterate(ctx)
-        while True:
-            elems = list(itertools.islice(it, self.n))
-            if not elems or (self.drop and len(elems) < self.n):
-                return
+        for elems in groups(self.inp.iterate(ctx), self.n, self.drop):
             out = []
             for k in range(len(elems[0])):
                 parts = [np.asarray(e[k]) for e in elems]

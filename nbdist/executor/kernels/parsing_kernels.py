@@ -173,19 +173,99 @@ def parse_sequence_example_kernel(node):
             make = _dense_variable if variable else _dense
             outs.append(make(node.name, key, dtype, shape, default, maps, True)[0])
         lists = ex.feature_lists.feature_list
-        steps = {k: [{k: f} for f in lists[k].feature] if k in lists else []
-                 for k in a["fl_sparse_keys"] + a["fl_dense_keys"]}
+        steps = _sequence_steps(lists, a["fl_sparse_keys"] + a["fl_dense_keys"])
         parts = [_sparse(node.name, k, t, steps[k], False) for k, t in fl_sparse]
         outs += [p[0] for p in parts] + [p[1] for p in parts] + [p[2] for p in parts]
         for key, dtype, shape, allow_missing in fl_dense:
             if key not in lists and not allow_missing:
-                raise errors.InvalidArgumentError(
-                    None, node.name, f"Name: <unknown>, Feature list '{key}' is "
-                    "required but could not be found.  Did you mean to include it "
-                    "in feature_list_dense_missing_assumed_empty or "
-                    "feature_list_dense_defaults?")
+                raise _missing_list(node.name, key)
             outs.append(_dense(node.name, key, dtype, shape, np.zeros([0]),
                                steps[key], False))
+        return tuple(outs) if len(outs) != 1 else outs[0]
+
+    return compute
+
+
+def _sequence_steps(lists, keys):
+    """Per key, the steps of a feature list as one-feature maps."""
+    return {k: [{k: f} for f in lists[k].feature] if k in lists else []
+            for k in keys}
+
+
+def _missing_list(node, key):
+    return errors.InvalidArgumentError(
+        None, node, f"Name: <unknown>, Feature list '{key}' is required but could "
+        "not be found.  Did you mean to include it in "
+        "feature_list_dense_missing_assumed_empty or feature_list_dense_defaults?")
+
+
+def _batch_sparse(parts, dtype):
+    """Per-example ``[steps, len]`` sparse parts as one ``[batch, steps, len]``."""
+    idx = [np.concatenate([np.full([len(p[0]), 1], b, np.int64), p[0]], 1)
+           for b, p in enumerate(parts)]
+    shape = np.max([p[2] for p in parts], axis=0) if parts else np.zeros([2], np.int64)
+    return (np.concatenate(idx) if idx else np.zeros([0, 3], np.int64),
+            np.concatenate([p[1] for p in parts]) if parts
+            else np.zeros([0], dtype.as_numpy_dtype),
+            np.concatenate([[len(parts)], shape]).astype(np.int64))
+
+
+def _batch_dense(per, dtype, shape):
+    """Per-example ``[steps] + shape`` arrays padded to ``[batch, max] + shape``."""
+    n = np.array([len(p) for p in per], np.int64)
+    out_shape = [len(per), int(n.max(initial=0))] + shape
+    out = (np.full(out_shape, b"", dtype=object) if dtype.name == "string"
+           else np.zeros(out_shape, dtype.as_numpy_dtype))
+    for b, p in enumerate(per):
+        out[b, :len(p)] = p
+    return out, n
+
+
+@register_kernel("ParseSequenceExample")
+def parse_sequence_example_batch_kernel(node):
+    """A batch of ``SequenceExample``s: the context as ``ParseExample`` parses
+    it; each feature list padded to the longest, with its number of steps."""
+    a = node.attrs
+    fl_sparse = list(zip(a["fl_sparse_keys"], a["fl_sparse_types"]))
+    fl_dense = list(zip(a["fl_dense_keys"], a["fl_dense_types"],
+                        [s.as_list() for s in a["fl_dense_shapes"]],
+                        a["fl_dense_allow_missing"]))
+    has_context = bool(a["sparse_keys"] or a["dense_keys"])
+    context = parse_example_kernel(node)
+
+    def compute(step, serialized, *defaults):
+        examples = []
+        for s in np.asarray(serialized, dtype=object).reshape(-1):
+            try:
+                examples.append(example_pb2.SequenceExample.FromString(bytes(s)))
+            except DecodeError:
+                raise errors.InvalidArgumentError(
+                    None, node.name, f"Could not parse example input, value: "
+                    f"'{s[:60]!r}'") from None
+        outs = []
+        if has_context:
+            as_examples = np.empty(len(examples), dtype=object)
+            as_examples[:] = [example_pb2.Example(features=ex.context)
+                              .SerializeToString() for ex in examples]
+            got = context(step, as_examples, *defaults)
+            outs = list(got) if isinstance(got, tuple) else [got]
+        steps = [_sequence_steps(ex.feature_lists.feature_list,
+                                 a["fl_sparse_keys"] + a["fl_dense_keys"])
+                 for ex in examples]
+        parts = [_batch_sparse([_sparse(node.name, k, t, st[k], False)
+                                for st in steps], t) for k, t in fl_sparse]
+        outs += [p[0] for p in parts] + [p[1] for p in parts] + [p[2] for p in parts]
+        lengths = []
+        for key, dtype, shape, allow_missing in fl_dense:
+            if not allow_missing and any(
+                    key not in ex.feature_lists.feature_list for ex in examples):
+                raise _missing_list(node.name, key)
+            out, n = _batch_dense([_dense(node.name, key, dtype, shape,
+                                          np.zeros([0]), st[key], False)
+                                   for st in steps], dtype, shape)
+            outs.append(out)
+            lengths.append(n)
+        outs += lengths
         return tuple(outs) if len(outs) != 1 else outs[0]
 
     return compute

@@ -94,12 +94,18 @@ def _truncated(gen, dims, lo=-2.0, hi=2.0, mean=0.0, std=1.0):
                                random_state=gen)
 
 
+def _full_int(gen, dims):
+    # 64 random bits per value; the caller's astype keeps the low bits.
+    return gen.integers(0, 2**64, size=dims, dtype=np.uint64, endpoint=False)
+
+
 _STATELESS_DRAWS = {
     "StatelessRandomUniform": lambda g, d: g.random(d),
     "StatelessRandomNormal": lambda g, d: g.standard_normal(d),
     "StatelessTruncatedNormal": lambda g, d: _truncated(g, d),
     "StatelessRandomUniformInt": lambda g, d, lo, hi: g.integers(int(lo), int(hi),
                                                                  size=d),
+    "StatelessRandomUniformFullInt": lambda g, d: _full_int(g, d),
     "StatelessRandomGammaV2": lambda g, d, a: g.standard_gamma(
         np.broadcast_to(a, d)),
     "StatelessRandomPoisson": lambda g, d, lam: g.poisson(np.broadcast_to(lam, d)),

@@ -257,3 +257,32 @@ def text_line_dataset_kernel(node):
         return _FileRecords(_filenames(filenames), lines)
 
     return compute
+
+
+@register_kernel("FixedLengthRecordDatasetV2")
+def fixed_length_record_dataset_kernel(node):
+    def compute(step, filenames, header, record, footer, buffer_size, compression):
+        header, record, footer = int(header), int(record), int(footer)
+        if record <= 0:
+            raise errors.InvalidArgumentError(
+                None, node.name, f"record_bytes must be greater than zero, got "
+                f"{record}")
+        comp = compression.item() if isinstance(compression, np.ndarray) \
+            else compression
+        comp = tf_record.compression_type_string(comp)
+
+        def records(path):
+            data = tf_record.decompress(tf_record.read_file(path), comp, path)
+            body = len(data) - header - footer
+            if body < 0 or body % record:
+                raise errors.InvalidArgumentError(
+                    None, node.name, f"Excluding the header ({header} bytes) and "
+                    f"footer ({footer} bytes), input file \"{path}\" has body "
+                    f"length {body} bytes, which is not an exact multiple of the "
+                    f"record length ({record} bytes).")
+            for start in range(header, header + body, record):
+                yield None, data[start:start + record]
+
+        return _FileRecords(_filenames(filenames), records)
+
+    return compute

@@ -56,12 +56,9 @@ class MasterServicer(ServicerBase, master_service_pb2_grpc.MasterServiceServicer
         def fn(req):
             msg, feeds = req
             options = msg.options if msg.HasField("options") else None
-            metadata = None
-            if options is not None and (
-                options.trace_level == config_pb2.RunOptions.FULL_TRACE
-                or options.output_partition_graphs
-            ):
-                metadata = config_pb2.RunMetadata()
+            # Filled when the options ask (trace, partition graphs) or the
+            # session's config does (build_cost_model); sent only if filled.
+            metadata = config_pb2.RunMetadata()
             fetches = list(msg.fetch)
             values = self.master_handler.run_step(
                 msg.session_handle,
@@ -74,7 +71,7 @@ class MasterServicer(ServicerBase, master_service_pb2_grpc.MasterServiceServicer
                 resolve=self._resolve,
             )
             resp = master_pb2.RunStepResponse()
-            if metadata is not None:
+            if metadata.ByteSize():
                 resp.metadata.CopyFrom(metadata)
             return coding.encode_message(
                 resp, 1, zip(fetches, values), park=self.master_handler.parked.park

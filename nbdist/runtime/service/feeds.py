@@ -35,7 +35,7 @@ __all__ = ["FeedCheck", "feed_checks"]
 # checks a feed against the tensor's static shape; a server has the attr).
 _PLACEHOLDERS = frozenset({"Placeholder", "PlaceholderV2", "PlaceholderWithDefault"})
 # Handles are Python objects in process; their dtype is not the array's.
-_UNCHECKED = frozenset({"resource", "variant"})
+UNCHECKED_DTYPES = frozenset({"resource", "variant"})
 # TF's DataTypeString names where they differ from ours.
 _TF_NAMES = {"float32": "float", "float64": "double", "float16": "half"}
 
@@ -122,7 +122,7 @@ def feed_checks(feeds, nodes: dict, specs: dict) -> tuple[FeedCheck, ...]:
     out = []
     for key, name in wanted.items():
         dtype, shape = specs[key]
-        if dtype.base_dtype.name in _UNCHECKED:
+        if dtype.base_dtype.name in UNCHECKED_DTYPES:
             continue
         src = key.rpartition(":")[0]
         consumer, index = readers.get(key, (src, 0))
