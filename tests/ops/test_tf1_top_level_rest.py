@@ -309,12 +309,13 @@ def test_critical_section_excludes_other_runs_and_frees_after_failure():
     with nd.Session() as s:
         t = threading.Thread(target=lambda: out.append(s.run(held)))
         t.start()
-        s.run(entered.dequeue())  # the thread now holds the mutex
+        # Bounded: the thread now holds the mutex.
+        s.run(entered.dequeue(), options=tf.RunOptions(timeout_in_ms=30000))
         with pytest.raises(nd.errors.DeadlineExceededError):
             s.run(other, options=tf.RunOptions(timeout_in_ms=300))
         s.run(gate.enqueue(5.0))
         t.join(timeout=30)
-        assert out == [5.0]
+        assert not t.is_alive() and out == [5.0]
         assert s.run(other) == 1.0
         try:
             s.run(failing, feed_dict={bad: np.nan})
