@@ -328,6 +328,12 @@ def __getattr__(name):
         "get_session_handle": ("nbdist.ops.session_ops", "get_session_handle"),
         "get_session_tensor": ("nbdist.ops.session_ops", "get_session_tensor"),
         "delete_session_tensor": ("nbdist.ops.session_ops", "delete_session_tensor"),
+        "wrap_function": ("nbdist.distribute.tracing.wrap_function", "wrap_function"),
+        "nondifferentiable_batch_function": ("nbdist.ops.batch_ops",
+                                             "nondifferentiable_batch_function"),
+        "random_index_shuffle": ("nbdist.ops.random_index_shuffle",
+                                 "random_index_shuffle"),
+        "CriticalSection": ("nbdist.ops.critical_section_ops", "CriticalSection"),
     }
     if name in lazy:
         target = lazy[name]

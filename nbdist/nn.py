@@ -184,3 +184,7 @@ from nbdist.ops.nn_fractional_pool_ops import (  # noqa: E402
 )
 
 __all__ += ["fractional_avg_pool", "fractional_max_pool"]
+
+from nbdist.ops.nn_space_to_batch import with_space_to_batch  # noqa: E402
+
+__all__ += ["with_space_to_batch"]

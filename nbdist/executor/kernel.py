@@ -61,7 +61,8 @@ KERNEL_MODULES = (
     "morphology_kernels", "fractional_pool_kernels",
     "stateful_random_kernels", "proto_kernels", "dataset_transform_kernels",
     "spectral_nd_kernels", "fingerprint_kernels", "host_memory_kernels",
-    "session_tensor_kernels",
+    "session_tensor_kernels", "random_index_shuffle_kernels",
+    "critical_section_kernels",
 )
 
 _loaded = False

@@ -78,6 +78,8 @@ OP_MODULES = (
     "nbdist.ops.fingerprint_ops",
     "nbdist.ops.host_memory_ops",
     "nbdist.ops.session_ops",
+    "nbdist.ops.random_index_shuffle",
+    "nbdist.ops.critical_section_ops",
 )
 
 

@@ -17,6 +17,8 @@ from nbdist.ops import array_ops as A
 from nbdist.ops import math_ops as M
 from nbdist.ops.cumulative_ops import cumsum
 from nbdist.ops.image_ops import input_rank
+from nbdist.ops.map_fn import map_fn
+from nbdist.ops.sparse_ops import unique
 
 
 def _ctc_loss_infer(c):
@@ -182,3 +184,29 @@ __all__ = [
     "collapse_repeated", "ctc_beam_search_decoder", "ctc_beam_search_decoder_v2", "ctc_greedy_decoder",
     "ctc_loss", "ctc_loss_v2",
 ]
+
+
+def ctc_unique_labels(labels, name=None):
+    """Per row of ``labels`` [batch, max_len]: its distinct labels in order of
+    first appearance, zero-padded to ``max_len``, and each label's index in
+    that list (int32), as TF's ``ctc_unique_labels`` (for ``ctc_loss_v2``'s
+    ``unique`` argument).
+
+    >>> import nbdist as nd
+    >>> u, i = nd.nn.ctc_unique_labels(nd.constant([[3, 4, 4, 3, 0]], nd.int64))
+    >>> with nd.Session() as s:
+    ...     [v.tolist() for v in s.run([u, i])]
+    [[[3, 4, 0, 0, 0]], [[0, 1, 1, 0, 2]]]
+    """
+    with get_default_graph().name_scope(name or "ctc_unique_labels"):
+        labels = convert_to_tensor(labels, name="labels")
+
+        def row(x):
+            found, index = unique(x)
+            padded = A.pad(found, [[0, A.size(x) - A.size(found)]])
+            return padded, index
+
+        return tuple(map_fn(row, labels, dtype=(labels.dtype, dtypes.int32)))
+
+
+__all__ += ["ctc_unique_labels"]

@@ -126,3 +126,7 @@ __all__ += ["ASSETS_DIRECTORY", "ASSETS_KEY", "CLASSIFY_INPUTS",
             "SAVED_MODEL_SCHEMA_VERSION", "VARIABLES_DIRECTORY", "VARIABLES_FILENAME",
             "classification_signature_def", "main_op_with_restore",
             "regression_signature_def"]
+
+from nbdist.saved_model.save_options import Asset, SaveOptions  # noqa: E402
+
+__all__ += ["Asset", "SaveOptions"]

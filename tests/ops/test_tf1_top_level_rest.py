@@ -231,3 +231,96 @@ def test_session_handles_keep_a_value_between_runs():
             s.run(kept, feed_dict={holder: h.handle})
     with pytest.raises(TypeError, match="must be of type Tensor"):
         tf.get_session_handle(1.0)
+
+
+def test_wrap_function_traces_once_and_calls_in_a_graph():
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return {"y": x * 3.0}
+
+    wrapped = tf.wrap_function(f, [tf.TensorSpec([2], nd.float32)])
+    out = wrapped(nd.constant([1.0, 2.0]))["y"]
+    now = wrapped(np.array([2.0, 4.0], np.float32))["y"]
+    assert run(out)[0].tolist() == [3.0, 6.0] and now.tolist() == [6.0, 12.0]
+    assert len(calls) == 1  # traced once, for the signature
+    with pytest.raises(ValueError, match="shape"):
+        wrapped(nd.constant([1.0, 2.0, 3.0]))
+
+
+def test_nondifferentiable_batch_function_values_and_no_gradient():
+    @tf.nondifferentiable_batch_function(1, 4, 1000, allowed_batch_sizes=[2, 4])
+    def double(a, b):
+        return a * 2.0 + b
+
+    x = nd.constant([[1.0], [2.0]])
+    y = double(x, nd.constant([[0.5], [0.5]]))
+    assert run(y)[0].tolist() == [[2.5], [4.5]]
+    assert nd.gradients(y, x) == [None]
+    with pytest.raises(ValueError, match="max_batch_size"):
+        tf.nondifferentiable_batch_function(1, 4, 10, allowed_batch_sizes=[2, 3])
+    with pytest.raises(ValueError, match="num_batch_threads"):
+        tf.nondifferentiable_batch_function(0, 4, 10)
+
+
+def test_random_index_shuffle_is_tensorflows_permutation():
+    # Values from TF 2.21's tf.compat.v1.random_index_shuffle on the same input.
+    full = tf.random_index_shuffle(nd.range(10, dtype=nd.int64),
+                                   nd.constant([1, 2, 3], nd.int64), 9)
+    one = tf.random_index_shuffle(nd.constant(5, nd.int32),
+                                  nd.constant([7, 8, 9], nd.int32),
+                                  nd.constant(100000, nd.int32), rounds=6)
+    rows = tf.random_index_shuffle(
+        nd.constant([0, 1, 2], nd.int64),
+        nd.constant([[1, 2, 3], [4, 5, 6], [7, 8, 9]], nd.int64),
+        nd.constant([3, 1000, 2**40], nd.int64))
+    big = tf.random_index_shuffle(nd.range(300, dtype=nd.int64),
+                                  nd.constant([42, 0, 1], nd.int64), 299)
+    f, o, r, b = run(full, one, rows, big)
+    assert f.tolist() == [2, 0, 6, 4, 8, 1, 7, 9, 5, 3]
+    assert o == 37819 and o.shape == ()
+    assert r.tolist() == [2, 909, 233110709]
+    assert b[:10].tolist() == [276, 292, 181, 60, 115, 260, 274, 36, 131, 183]
+    assert sorted(b.tolist()) == list(range(300))  # a permutation
+    with pytest.raises(nd.errors.InvalidArgumentError, match="max_index must be >="):
+        run(tf.random_index_shuffle(nd.constant(5, nd.int64),
+                                    nd.constant([1, 2, 3], nd.int64), 3))
+    with pytest.raises(ValueError, match="rounds"):
+        tf.random_index_shuffle(nd.constant(1, nd.int64), [1, 2, 3], 3, rounds=5)
+
+
+def test_critical_section_excludes_other_runs_and_frees_after_failure():
+    import threading
+
+    entered = nd.FIFOQueue(1, nd.float32)
+    gate = nd.FIFOQueue(1, nd.float32)
+    cs = tf.CriticalSection()
+
+    def hold():  # inside: say so, then wait for the gate
+        with nd.control_dependencies([entered.enqueue(0.0)]):
+            return gate.dequeue()
+
+    held = cs.execute(hold)
+    other = cs.execute(lambda: nd.constant(1.0))
+    bad = nd.placeholder(nd.float32, [])
+    failing = cs.execute(lambda: nd.debugging.check_numerics(bad, "bad"))
+    out = []
+    with nd.Session() as s:
+        t = threading.Thread(target=lambda: out.append(s.run(held)))
+        t.start()
+        # Bounded: the thread now holds the mutex.
+        s.run(entered.dequeue(), options=tf.RunOptions(timeout_in_ms=30000))
+        with pytest.raises(nd.errors.DeadlineExceededError):
+            s.run(other, options=tf.RunOptions(timeout_in_ms=300))
+        s.run(gate.enqueue(5.0))
+        t.join(timeout=30)
+        assert not t.is_alive() and out == [5.0]
+        assert s.run(other) == 1.0
+        try:
+            s.run(failing, feed_dict={bad: np.nan})
+        except nd.errors.InvalidArgumentError:
+            pass
+        # The failed run's lock was dropped with it: the section is free.
+        assert s.run(other, options=tf.RunOptions(timeout_in_ms=5000)) == 1.0
+        assert s.run(failing, feed_dict={bad: 2.0}) == 2.0

@@ -1,6 +1,6 @@
 """Kernels of ``nbdist.ops.session_ops``: one store of kept tensors per
-worker's resources (so per session in-process), keyed by handle strings
-``<node>;<n>;<device>``, as TF's session state."""
+session and device, keyed by handle strings ``<node>;<n>;<device>``, as TF's
+session state."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import threading
 import numpy as np
 
 from nbdist.executor.kernel import register_kernel
-from nbdist.executor.kernels.kernel_util import op_error
+from nbdist.executor.kernels.kernel_util import op_error, unshared_resources
 
 
 class SessionTensorStore:
@@ -37,8 +37,9 @@ class SessionTensorStore:
 
 
 def _store(node) -> SessionTensorStore:
-    return node.resources.lookup_or_create("", "session_tensor_store", "store",
-                                           SessionTensorStore)
+    # The session's own resources: a handle lives as long as its session.
+    return unshared_resources(node, "").lookup_or_create(
+        "", "session_tensor_store", "store", SessionTensorStore)
 
 
 def _handle(node, value) -> str:
