@@ -111,11 +111,31 @@ def run(model_dir, max_steps, learning_rate=0.2):
         eval_input_fn, steps=None, start_delay_secs=0, throttle_secs=1,
         exporters=[nd.estimator.FinalExporter("final", serving_input_receiver_fn)])
     result = nd.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
-    # Local runs return (metrics, exports), the evaluator its final metrics.
-    metrics = result[0] if isinstance(result, tuple) else result
+    # A local run returns (metrics, exports); a task of a cluster None (as TF
+    # 1.15): the evaluator's metrics are its summaries in eval_dir().
+    if isinstance(result, tuple):
+        metrics = result[0]
+    elif estimator.config.task_type == "evaluator":
+        metrics = last_eval_metrics(estimator.eval_dir())
+    else:
+        metrics = None
     if metrics:
         print("final eval " + json.dumps(
             {k: float(v) for k, v in metrics.items()}), flush=True)
+    return metrics
+
+
+def last_eval_metrics(eval_dir: str) -> dict:
+    """The last evaluation's metrics (and its global_step) in ``eval_dir``'s
+    event files, as TensorBoard reads them."""
+    metrics: dict = {}
+    for name in sorted(os.listdir(eval_dir)):
+        if ".tfevents." not in name:
+            continue
+        for event in nd.train.summary_iterator(os.path.join(eval_dir, name)):
+            if event.HasField("summary"):
+                metrics = {v.tag: v.simple_value for v in event.summary.value}
+                metrics["global_step"] = event.step
     return metrics
 
 

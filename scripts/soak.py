@@ -81,6 +81,7 @@ class Chaos:
         self.stop = stop
         self.done: collections.Counter = collections.Counter()
         self.errors: list[str] = []
+        self.pids: set[int] = set()  # every task process seen (restarts too)
         self.thread = threading.Thread(target=self._run, daemon=True,
                                        name=f"chaos-{name}")
 
@@ -94,9 +95,11 @@ class Chaos:
                 self.errors.append(f"{kind} {job}:{index}: {type(e).__name__}: {e}")
 
     def kill(self, job, index):
+        self.pids.update(t.pid for t in self.cluster.tasks if t.pid)
         self.cluster.kill(job, index)
         self.stop.wait(self.rng.uniform(1.0, 6.0 if job == "ps" else 4.0))
         self.cluster.restart(job, index)
+        self.pids.update(t.pid for t in self.cluster.tasks if t.pid)
 
     def slow(self, job, index):
         fault_control.slow(self.cluster, f"{job}:{index}", "20ms")
@@ -199,21 +202,28 @@ def monitored_job(cluster, deadline: float, checkpoint_dir: str) -> dict:
             reference = s.run(ref_params)
     same = all(np.allclose(a, b, rtol=1e-4, atol=1e-6)
                for a, b in zip(weights, reference))
+    # The last checkpoint reads back (a kill mid-save never leaves it broken).
+    latest = nd.train.latest_checkpoint(checkpoint_dir)
+    saved = (int(nd.train.load_checkpoint(latest).get_tensor("global_step"))
+             if latest else -1)
     return {"global steps": int(step), "steps run": runs,
-            "repeated after restores": runs - int(step), "weights = replay": same}
+            "repeated after restores": runs - int(step), "weights = replay": same,
+            "last checkpoint step": saved}
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--minutes", type=float, default=30.0)
-    parser.add_argument("--seed", type=int, default=37)
-    args = parser.parse_args(argv)
-    rng = random.Random(args.seed)
-    deadline = time.monotonic() + args.minutes * 60
+def soak(minutes: float, seed: int = 37) -> dict:
+    """Runs both jobs under chaos for ``minutes``; returns what ``main`` prints:
+    ``chaos`` (the ``Chaos`` of each cluster), ``jobs`` (each job's counts),
+    ``usage`` (task -> ((pid, RSS MiB, fds) at the start, the same at the end))
+    and ``pids`` (every task process started, restarts included)."""
+    rng = random.Random(seed)
+    deadline = time.monotonic() + minutes * 60
     cc = {"heartbeat_interval_ms": 200, "heartbeat_timeout_ms": 3000}
     stop = threading.Event()
+    pids: set[int] = set()
     a = nd.LocalCluster(ps=1, workers=4, progress=False, coordination_config=cc)
     b = nd.LocalCluster(ps=1, workers=1, progress=False, coordination_config=cc)
+    chaos: list[Chaos] = []
     try:
         before = {**usage(a, "coordinator"), **usage(b, "monitored")}
         chaos = [
@@ -227,6 +237,7 @@ def main(argv=None) -> int:
                   stop),
         ]
         for c in chaos:
+            c.pids = pids
             c.thread.start()
         out: dict = {}
         with tempfile.TemporaryDirectory() as ckpt:
@@ -244,25 +255,42 @@ def main(argv=None) -> int:
         after = {**usage(a, "coordinator"), **usage(b, "monitored")}
     finally:
         stop.set()
+        for cluster in (a, b):
+            pids.update(t.pid for t in cluster.tasks if t.pid)
         a.shutdown()
         b.shutdown()
+    pids.update(pid for pid, _, _ in before.values() if pid)
+    return {"chaos": chaos, "jobs": out, "pids": pids,
+            "usage": {task: (start, after.get(task, (None, float("nan"), -1)))
+                      for task, start in before.items()}}
+
+
+def failed(result: dict) -> bool:
+    """Whether a soak lost a closure, got a wrong result or weights that differ
+    from the replay."""
+    coordinator = result["jobs"].get("coordinator", {})
+    return bool(coordinator.get("lost", 1) or coordinator.get("wrong", 1)
+                or not result["jobs"].get("monitored", {}).get("weights = replay"))
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--minutes", type=float, default=30.0)
+    parser.add_argument("--seed", type=int, default=37)
+    args = parser.parse_args(argv)
+    result = soak(args.minutes, args.seed)
     print(f"soak of {args.minutes:g} min, seed {args.seed}")
-    for c in chaos:
+    for c in result["chaos"]:
         print(f"chaos on the {c.name} cluster: {dict(c.done)}"
               + (f"; failed: {c.errors}" if c.errors else ""))
-    for job, counts in out.items():
+    for job, counts in result["jobs"].items():
         print(f"{job} job: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
     print(f"{'task':24} {'pid':>7} {'RSS MiB':>8} {'fds':>5}   {'pid':>7} "
           f"{'RSS MiB':>8} {'fds':>5}")
-    for task, (pid, rss, fds) in before.items():
-        pid2, rss2, fds2 = after.get(task, (None, float("nan"), -1))
+    for task, ((pid, rss, fds), (pid2, rss2, fds2)) in result["usage"].items():
         print(f"{task:24} {pid:>7} {rss:>8.1f} {fds:>5}   {pid2 or '-':>7} "
               f"{rss2:>8.1f} {fds2:>5}")
-    coordinator = out.get("coordinator", {})
-    bad = (coordinator.get("lost", 1) or coordinator.get("wrong", 1)
-           or not out.get("monitored", {}).get("weights = replay"))
-    return 1 if bad else 0
-
+    return 1 if failed(result) else 0
 
 if __name__ == "__main__":
     sys.exit(main())

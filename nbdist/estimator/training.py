@@ -134,7 +134,10 @@ def _assert_eval_spec(eval_spec):
 def train_and_evaluate(estimator, train_spec, eval_spec):
     """Trains and evaluates ``estimator`` as this process's ``TF_CONFIG`` task
     (locally without one); see the module docstring. Locally, returns the last
-    evaluation's metrics and the exporters' results.
+    evaluation's metrics and the exporters' results; as a task of a cluster
+    (the evaluator too) returns None, as TF 1.15 does: the evaluator's metrics
+    are the summaries in ``estimator.eval_dir()`` (``nd.train.summary_iterator``,
+    ``TrainingView(logdir=model_dir)`` draws them beside the training loss).
 
     >>> import nbdist as nd
     >>> nd.estimator.train_and_evaluate(None, None, None)  # doctest: +ELLIPSIS
@@ -305,7 +308,10 @@ class _TrainingExecutor:
         if config.task_type not in tasks:
             raise ValueError(f"Task type {config.task_type} is not supported. "
                              f"Supported task types are {sorted(tasks)}")
-        return tasks[config.task_type]()
+        # As TF 1.15: a task of a cluster returns nothing (its metrics are in
+        # the evaluator's event files, ``estimator.eval_dir()``).
+        tasks[config.task_type]()
+        return None
 
     def run_chief(self):
         return self._start_distributed_training()

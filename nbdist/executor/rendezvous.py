@@ -7,6 +7,7 @@ may arrive before the producer has run: it waits here.
 
 from __future__ import annotations
 
+import copy
 import threading
 import time
 
@@ -331,7 +332,9 @@ class Rendezvous:
     def _raise_if_aborted(self, step_id):
         err = self._aborted.get(step_id)
         if err is not None:
-            raise err
+            # A copy: raising the kept error would hang this step's frames on it
+            # (its traceback) for as long as the abort is remembered.
+            raise copy.copy(err)
 
     def abort_step(self, step_id: int, error: errors.OpError):
         with self._lock:

@@ -7,6 +7,7 @@ server's WorkerService; nothing here knows about RPCs.
 from __future__ import annotations
 
 import collections
+import copy
 import itertools
 import random
 import re
@@ -65,6 +66,14 @@ def recv_siblings(graph_def, own_task: str) -> dict[str, tuple[str, ...]]:
             a["tensor_name"].s.decode()))
     return {k: tuple(keys) for keys in by_task.values() if len(keys) > 1
             for k in keys}
+
+
+def kept_error(error: errors.OpError) -> errors.OpError:
+    """A copy of ``error`` to keep after its step: same class, op and message,
+    without the traceback and context whose frames would hold the failed step's
+    whole session (its plan, graphs and executors) for as long as it is kept
+    (1024 remembered aborts of a worker held a MasterSession each)."""
+    return copy.copy(error)
 
 
 def cpu_device(task_name: str, index: int = 0) -> str:
@@ -372,7 +381,8 @@ class Worker:
 
     def abort_step(self, step_id: int, error: errors.OpError | None = None):
         """Cancels a running step (its blocked ops wake up) and frees its tensors."""
-        error = error or errors.CancelledError(None, None, "Step was cancelled")
+        error = kept_error(error) if error is not None else errors.CancelledError(
+            None, None, "Step was cancelled")
         with self._lock:
             step = self._steps.get(step_id)
             if step is None:  # not started yet (or done): its start sees this

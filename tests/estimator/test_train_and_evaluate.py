@@ -31,8 +31,16 @@ from test_estimator import LR, Y, dataset, model_fn
 import nbdist as nd
 from nbdist.distribute.worker_context import between_graph_context
 from nbdist.estimator import EvalSpec, TrainSpec, train_and_evaluate
+from nbdist.notebook.widget_training import read_scalars
 
 CLUSTER = {"chief": ["127.0.0.1:1"], "ps": ["127.0.0.1:2"], "worker": ["127.0.0.1:3"]}
+
+
+def last_eval_loss(eval_dir) -> tuple[int, float]:
+    """(global step, loss) of the last evaluation summarised in ``eval_dir``,
+    read from its event files as TensorBoard reads them."""
+    _, step, loss = read_scalars(str(eval_dir), "loss")["."][-1]
+    return step, loss
 
 
 def receiver_fn():
@@ -117,7 +125,7 @@ def test_local_train_and_evaluate_evaluates_each_checkpoint_and_exports(tmp_path
         os.path.join(export_root, name) for name in ("latest", "final", "best")]
 
 
-def test_the_evaluator_task_evaluates_the_final_checkpoint_and_returns(
+def test_the_evaluator_task_evaluates_the_final_checkpoint_and_returns_none(
         tmp_path, monkeypatch):
     monkeypatch.delenv("TF_CONFIG", raising=False)
     estimator(tmp_path / "m").train(lambda: dataset(repeat=True), max_steps=4)
@@ -125,11 +133,13 @@ def test_the_evaluator_task_evaluates_the_final_checkpoint_and_returns(
         {"cluster": CLUSTER, "task": {"type": "evaluator", "index": 0}}))
     est = estimator(tmp_path / "m")
     assert est.config.task_type == "evaluator" and not est.config.cluster_spec
-    metrics = train_and_evaluate(
+    # As TF 1.15: a task of a cluster (the evaluator too) returns None; the
+    # evaluator's metrics are its summaries, at the final step.
+    assert train_and_evaluate(
         est, TrainSpec(lambda: dataset(repeat=True), max_steps=4),
         EvalSpec(dataset, steps=None, start_delay_secs=0, throttle_secs=0,
-                 exporters=nd.estimator.FinalExporter("final", receiver_fn)))
-    assert metrics["global_step"] == 4
+                 exporters=nd.estimator.FinalExporter("final", receiver_fn))) is None
+    assert last_eval_loss(est.eval_dir())[0] == 4
     assert len(os.listdir(tmp_path / "m" / "export" / "final")) == 1
     with pytest.raises(ValueError, match="Train has been called wrong configuration"):
         est.train(dataset, steps=1)
@@ -185,9 +195,15 @@ def test_tasks_of_a_cluster_cell_train_between_graph(tmp_path, monkeypatch):
     finally:
         for s in servers:
             s.stop()
-    final = results[-1]
-    assert final["global_step"] >= 20
+    assert results == [None] * len(tasks)  # as TF 1.15 in a cluster
+    step, loss = last_eval_loss(tmp_path / "m" / "eval")
+    assert step >= 20
     reader = nd.train.load_checkpoint(str(tmp_path / "m"))
-    assert reader.get_tensor("global_step") == final["global_step"]
+    assert reader.get_tensor("global_step") == step
     # The ps's variables moved: the loss is far below the one of w = 0.
-    assert final["loss"] < 0.1 * float(np.mean(Y ** 2))
+    assert loss < 0.1 * float(np.mean(Y ** 2))
+    # What a TrainingView(logdir=model_dir) draws: the chief's training loss
+    # (run ".") and beside it the evaluator's, one point per checkpoint.
+    runs = read_scalars(str(tmp_path / "m"), "loss")
+    assert set(runs) == {".", "eval"}
+    assert [p[1] for p in runs["eval"]] == sorted({p[1] for p in runs["eval"]})

@@ -22,6 +22,7 @@ from nbdist.runtime.service.admission import Admission, queued_s
 from nbdist.runtime.service.hangup import HangupWatch, OnHangup
 from nbdist.runtime.service.recent_requests import RECENT_REQUESTS, RecentRequests
 from nbdist.runtime.timeouts import clamp_ms, seconds_from_ms
+from nbdist.runtime.worker import kept_error
 
 __all__ = ["PARKED_WAIT_S", "WorkerHandler", "invalid", "step_timeout_ms"]
 
@@ -142,7 +143,7 @@ class WorkerHandler:
 
     def cleanup_graph(self, step_id: int, error: errors.OpError | None = None) -> None:
         """Cancels ``step_id`` here, now or when its RunGraph arrives."""
-        err = error or errors.CancelledError(
+        err = kept_error(error) if error is not None else errors.CancelledError(
             None, None, f"Step {step_id:x} was cancelled on {self.task_name} by "
             "its master")
         with self._lock:
