@@ -60,12 +60,16 @@ def browser(tmp_path_factory):
 
 @contextlib.contextmanager
 def ran(browser, lab, name: str, last_words: str, timeout_s: float = 240):
-    """Notebook ``name`` Run All in its own page, until ``last_words`` show;
-    its kernel shut down afterwards (the next Run All waits for one kernel)."""
+    """Notebook ``name`` Run All in its own page, until an output shows
+    ``last_words``; its kernel shut down afterwards (the next Run All waits for
+    one kernel)."""
     page = browser.new_page()
     try:
         run_all(page, lab, name, workspace=name[:2])
-        page.get_by_text(last_words).first.wait_for(timeout=timeout_s * 1000)
+        page.wait_for_function(
+            "words => [...document.querySelectorAll('.jp-OutputArea-output')]"
+            ".some(e => e.innerText.includes(words))", arg=last_words,
+            timeout=timeout_s * 1000)
         assert page.get_by_text("Error displaying widget").count() == 0
         yield page
     finally:
@@ -208,3 +212,16 @@ def test_10_barriers_need_replicas_to_aggregate(browser, tour_lab):
             needed), shown
         for card, n in zip(cards, shown, strict=True):
             _check_needed(card, n)
+
+
+@pytest.mark.timeout(300)
+def test_12_a_cluster_of_32_workers_fits_one_screen(browser, tour_lab):
+    """Run All until 12's first cell has started 1 ps + 32 workers: its live
+    ClusterView (a grid of squares, the history grouped) is at most 900 px
+    tall. The kernel is shut down then (the tasks follow their parent)."""
+    with ran(browser, tour_lab, "12-32-workers-on-one-laptop.ipynb",
+             "33 running") as page:
+        view = page.locator(".jp-OutputArea-output:has(.nbdist-cluster-view)").first
+        assert view.locator("[data-task]").count() >= 33
+        box = view.bounding_box()
+        assert box and box["height"] <= 900, box
