@@ -24,6 +24,7 @@ COUNTED = re.compile(r"^nbdist-(lane|lifeline|member|ps-bar|heat-cell|barrier|"
 _MEASURED = re.compile(r"(?i)final state at|status at|live|·\s*$")
 _MEASURED_LINES = {"nbdist-round-line", "nbdist-next-round"}
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
+_TMP = re.compile(r"/tmp/[\w.-]+")  # a run's temporary directory (a logdir)
 # "worker:# #×, worker:# #×" is one item however many workers the run named.
 _REPEATS = re.compile(r"([^,;()]+?)(?:, \1)+")
 _VOID = {"br", "img", "input", "meta", "link", "hr", "wbr", "col", "source"}
@@ -58,7 +59,8 @@ class _Face(HTMLParser):
     def handle_data(self, data):
         text = " ".join(data.split())
         if text and not any(self._open) and not _MEASURED.search(text):
-            self.words.add(_REPEATS.sub(r"\1", _NUMBER.sub("#", text)))
+            text = _NUMBER.sub("#", _TMP.sub("/tmp/TMP", text))
+            self.words.add(_REPEATS.sub(r"\1", text))
 
 
 def structure(html: str) -> dict:
