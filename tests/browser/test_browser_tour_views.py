@@ -2,13 +2,17 @@
 and one Chromium for the module, each notebook Run All in turn (its kernel shut
 down after it), and what the views promise read from the DOM:
 
-* 03 and 10: each ``BarrierView``'s needed count (``data-needed`` and its
+* 10 (with what ``test_browser_straggler`` checked in its own Lab: the
+  rounds' grids, the straggler named, the staleness histogram) and 03: each
+  ``BarrierView``'s needed count (``data-needed`` and its
   "N needed of M" line) is the ``replicas_to_aggregate`` the notebook passes to
   ``SyncReplicasOptimizer`` (it said "1 of 1 needed of 2" with 2).
 * 06: ``CollectiveView``'s slider and play are there while the kernel runs, and
   moving the slider redraws the ring of that step; member names stay inside
   their circles and link labels off each other.
-* 09: ``TimelineView.trace(steps=3)`` keeps a live slider (it was frozen into
+* 09 (with what ``test_browser_wire`` checked in its own Lab: lanes, arrows,
+  kinds and legend of the ps step, both traffic views, the all-reduce's
+  chunks): ``TimelineView.trace(steps=3)`` keeps a live slider (it was frozen into
   its static face at the cell's end: no slider appeared), moving it shows
   another step; the transfer labels' boxes intersect neither each other nor the
   purple update bars; the header counts the arrows drawn.
@@ -27,6 +31,7 @@ import re
 import pytest
 from helpers import ROOT, wait_for
 from test_browser import CHROMIUM, _chromium, lab_api, run_all, running_lab
+from test_browser_wire import check_ps_timeline, check_traffic
 
 pytestmark = [
     pytest.mark.slow,
@@ -121,7 +126,7 @@ def _slider_handle(view):
     handle = view.get_by_role("slider").first
     try:
         handle.wait_for(timeout=30_000)
-    except Exception as e:  # noqa: BLE001 - playwright's TimeoutError
+    except Exception as e:
         slider = view.locator(".widget-slider").first.inner_html()[:3000]
         raise AssertionError(f"no slider handle in {slider}") from e
     handle.focus()
@@ -180,6 +185,18 @@ def test_09_timeline_slider_moves_and_labels_do_not_overlap(browser, tour_lab):
     with ran(browser, tour_lab, "09-one-step-on-the-wire.ipynb",
              "stopped 3 tasks") as page:
         view = _live_output(page, ".nbdist-timeline-view")
+        check_ps_timeline(view)  # lanes, arrows, kinds, legend of the ps step
+        titles = view.locator("g.nbdist-transfer title")
+        assert re.search(r"w1/read: ps:0 → worker:\d · 2\.0 KB \(2048 bytes\)",
+                         " ".join(titles.all_text_contents()))
+        traffic = page.locator(".jp-OutputArea-output:has(.nbdist-traffic-view)")
+        assert traffic.count() == 2
+        check_traffic(traffic.first, 3, {"RunGraph", "RecvTensor"})
+        check_traffic(traffic.nth(1), 2, {"collective"})
+        ring = page.locator(".jp-OutputArea-output:has(.nbdist-timeline-view)").nth(1)
+        # Per worker: the all-reduce op and the chunk it received, as collective.
+        assert ring.locator("rect.nbdist-op[data-kind='collective']").count() == 4
+        assert ring.locator("g.nbdist-wire").count() >= 1
         svg = view.locator("svg.nbdist-timeline")
         assert "step 3 of 3" in view.inner_text()
         before = svg.inner_html()
@@ -205,6 +222,18 @@ def test_10_barriers_need_replicas_to_aggregate(browser, tour_lab):
     needed = _replicas_to_aggregate(name)
     assert needed == [3, 2]  # without and with a backup worker
     with ran(browser, tour_lab, name, "stopped 4 tasks") as page:
+        # The rounds' grids (without and with a backup), the slowed worker
+        # named, its dropped gradients, the staleness histogram drawn.
+        grids = page.locator("svg.nbdist-rounds")
+        assert grids.count() >= 2
+        box = grids.first.bounding_box()
+        assert box and box["width"] > 100 and box["height"] > 20, box
+        text = page.locator(".jp-Notebook").inner_text()
+        assert "straggler: worker:2" in text and "stale gradients dropped" in text
+        staleness = page.locator("svg.nbdist-staleness")
+        assert staleness.count() == 1
+        box = staleness.first.bounding_box()
+        assert box and box["width"] >= 200 and box["height"] > 100, box
         cards = _sync_barriers(page)
         shown = [int(card.get_attribute("data-needed")) for card in cards]
         # Each view in order, once or more (the backup run's is shown twice).

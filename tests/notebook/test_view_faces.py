@@ -44,9 +44,9 @@ def test_older_wording_a_task_more_or_a_face_less_differ():
     row = "<tr data-task='worker:{}'><td>worker:{}</td></tr>"
     three = rows.format("".join(row.format(i, i) for i in range(3)))
     four = rows.format("".join(row.format(i, i) for i in range(4)))
-    assert differences(_cells(three), _fresh(four)) == [
+    assert differences(_cells(three), _fresh(four)) == [(
         "cell 0 face 0: counts {'nbdist-cluster-table': 1, 'data-task': 3} != "
-        "{'nbdist-cluster-table': 1, 'data-task': 4}"]
+        "{'nbdist-cluster-table': 1, 'data-task': 4}")]
     lane = ("<svg class='nbdist-timeline'><g class='nbdist-lane'>worker:0</g>{}</svg>")
     two = lane.format("<g class='nbdist-lane'>worker:1</g>")
     assert any("counts" in d for d in differences(_cells(lane.format("")), _fresh(two)))
