@@ -530,6 +530,7 @@ def _card(r: BarrierRecord) -> str:
     badge = "#8250df" if r.kind == "SyncReplicas" else "#0969da"
     return (
         f"<div class='nbdist-barrier' data-barrier='{esc(r.barrier_id)}' "
+        f"data-needed='{need}' data-participants='{len(r.participants)}' "
         "style='border:1px solid #d0d7de;border-radius:6px;padding:6px 10px;"
         "margin:6px 8px 0 0;min-width:280px'>"
         f"<div><code>{esc(r.barrier_id)}</code> <span class='chip' style='color:#fff;"
@@ -537,7 +538,7 @@ def _card(r: BarrierRecord) -> str:
         f"<div style='font-size:20px;font-weight:600'>{r.round} "
         f"<span style='font-size:13px;font-weight:400'>"
         f"{esc(_rounds(r).split(' ', 1)[1])}{status}</span></div>"
-        f"<div class='muted'>{esc(_next_round(r))}</div>"
+        f"<div class='muted nbdist-next-round'>{esc(_next_round(r))}</div>"
         f"<svg width='220' height='8' xmlns='http://www.w3.org/2000/svg'>"
         f"<rect width='220' height='8' rx='4' fill='#eaeef2'/>"
         f"<rect width='{round(220 * frac)}' height='8' rx='4' fill='#1a7f37'/></svg>"

@@ -31,6 +31,9 @@ __all__ = ["ClusterView"]
 
 _JOB_ORDER = {"chief": 0, "worker": 1, "ps": 2, "evaluator": 3}
 _HISTORY_SHOWN = 8  # entries per task in the text and html forms
+# Failures drawn under the tasks, at most (the view fits one screen at 32 tasks).
+_STORY_SHOWN = 4
+
 # What a task's state becoming X is called in its history.
 _PROCESS_NOTES = {
     "killed": "killed",
@@ -454,11 +457,11 @@ class ClusterView(LiveView):
 
     def _story_lines(self) -> str:
         self._sync_story()
-        return self._state.story.lines()
+        return self._state.story.lines(most=_STORY_SHOWN)
 
     def _story_html(self) -> str:
         self._sync_story()
-        return self._state.story.html()
+        return self._state.story.html(most=_STORY_SHOWN)
 
     def _sync_story(self):
         if not self._closed:  # a snapshot or a frozen view keeps its story

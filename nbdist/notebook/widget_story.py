@@ -47,12 +47,19 @@ PHASE_COLORS = {
 }
 
 
+def _cause(note: str) -> str:
+    """How a failure is told: "killed" (a process ended, whatever the signal)
+    unless only heartbeats said so."""
+    return note if note == "failed by heartbeat" else "killed"
+
+
 @dataclass
 class Episode:
     """One lost task and its recovery."""
 
     task: str
     killed_at: float | None = None
+    cause: str = "killed"  # or "failed by heartbeat": no process was seen to end
     lost_at: float | None = None  # detected
     detected_by: list = field(default_factory=list)  # "source: how"
     at_step: int | None = None  # the global step reached before
@@ -93,7 +100,7 @@ class Episode:
         """(phase, wall time, label) in the order of the story."""
         out = []
         if self.killed_at is not None:
-            out.append(("killed", self.killed_at, "killed"))
+            out.append(("killed", self.killed_at, self.cause))
         if self.lost_at is not None:
             if self.killed_at is not None:
                 label = (
@@ -197,14 +204,14 @@ class FailureStory:
         if ep is not None:
             if ep.killed_at is not None and (weak or ep.killed_at <= when):
                 return False
-            ep.killed_at = when
+            ep.killed_at, ep.cause = when, _cause(what)
             return True
         if weak and self._latest(task, lambda e: abs(when - e.start) < _MATCH_S):
             # Only a sign, timed by whoever noticed it: heartbeats of the task
             # that went down moments ago, told after it came back (a restart
             # can beat the heartbeat timeout). A new failure is told by its kill.
             return False
-        self.episodes.append(Episode(task, killed_at=when))
+        self.episodes.append(Episode(task, killed_at=when, cause=_cause(what)))
         return True
 
     def apply_payload(self, p: dict) -> bool:
@@ -310,8 +317,9 @@ class FailureStory:
         return changed
 
     # -- forms ------------------------------------------------------------------
-    def lines(self, clock=clock) -> str:
-        """One line per episode: "ps:0  17:02:01 killed → detected after ..."."""
+    def lines(self, clock=clock, most: int | None = None) -> str:
+        """One line per episode: "ps:0  17:02:01 killed → detected after ...";
+        the first ``most`` and a count of the others, when given."""
         out = []
         width = max((len(e.task) for e in self.episodes), default=0)
         for ep in self.episodes:
@@ -321,12 +329,15 @@ class FailureStory:
             first = f"{clock(phases[0][1])} {phases[0][2]}"
             rest = [label for _, _, label in phases[1:]]
             out.append(f"{ep.task.ljust(width)}  " + " → ".join([first, *rest]))
+        if most is not None and len(out) > most:
+            out[most:] = [f"… and {len(out) - most} more failures"]
         return "\n".join(out)
 
-    def svg(self, width: int = 820) -> str:
+    def svg(self, width: int = 820, most: int | None = None) -> str:
         """The strip: per episode, its phases left to right, each a dot with
-        its label, the time between two phases on the line that joins them."""
-        episodes = [e for e in self.episodes if e.phases()]
+        its label, the time between two phases on the line that joins them;
+        the first ``most`` episodes only, when given."""
+        episodes = [e for e in self.episodes if e.phases()][:most]
         if not episodes:
             return ""
         row_h, left, right = 76, 84, 44
@@ -378,13 +389,19 @@ class FailureStory:
         parts.append("</svg>")
         return "".join(parts)
 
-    def html(self) -> str:
-        svg = self.svg()
+    def html(self, most: int | None = None) -> str:
+        """The strip under a heading; beyond ``most`` episodes (32 workers that
+        missed heartbeats at once), the first ones and a count of the others."""
+        svg = self.svg(most=most)
         if not svg:
             return ""
+        shown = [e for e in self.episodes if e.phases()]
+        more = len(shown) - most if most is not None and len(shown) > most else 0
+        note = (f"<div class='muted nbdist-story-more'>… and {more} more failures "
+                f"(FailureStoryView shows them all)</div>" if more else "")
         return (
             "<div class='nbdist-story-strip'><h4 style='margin:8px 0 2px 0'>"
-            "Failure story</h4>" + svg + "</div>"
+            "Failure story</h4>" + svg + note + "</div>"
         )
 
 

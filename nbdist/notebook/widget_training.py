@@ -347,7 +347,11 @@ class TrainingView(LiveView):
         FigureCanvasAgg(fig)
         loss_ax, rate_ax = fig.subplots(1, 2)
         ends = []
-        for i, (run, segs) in enumerate(self.curves().items()):
+        curves = self.curves()
+        # Beyond a few runs (32 workers' curves) a legend or a label per run
+        # fills the figure: the runs are drawn thin, counted in the titles.
+        many = len(curves) > _MANY_RUNS
+        for i, (run, segs) in enumerate(curves.items()):
             color = _COLORS[i % len(_COLORS)]
             for j, (xs, ys) in enumerate(segs):
                 loss_ax.plot(
@@ -355,24 +359,28 @@ class TrainingView(LiveView):
                     ys,
                     label=run if j == 0 else None,
                     color=color,
-                    linewidth=1.4,
+                    linewidth=0.7 if many else 1.4,
+                    alpha=0.6 if many else 1.0,
                     marker="o" if len(xs) == 1 else None,
                     markersize=3,
                 )
             xs, ys = segs[-1]
             ends.append((run, xs[-1], ys[-1], color))
-        _label_ends(loss_ax, ends)
+        runs = f" · {len(curves)} runs" if many else ""
+        if not many:
+            _label_ends(loss_ax, ends)
         loss_ax.set(
-            title=self.title or self.tag, xlabel=self.x_label(), ylabel=self.tag
-        )
+            title=(self.title or self.tag) + runs, xlabel=self.x_label(),
+            ylabel=self.tag)
         for i, (name, (xs, ys)) in enumerate(self.steps_per_sec().items()):
-            rate_ax.plot(xs, ys, label=name, color=_COLORS[i % len(_COLORS)])
-        rate_ax.set(title="steps/s", xlabel="seconds", ylabel="steps/s")
+            rate_ax.plot(xs, ys, label=name, color=_COLORS[i % len(_COLORS)],
+                         linewidth=0.7 if many else 1.5)
+        rate_ax.set(title="steps/s" + runs, xlabel="seconds", ylabel="steps/s")
         rate_ax.set_ylim(bottom=0)
         for ax in (loss_ax, rate_ax):
             ax.grid(True, color="#eaeef2")
             ax.spines[["top", "right"]].set_visible(False)
-            if ax.get_legend_handles_labels()[0]:
+            if ax.get_legend_handles_labels()[0] and not many:
                 ax.legend(fontsize=8, frameon=False)
         return fig
 
@@ -433,6 +441,7 @@ class TrainingView(LiveView):
 
 
 _LABEL_PT = 8  # font size of the end labels, points
+_MANY_RUNS = 8  # more runs than this: no legend, no end labels
 
 
 def _label_ends(ax, ends):

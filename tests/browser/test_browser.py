@@ -14,6 +14,7 @@ Needs ``/usr/bin/chromium`` (``.ci/run`` installs it); skipped without it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -123,10 +124,13 @@ def kernel_diagnosis(page, lab) -> str:
             f"after an interrupt: {[e[-1500:] for e in errors]}")
 
 
-def run_all(page, lab, name: str):
-    """Opens notebook ``name`` in JupyterLab, waits for its kernel, then Run All."""
+def run_all(page, lab, name: str, workspace: str | None = None):
+    """Opens notebook ``name`` in JupyterLab, waits for its kernel, then Run All.
+    In a ``workspace`` of its own, only this notebook is open (in the default
+    one, Lab reopens the notebooks opened before it)."""
+    where = f"workspaces/{workspace}/tree" if workspace else "tree"
     page.goto(
-        f"{lab['url']}/lab/tree/{name}?token={lab['token']}",
+        f"{lab['url']}/lab/{where}/{name}?token={lab['token']}",
         wait_until="domcontentloaded",
     )
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
@@ -164,10 +168,10 @@ def shots(tmp_path):
     return out
 
 
-@pytest.fixture
-def lab(tmp_path):
-    """JupyterLab on 127.0.0.1 serving a copy of notebooks/; stopped by PID."""
-    pytest.importorskip("jupyterlab")
+@contextlib.contextmanager
+def running_lab(tmp_path):
+    """JupyterLab on 127.0.0.1 serving a copy of notebooks/ under ``tmp_path``;
+    stopped by PID when the block ends."""
     root = tmp_path / "notebooks"
     shutil.copytree(ROOT / "notebooks", root)
     port, token = free_port(), secrets.token_hex(16)
@@ -207,7 +211,7 @@ def lab(tmp_path):
         stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120  # on a loaded machine, a minute was short
     while True:
         try:
             with urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2):
@@ -221,19 +225,29 @@ def lab(tmp_path):
                 )
             time.sleep(0.2)
     info = {"url": url, "token": token, "pid": proc.pid, "log": tmp_path / "lab.log"}
-    yield info
-    spawned = _descendants(proc.pid)
-    os.kill(proc.pid, signal.SIGTERM)
     try:
-        proc.wait(30)
-    except subprocess.TimeoutExpired:
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(10)
-    log.close()
-    left = wait_gone(spawned, 10, interval=0.1)
-    for p in left:
-        os.kill(p, signal.SIGKILL)
+        yield info
+    finally:
+        spawned = _descendants(proc.pid)
+        os.kill(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+        log.close()
+        left = wait_gone(spawned, 10, interval=0.1)
+        for p in left:
+            os.kill(p, signal.SIGKILL)
     assert not left, f"processes left after JupyterLab stopped: {left}"
+
+
+@pytest.fixture
+def lab(tmp_path):
+    """JupyterLab on 127.0.0.1 serving a copy of notebooks/; stopped by PID."""
+    pytest.importorskip("jupyterlab")
+    with running_lab(tmp_path) as info:
+        yield info
 
 
 @pytest.mark.timeout(300)

@@ -17,14 +17,7 @@ import sys
 
 import pytest
 from helpers import ROOT
-from test_browser import (  # noqa: F401 (fixtures)
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    _chromium,
-    lab,
-    run_all,
-    shots,
-)
+from test_browser import CHROMIUM, CHROMIUM_ARGS, shots  # noqa: F401 (a fixture)
 
 NOTEBOOK = ROOT / "notebooks" / "10-stragglers-backup-workers-staleness.ipynb"
 
@@ -91,34 +84,3 @@ def test_the_straggler_is_red_in_every_round_and_staleness_is_drawn(
         finally:
             browser.close()
     assert (shots / "straggler.png").stat().st_size > 10_000
-
-
-@pytest.mark.timeout(300)
-def test_notebook_10_in_jupyterlab_draws_the_straggler_and_staleness(
-        lab, tmp_path):  # noqa: F811 (the fixture imported above)
-    """Run All in JupyterLab: the live views end drawn with real content (the
-    rounds' grid with the slowed worker named, the staleness histogram) and no
-    widget fails to display."""
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        context = _chromium(p, tmp_path)
-        try:
-            page = context.new_page()
-            run_all(page, lab, NOTEBOOK.name)
-            # Run All ends with `%cluster stop`.
-            page.get_by_text("stopped 4 tasks").first.wait_for(timeout=200_000)
-            grids = page.locator("svg.nbdist-rounds")
-            grids.first.wait_for(timeout=30_000)
-            assert grids.count() >= 2  # sync without and with a backup worker
-            box = grids.first.bounding_box()
-            assert box and box["width"] > 100 and box["height"] > 20, box
-            text = page.locator(".jp-Notebook").inner_text()
-            assert "straggler: worker:2" in text
-            assert "stale gradients dropped" in text
-            staleness = page.locator("svg.nbdist-staleness")
-            assert staleness.count() == 1
-            box = staleness.first.bounding_box()
-            assert box and box["width"] >= 200 and box["height"] > 100, box
-            assert page.get_by_text("Error displaying widget").count() == 0
-        finally:
-            context.close()

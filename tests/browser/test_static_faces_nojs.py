@@ -124,6 +124,13 @@ FACES = {
         ("# NBVAL_IGNORE_OUTPUT", "img"),
         ("export_dir = max(", r"outputs: \['classes', 'scores'\]"),
     ],
+    "12-32-workers-on-one-laptop": [
+        ("import os", r"Cluster · 33 tasks: 33 stopped"),
+        ("run(n, sync=False)", r"Traffic · 32 workers, asynchronous · \d+ calls"),
+        ("run(n, sync=False)", "svg"),
+        ("run(n, sync=True)", r"32 gradients arrived over"),
+        ("# NBVAL_CHECK_OUTPUT", r"ps:0 linked to every worker at every size: True"),
+    ],
 }
 
 

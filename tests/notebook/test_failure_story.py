@@ -352,3 +352,23 @@ def test_an_in_process_session_tells_its_recovery_from_a_messageless_error(recor
     assert restored["checkpoint"] == ""
     assert redone["count"] == lost["at_step"] and redone["unit"] == "steps"
     assert steps[:4] == [1, 2, 3, 1], steps  # the new session started afresh
+
+
+def test_heartbeat_failures_of_32_workers_are_told_as_such_and_fit_the_cluster_view():
+    """32 workers that missed their heartbeats at once (a loaded laptop) and came
+    back: each story says "failed by heartbeat" (it said "killed", though no
+    process ended), and the ClusterView's strip draws four and counts the rest
+    (it drew 32 strips: 2,700 px)."""
+    story = FailureStory()
+    for i in range(32):
+        assert story.note(f"worker:{i}", "failed by heartbeat", 10.0 + 0.01 * i,
+                          weak=True)
+        story.note(f"worker:{i}", "restarted", 12.0)
+    lines = story.lines()
+    assert lines.count("failed by heartbeat") == 32 and "killed" not in lines
+    assert story.lines(most=4).splitlines()[-1] == "… and 28 more failures"
+    assert len(story.lines(most=4).splitlines()) == 5
+    html = story.html(most=4)
+    assert html.count("failed by heartbeat") == 4 and "… and 28 more failures" in html
+    story.note("worker:0", "killed", 20.0)  # a kill after it came back: killed
+    assert story.episodes[-1].phases()[0][2] == "killed"

@@ -161,3 +161,20 @@ def test_tensorboards_static_card_shows_the_runs_and_a_picture(tmp_path):
     assert image.size[0] > 400 and image.size[1] > 200
     empty = card_html(str(tmp_path / "nothing"))
     assert "no <code>loss</code> curve yet" in empty and "<img" not in empty
+
+
+def test_32_runs_are_drawn_without_a_legend_or_a_label_each():
+    """32 workers' curves: a legend and an end label per run filled the figure
+    (matplotlib collapsed the axes); the runs are drawn thin and counted in the
+    titles instead."""
+    from nbdist.notebook import TrainingView
+
+    view = TrainingView(live=False)
+    for i in range(32):
+        for step in range(i, 200, 32):
+            view.record(f"async/worker{i}", step, 2.0 / (1 + step), wall_time=step / 50)
+    loss_ax, rate_ax = view.figure().axes
+    assert loss_ax.get_legend() is None and rate_ax.get_legend() is None
+    assert loss_ax.get_title() == "loss · 32 runs" and not loss_ax.texts
+    assert len(loss_ax.lines) == 32
+    assert view.png()[:4] == b"\x89PNG"  # drawn without a warning (they are errors)
