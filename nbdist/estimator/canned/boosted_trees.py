@@ -238,7 +238,8 @@ def _ensemble_variables(n_trees, max_depth, n_features, max_buckets, center_bias
 
 class _StopAfterNTreesHook(nd.train.SessionRunHook):
     """Stops training once the last tree is finished (TF's estimator stops
-    there too, whatever ``steps`` asked)."""
+    there too, whatever ``steps`` asked). ``state`` is the update's output,
+    so the step that finishes the last tree is the last step."""
 
     def __init__(self, state, n_trees):
         self._state, self._n_trees = state, n_trees
@@ -259,7 +260,8 @@ def _bt_model_fn(features, labels, mode, head, feature_columns, params, config):
     ids, sizes = _bucket_ids(features, feature_columns)
     variables = _ensemble_variables(params["n_trees"], params["max_depth"], len(sizes),
                                     max(sizes), params["center_bias"])
-    feature, threshold, value, bias, state = variables[:5]
+    feature, threshold, value, bias = variables[:4]
+    updated = {}
     logits = nd.py_func(predict_logits, [ids, feature, threshold, value, bias],
                         nd.float32, stateful=False, name="boosted_trees_predict")
     logits.set_shape([None, 1])
@@ -273,6 +275,7 @@ def _bt_model_fn(features, labels, mode, head, feature_columns, params, config):
             lambda *a: train_step(params, *a), [ids, grads, hess, *variables],
             [v.dtype.base_dtype for v in variables], name="boosted_trees_update")
         updates = []
+        updated["state"] = new[4]
         for v, n in zip(variables, new):
             n.set_shape(v.shape)
             updates.append(nd.assign(v, n))
@@ -282,7 +285,8 @@ def _bt_model_fn(features, labels, mode, head, feature_columns, params, config):
     spec = head.create_estimator_spec(features=features, mode=mode, labels=labels,
                                       train_op_fn=train_op_fn, logits=logits)
     if mode == ModeKeys.TRAIN:
-        hooks = (*spec.training_hooks, _StopAfterNTreesHook(state, params["n_trees"]))
+        hooks = (*spec.training_hooks,
+                 _StopAfterNTreesHook(updated["state"], params["n_trees"]))
         spec = spec._replace(training_hooks=hooks)
     return spec
 
@@ -365,8 +369,8 @@ class BoostedTreesClassifier(BoostedTreesEstimator):
                  config=None, center_bias=False, pruning_mode="none",
                  quantile_sketch_epsilon=0.01, train_in_memory=False):
         if n_classes != 2:
-            raise ValueError(f"nbdist's BoostedTreesClassifier supports binary "
-                             f"classification only, got n_classes={n_classes}.")
+            raise ValueError(f"For now only binary classification is supported."
+                             f"n_classes given as {n_classes}")
         head = head_lib._binary_logistic_head_with_sigmoid_cross_entropy_loss(
             weight_column=weight_column, label_vocabulary=label_vocabulary,
             loss_reduction=nd.losses.Reduction.SUM_OVER_BATCH_SIZE)
