@@ -136,3 +136,20 @@ def test_a_new_estimator_on_the_checkpoint_predicts_the_same(tmp_path):
 def test_unsupported_input_is_refused_by_name(make, message):
     with pytest.raises(ValueError, match=message):
         make()
+
+
+def test_weight_column_decides_which_examples_the_trees_fit(tmp_path):
+    # Each x appears twice with opposite labels; weight 0 on the second copy
+    # leaves the first copy's labels as the weighted least-squares answer.
+    x = np.tile(np.array([0.2, 0.8, 1.5, 2.5], np.float32), 2).reshape(-1, 1)
+    y = np.concatenate([[1.0, 3.0, -2.0, 0.5], [-1.0, -3.0, 2.0, -0.5]])
+    w = np.repeat([1.0, 0.0], 4).astype(np.float32).reshape(-1, 1)
+    est = nd.estimator.BoostedTreesRegressor(
+        [fc.bucketized_column(fc.numeric_column("x"), [0.5, 1.0, 2.0])],
+        n_batches_per_layer=1, n_trees=30, max_depth=2, learning_rate=1.0,
+        weight_column="w", model_dir=str(tmp_path))
+    y = y.astype(np.float32)
+    est.train(input_fn(y, x=x, w=w), max_steps=200)
+    predictions = [p["predictions"][0] for p in est.predict(
+        input_fn(y[:4], x=x[:4], w=w[:4], repeat=False))]
+    np.testing.assert_allclose(predictions, y[:4], atol=1e-3)
