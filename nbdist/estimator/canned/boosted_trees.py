@@ -34,7 +34,9 @@ not interchangeable with TF's; numeric columns (TF's quantile sketches),
 one logit (multi-class, ``label_dimension`` > 1) are refused; bias
 centering is one Newton step, not iterated to convergence; the update runs
 as a ``py_func``, so the model trains in the client's process (a local
-``Session``), not on a remote task. Numbers are not bit-identical to TF's.
+``Session``), not on a remote task, and the prediction is a ``py_func`` too:
+``export_saved_model`` writes a SavedModel that neither TF nor another
+process can run. Numbers are not bit-identical to TF's.
 
 >>> import numpy as np
 >>> import nbdist as nd
