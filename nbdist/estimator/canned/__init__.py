@@ -26,6 +26,8 @@ _MODULES = {
     "dnn_linear_combined": ("DNNLinearCombinedClassifier",
                             "DNNLinearCombinedEstimator",
                             "DNNLinearCombinedRegressor"),
+    "boosted_trees": ("BoostedTreesClassifier", "BoostedTreesEstimator",
+                      "BoostedTreesRegressor"),
     "linear": ("LinearClassifier", "LinearEstimator", "LinearRegressor",
                "linear_logit_fn_builder"),
 }
