@@ -20,13 +20,13 @@ from nbdist.framework.device import DeviceSpec
 from nbdist.framework.importer import infer_specs, parse_input, topological_order
 from nbdist.proto import config_pb2, server_def_pb2, step_stats_pb2
 from nbdist.runtime.cost_graph import cost_model_due, fill_cost_graph
-from nbdist.runtime.interfaces import WorkerInterface
 from nbdist.runtime.device_attributes import device_type_of
+from nbdist.runtime.interfaces import WorkerInterface
 from nbdist.runtime.partition import normalize_tensor_name, partition, prune, task_of
 from nbdist.runtime.placement import colocation_names, place
 from nbdist.runtime.reply_watch import ReplyWatch
 from nbdist.runtime.service.feeds import FeedCheck, feed_checks
-from nbdist.runtime.timeouts import seconds_from_ms
+from nbdist.runtime.timeouts import seconds_from_ms, whole_ms
 from nbdist.runtime.worker import propagated_addresses
 
 _pool = futures.ThreadPoolExecutor(max_workers=64, thread_name_prefix="nbdist-step")
@@ -600,7 +600,7 @@ class Master:
             ms.close()
         cfg = config_pb2.ConfigProto(device_filters=list(device_filters or []))
         if timeout_s:
-            cfg.operation_timeout_in_ms = max(1, int(timeout_s * 1000))
+            cfg.operation_timeout_in_ms = whole_ms(timeout_s)
         workers, _, _, _ = self._discover(cfg)
         for w in workers.values():
             w.cleanup_all(list(containers or []))

@@ -39,6 +39,7 @@ from nbdist.runtime.session_fetch import (  # noqa: F401 - FeedError re-exported
     FetchMapper,
     convert_feeds,
 )
+from nbdist.runtime.timeouts import ms_as_seconds
 from nbdist.runtime.worker import Worker
 
 _log = logging.getLogger("nbdist")
@@ -392,7 +393,7 @@ class BaseSession:
         ms = config.operation_timeout_in_ms if config is not None else 0
         try:
             master.reset(list(containers or []),
-                         timeout_s=ms / 1000.0 if ms > 0 else None)
+                         timeout_s=ms_as_seconds(ms) if ms > 0 else None)
         finally:
             if owned:
                 master.close()

@@ -14,6 +14,12 @@ means the same thing whichever way it travels:
 (1.5, None, None)
 >>> clamp_ms(10**12) == int(UNBOUNDED_S * 1000)
 True
+
+Plain conversions, for durations and intervals that are not ``*_in_ms``
+timeouts (no clamping, no "0 means none"):
+
+>>> ms_as_seconds(250), seconds_as_ms(0.5), whole_ms(0.0004), whole_ms(2.5)
+(0.25, 500.0, 1, 2500)
 """
 
 from __future__ import annotations
@@ -39,7 +45,24 @@ def seconds_from_ms(ms: int) -> float | None:
 
 def ms_from_seconds(timeout_s: float | None) -> int:
     """The other way round: 0 (no timeout) for None or 0; at least 1 ms."""
-    return max(1, int(timeout_s * 1000)) if timeout_s else 0
+    return whole_ms(timeout_s) if timeout_s else 0
+
+
+def ms_as_seconds(ms: float) -> float:
+    """Milliseconds as seconds, exactly (an interval, a wait: not a timeout
+    field, whose 0 means none; see ``seconds_from_ms``)."""
+    return ms / 1000.0
+
+
+def seconds_as_ms(seconds: float) -> float:
+    """Seconds as milliseconds, exactly (a duration to report or compare)."""
+    return seconds * 1000.0
+
+
+def whole_ms(seconds: float) -> int:
+    """A bound in seconds as whole milliseconds for a wire field, at least 1
+    (0 would mean "no timeout" there)."""
+    return max(1, int(seconds * 1000))
 
 
 def step_time_left(step) -> float:
@@ -60,5 +83,5 @@ def left_or_unbounded(left: float | None) -> float:
 
 
 __all__ = ["CONTROL_TIMEOUT_S", "MAX_TIMEOUT_MS", "STATUS_TIMEOUT_S", "UNBOUNDED_S",
-           "clamp_ms", "left_or_unbounded", "ms_from_seconds", "seconds_from_ms",
-           "step_time_left"]
+           "clamp_ms", "left_or_unbounded", "ms_as_seconds", "ms_from_seconds",
+           "seconds_as_ms", "seconds_from_ms", "step_time_left", "whole_ms"]

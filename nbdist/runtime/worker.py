@@ -27,6 +27,7 @@ from nbdist.runtime.device_attributes import task_devices
 from nbdist.runtime.interfaces import TensorTransport
 from nbdist.runtime.partition import task_of
 from nbdist.runtime.tensor_store import ParkedTensors, PushedTensors
+from nbdist.runtime.timeouts import seconds_as_ms
 from nbdist.runtime.worker_feeds import check_partition_feeds, partition_feed_checks
 
 _STEP_EXPIRY_S = 600.0
@@ -370,7 +371,7 @@ class Worker:
         if self._publish is not _ignore:  # the step event is not built for nobody
             self._publish("step", {"task": self.task_name, "step_id": step_id,
                                    "graph_handle": graph_handle,
-                                   "duration_ms": (time.time() - start) * 1e3})
+                                   "duration_ms": seconds_as_ms(time.time() - start)})
         out = step.fetches
         missing = [k for k in fetch_keys if k not in out]
         if missing:

@@ -23,6 +23,7 @@ import time
 from nbdist import errors
 from nbdist.runtime.coordination import service as logic
 from nbdist.runtime.interfaces import CoordinationClient
+from nbdist.runtime.timeouts import ms_as_seconds
 
 __all__ = ["CoordinationAgent"]
 
@@ -54,8 +55,8 @@ class CoordinationAgent:
         self.address = address
         self._client = client
         self._in_process = client.in_process
-        self._interval_s = config.heartbeat_interval_ms / 1000.0
-        self._timeout_s = config.heartbeat_timeout_ms / 1000.0
+        self._interval_s = ms_as_seconds(config.heartbeat_interval_ms)
+        self._timeout_s = ms_as_seconds(config.heartbeat_timeout_ms)
         self._steps_served = steps_served
         self._batch_s = batch_s
         self._pending: collections.deque = collections.deque()
@@ -115,7 +116,7 @@ class CoordinationAgent:
             self.task, self.incarnation, self.address, os.getpid(),
             timeout_s=max(1.0, self._timeout_s), wait_for_ready=True)
         if interval_ms > 0:
-            self._interval_s = interval_ms / 1000.0
+            self._interval_s = ms_as_seconds(interval_ms)
         for key, value in list(self._announced.items()):
             self._client.insert(key, value, allow_overwrite=True)
         self.leader_incarnation = inc

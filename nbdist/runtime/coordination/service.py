@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from nbdist import errors
 from nbdist.executor.limits import over_limit
 from nbdist.runtime import env
+from nbdist.runtime.timeouts import ms_as_seconds, seconds_as_ms
 
 CONNECTED = "CONNECTED"
 DISCONNECTED = "DISCONNECTED"
@@ -333,13 +334,13 @@ class CoordinationService:
 
     def _check_heartbeats(self):
         while not self._stopped.wait(self.heartbeat_interval_ms / 2000.0):
-            limit = self.heartbeat_timeout_ms / 1000.0
+            limit = ms_as_seconds(self.heartbeat_timeout_ms)
             now = time.monotonic()
             with self._lock:
                 for rec in self._tasks.values():
                     if rec.state == CONNECTED and now - rec.last_heartbeat > limit:
-                        self._set_state(rec, DISCONNECTED,
-                                        silent_ms=int((now - rec.last_heartbeat) * 1e3))
+                        silent = seconds_as_ms(now - rec.last_heartbeat)
+                        self._set_state(rec, DISCONNECTED, silent_ms=int(silent))
 
     # -- barriers -------------------------------------------------------------------
     def barrier(self, barrier_id: str, timeout_s: float, tasks, source_task: str,

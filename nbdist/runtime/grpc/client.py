@@ -59,8 +59,10 @@ from nbdist.runtime.timeouts import (
     STATUS_TIMEOUT_S,
     UNBOUNDED_S,
     ms_from_seconds,
+    seconds_as_ms,
     seconds_from_ms,
     step_time_left,
+    whole_ms,
 )
 
 __all__ = ["GrpcMasterClient", "GrpcWorkerClient", "channel_options", "make_channel"]
@@ -367,8 +369,8 @@ class GrpcWorkerClient:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise self._recv_timeout(key, start)
-                if remaining * 1000 < RECV_POLL_MS:
-                    request.wait_ms = max(1, int(remaining * 1000))
+                if seconds_as_ms(remaining) < RECV_POLL_MS:
+                    request.wait_ms = whole_ms(remaining)
                 try:
                     data = self._recv_unary(
                         request, timeout=remaining + _STEP_GRACE_S, metadata=metadata

@@ -32,7 +32,7 @@ from nbdist.runtime.grpc.coordination_service import (
 )
 from nbdist.runtime.grpc.rpc import RECONNECT_S, wait_connected
 from nbdist.runtime.grpc.wire import connect_failed
-from nbdist.runtime.timeouts import CONTROL_TIMEOUT_S
+from nbdist.runtime.timeouts import CONTROL_TIMEOUT_S, whole_ms
 
 __all__ = ["EventWatch", "GrpcCoordinationClient"]
 
@@ -234,7 +234,7 @@ class GrpcCoordinationClient:
         if not task:
             raise ValueError("barrier() needs source_task (or CoordinationClient(task=))")
         resp = self._call("Barrier", pb.BarrierRequest(
-            barrier_id=barrier_id, timeout_in_ms=max(1, int(timeout_s * 1000)),
+            barrier_id=barrier_id, timeout_in_ms=whole_ms(timeout_s),
             tasks=list(tasks or []), source_task=task),
             timeout_s + _BARRIER_GRACE_S, wait_for_ready=True,
             should_cancel=should_cancel)
@@ -259,7 +259,7 @@ class GrpcCoordinationClient:
     def get(self, key: str, timeout_s: float = CONTROL_TIMEOUT_S) -> bytes:
         """The value of ``key``, waiting up to ``timeout_s`` for it to be set."""
         resp = self._call("GetKeyValue", pb.GetKeyValueRequest(
-            key=key, timeout_in_ms=max(1, int(timeout_s * 1000))),
+            key=key, timeout_in_ms=whole_ms(timeout_s)),
             timeout_s + _BARRIER_GRACE_S, wait_for_ready=True)
         return resp.kv.value
 

@@ -11,8 +11,8 @@ import time
 
 import grpc
 from nbdist.proto import device_attributes_pb2, worker_pb2, worker_service_pb2_grpc
-from nbdist.runtime.grpc import coding
 from nbdist.runtime.device_attributes import device_type_of
+from nbdist.runtime.grpc import coding
 from nbdist.runtime.grpc.servicer_base import (
     MAX_MESSAGE_CHARS,
     Malformed,
@@ -24,7 +24,7 @@ from nbdist.runtime.grpc.servicer_base import (
     unary,
 )
 from nbdist.runtime.service.worker_handler import WorkerHandler
-from nbdist.runtime.timeouts import left_or_unbounded
+from nbdist.runtime.timeouts import left_or_unbounded, ms_as_seconds
 
 __all__ = ["WorkerServicer"]
 
@@ -181,7 +181,7 @@ class WorkerServicer(ServicerBase, worker_service_pb2_grpc.WorkerServiceServicer
         try:
             wait = None
             if not isinstance(request, Malformed) and request.wait_ms > 0:
-                wait = request.wait_ms / 1000.0
+                wait = ms_as_seconds(request.wait_ms)
             value = self._recv(request, context, wait, () if isinstance(
                 request, Malformed) else request.sibling_key)
             if value is None:

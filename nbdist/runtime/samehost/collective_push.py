@@ -38,7 +38,12 @@ import numpy as np
 from nbdist import errors
 from nbdist.runtime.samehost.common import ChannelBroken, went_away
 from nbdist.runtime.samehost.wire import Outgoing, wire_dtype
-from nbdist.runtime.timeouts import UNBOUNDED_S, ms_from_seconds, step_time_left
+from nbdist.runtime.timeouts import (
+    UNBOUNDED_S,
+    ms_as_seconds,
+    ms_from_seconds,
+    step_time_left,
+)
 
 __all__ = ["PushedChunk", "SharedResult", "finish_push", "fresh_flat", "serve_push",
            "shared_flat", "shared_span", "start_push"]
@@ -224,7 +229,7 @@ def serve_push(collectives, header: dict, payload: np.ndarray, fds: list, link,
 
     if on_hangup is not None and not on_hangup(hang_up):
         hung.set()
-    timeout = int(header.get("timeout_ms") or 0) / 1000.0 or UNBOUNDED_S
+    timeout = ms_as_seconds(int(header.get("timeout_ms") or 0)) or UNBOUNDED_S
     try:
         mailbox.deliver(int(header["exec"]), str(header["key"]), view, meta, timeout,
                         hung)

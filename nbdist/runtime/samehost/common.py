@@ -8,6 +8,7 @@ import socket
 
 from nbdist import errors
 from nbdist.runtime import env
+from nbdist.runtime.timeouts import whole_ms
 from nbdist.runtime.transports import ChannelBroken
 
 MAX_CONNECTIONS = 512  # proven ones, per server: each holds a thread while it waits
@@ -49,7 +50,8 @@ def tune_tcp(sock) -> None:
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, TCP_DEAD_AFTER_S // 2)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, 5)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, 3)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, TCP_DEAD_AFTER_S * 1000)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT,
+                    whole_ms(TCP_DEAD_AFTER_S))
 
 
 def went_away(task: str, what: str, e: ChannelBroken) -> errors.OpError:

@@ -23,7 +23,7 @@ from nbdist.runtime.samehost.common import (
 from nbdist.runtime.samehost.handshake import Refused
 from nbdist.runtime.samehost.wire import Outgoing
 from nbdist.runtime.tensor_store import MISSING, StepExtras
-from nbdist.runtime.timeouts import ms_from_seconds, step_time_left
+from nbdist.runtime.timeouts import ms_from_seconds, step_time_left, whole_ms
 
 RETRY_REFUSED_S = 60.0  # a peer that refused our credentials is tried again after
 
@@ -100,7 +100,7 @@ class SameHostTransport:
                 raise errors.DeadlineExceededError(
                     None, None, f"Timed out after {time.monotonic() - start:.1f} s "
                     f"waiting for tensor {key.split(';')[3]} from {ch.task}")
-            header["wait_ms"] = max(1, min(RECV_POLL_MS, int(left * 1000)))
+            header["wait_ms"] = min(RECV_POLL_MS, whole_ms(left))
             reply, tensors = ch.call("recv", dict(header), timeout_s=left + 10.0)
             if not reply.get("pending"):
                 return dict(tensors)

@@ -39,7 +39,7 @@ from nbdist.runtime.samehost.wire import (
     send_frame,
 )
 from nbdist.runtime.service.worker_handler import PARKED_WAIT_S
-from nbdist.runtime.timeouts import UNBOUNDED_S
+from nbdist.runtime.timeouts import UNBOUNDED_S, ms_as_seconds
 
 _log = logging.getLogger("nbdist")
 _PORT_TRIES = 16  # free ports tried for the TCP path, skipping the cluster's
@@ -365,7 +365,7 @@ class SameHostService:
 
     def _recv(self, header, conn, link):
         step_id, key = int(header["step"]), str(header["key"])
-        wait_s = max(1, int(header.get("wait_ms", RECV_POLL_MS))) / 1000.0
+        wait_s = ms_as_seconds(max(1, int(header.get("wait_ms", RECV_POLL_MS))))
         siblings = header.get("siblings") or []
         if not isinstance(siblings, list):
             raise TypeError("siblings must be a list")

@@ -21,7 +21,7 @@ from nbdist.runtime.faults import Faults
 from nbdist.runtime.service.admission import Admission, queued_s
 from nbdist.runtime.service.hangup import HangupWatch, OnHangup
 from nbdist.runtime.service.recent_requests import RECENT_REQUESTS, RecentRequests
-from nbdist.runtime.timeouts import clamp_ms, seconds_from_ms
+from nbdist.runtime.timeouts import clamp_ms, seconds_as_ms, seconds_from_ms
 from nbdist.runtime.worker import kept_error
 
 __all__ = ["PARKED_WAIT_S", "WorkerHandler", "invalid", "step_timeout_ms"]
@@ -41,7 +41,7 @@ def step_timeout_ms(timeout_ms: int) -> int:
     off)."""
     timeout_ms = clamp_ms(timeout_ms)
     if timeout_ms > 0:
-        timeout_ms = max(1, timeout_ms - int(queued_s() * 1000))
+        timeout_ms = max(1, timeout_ms - int(seconds_as_ms(queued_s())))
     return timeout_ms
 
 
