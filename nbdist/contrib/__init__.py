@@ -1,5 +1,5 @@
 """``nd.contrib``: the names of TF1's ``tf.contrib`` that nbdist has:
-``training``, ``framework``, ``layers``, ``losses``, ``slim``, ``lookup``.
+``training``, ``framework``, ``layers``, ``losses``, ``slim``, ``lookup``, ``rnn``, ``seq2seq``.
 
 >>> import nbdist as nd
 >>> nd.contrib.training.byte_size_load_fn is nd.train.byte_size_load_fn
@@ -12,7 +12,7 @@ import importlib
 
 from nbdist.contrib import training as training
 
-_LAZY = ("framework", "layers", "losses", "slim", "lookup", "rnn")
+_LAZY = ("framework", "layers", "losses", "slim", "lookup", "rnn", "seq2seq")
 
 
 def __getattr__(name):
@@ -23,4 +23,4 @@ def __getattr__(name):
 
 
 __all__ = ["framework", "layers", "lookup", "losses", "slim", "training"]
-__all__ += ["rnn"]
+__all__ += ["rnn", "seq2seq"]
