@@ -22,6 +22,7 @@ import argparse
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
 
 import numpy as np
 
@@ -45,17 +46,32 @@ def make_batch(rng, batch: int, steps: int):
     return seq[:, :-1].astype(np.int32), seq[:, 1:].astype(np.int32)
 
 
-def build(cluster, task_index: int, steps: int, learning_rate: float):
+class LanguageModel(NamedTuple):
+    """The tensors and ops of one worker's graph."""
+
+    tokens: nd.Tensor  # int32 [batch, steps]: the inputs
+    targets: nd.Tensor  # int32 [batch, steps]: the next tokens
+    cell: nd.nn.rnn_cell.BasicLSTMCell
+    logits: nd.Tensor  # [batch * steps, vocab]
+    loss: nd.Tensor  # per-token cross-entropy
+    global_step: nd.Variable
+    train_op: nd.Operation
+
+
+def build(cluster, task_index: int, steps: int, learning_rate: float,
+          vocab: int = VOCAB) -> LanguageModel:
+    """The model on ``/job:worker/task:<task_index>``, its variables on the
+    ps of ``cluster`` (a notebook's corpus brings its own ``vocab``)."""
     with nd.device(nd.train.replica_device_setter(
             worker_device=f"/job:worker/task:{task_index}", cluster=cluster)):
         tokens = nd.placeholder(nd.int32, [None, steps], name="tokens")
         targets = nd.placeholder(nd.int32, [None, steps], name="targets")
-        embedding = nd.get_variable("embedding", [VOCAB, EMBED])
+        embedding = nd.get_variable("embedding", [vocab, EMBED])
         cell = nd.nn.rnn_cell.BasicLSTMCell(HIDDEN)
         outputs, _ = nd.nn.dynamic_rnn(cell, nd.nn.embedding_lookup(embedding, tokens),
                                        dtype=nd.float32)
-        softmax_w = nd.get_variable("softmax_w", [HIDDEN, VOCAB])
-        softmax_b = nd.get_variable("softmax_b", [VOCAB],
+        softmax_w = nd.get_variable("softmax_w", [HIDDEN, vocab])
+        softmax_b = nd.get_variable("softmax_b", [vocab],
                                     initializer=nd.zeros_initializer())
         logits = nd.matmul(nd.reshape(outputs, [-1, HIDDEN]), softmax_w) + softmax_b
         loss = nd.reduce_mean(nd.nn.sparse_softmax_cross_entropy_with_logits(
@@ -63,17 +79,18 @@ def build(cluster, task_index: int, steps: int, learning_rate: float):
         global_step = nd.train.get_or_create_global_step()
         train_op = nd.train.AdamOptimizer(learning_rate).minimize(
             loss, global_step=global_step)
-    return tokens, targets, cell, loss, global_step, train_op
+    return LanguageModel(tokens, targets, cell, logits, loss, global_step, train_op)
 
 
 def train_worker(master, cluster, task_index: int, flags) -> list[float]:
     rng = np.random.default_rng(task_index)
     graph = nd.Graph()
     with graph.as_default():
-        tokens, targets, cell, loss, global_step, train_op = build(
-            cluster, task_index, flags.num_steps, flags.learning_rate)
+        model = build(cluster, task_index, flags.num_steps, flags.learning_rate)
+        tokens, targets, loss = model.tokens, model.targets, model.loss
+        global_step, train_op = model.global_step, model.train_op
         if task_index == 0:
-            for v in cell.trainable_variables:
+            for v in model.cell.trainable_variables:
                 log(f"{v.op.name} {v.shape} on {v.device}")
     config = nd.ConfigProto(device_filters=["/job:ps",
                                             f"/job:worker/task:{task_index}"])

@@ -291,6 +291,11 @@ class _MonitoredSession:
                  max_recovery_attempts=DEFAULT_MAX_RECOVERY_ATTEMPTS):
         self._graph_was_finalized = get_default_graph().finalized
         self._hooks = list(hooks or [])
+        # Under run_distribute_coordinator a bare MonitoredSession() targets the
+        # task's server (as TF), not an in-process session that knows no /job:ps.
+        worker_context = distribute_coordinator_context.get_current_worker_context()
+        if not session_creator and worker_context:
+            session_creator = worker_context.session_creator()
         self._story = None  # the story of its recoveries (recovery events)
         if should_recover:
             self._story = story_for(session_creator, self._hooks)
@@ -423,6 +428,10 @@ class _MonitoredSession:
 
 class MonitoredSession(_MonitoredSession):
     """A session that handles initialisation, recovery and hooks.
+
+    Without a ``session_creator`` it creates a chief's session in this
+    process, or, inside ``run_distribute_coordinator``'s ``worker_fn``, the
+    worker context's (the task's server and session config), as TF does.
 
     >>> import nbdist as nd
     >>> with nd.Graph().as_default():

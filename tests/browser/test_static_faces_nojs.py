@@ -131,6 +131,16 @@ FACES = {
         ("run(n, sync=True)", r"32 gradients arrived over"),
         ("# NBVAL_CHECK_OUTPUT", r"ps:0 linked to every worker at every size: True"),
     ],
+    "13-a-language-model-across-workers": [
+        ("import os", r"Cluster · 3 tasks: 3 stopped"),
+        ("model = lstm_lm.build", r"embedding\s+109×16\s+6976\s+/job:ps/task:0"),
+        ("curves = nd.notebook.TrainingView", "img"),
+        ("%%cluster", r"worker:1 done"),
+        ("curves.sync()", "img"),
+        ("traffic = nd.notebook.TrafficView", r"Traffic · one update of the embedding"),
+        ("traffic = nd.notebook.TrafficView", "svg"),
+        ("def nbytes(name)", r"worker:0 sent ps:0 the batch's rows, not the table: True"),
+    ],
 }
 
 

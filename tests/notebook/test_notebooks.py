@@ -65,6 +65,7 @@ def test_every_notebook_is_tested():
         "10-stragglers-backup-workers-staleness.ipynb",
         "11-an-estimator-on-a-cluster.ipynb",
         "12-32-workers-on-one-laptop.ipynb",
+        "13-a-language-model-across-workers.ipynb",
     ]
 
 
