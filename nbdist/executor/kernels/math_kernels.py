@@ -34,6 +34,8 @@ def _sigmoid(x):
     x = np.asarray(x)
     if x.dtype.kind not in "fc":
         return np.exp(-np.logaddexp(0, -x))
+    if x.dtype == np.float16:  # e^-x overflows float16 from x < -11
+        return _sigmoid(x.astype(np.float32)).astype(np.float16)
     e = np.exp(-x)
     e += 1
     return np.reciprocal(e, out=e)
