@@ -37,6 +37,8 @@ def _sigmoid(x):
     if x.dtype == np.float16:  # e^-x overflows float16 from x < -11
         return _sigmoid(x.astype(np.float32)).astype(np.float16)
     e = np.exp(-x)
+    if not isinstance(e, np.ndarray):  # a rank-0 input gives a NumPy scalar
+        return np.reciprocal(e + 1)
     e += 1
     return np.reciprocal(e, out=e)
 
