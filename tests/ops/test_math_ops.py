@@ -281,6 +281,14 @@ def test_sigmoid_is_stable_and_special_values():
     x = np.array([-1000.0, -20.0, 0.0, 20.0, 1000.0], np.float32)
     got = run(nd.sigmoid(x))
     np.testing.assert_allclose(got, [0.0, 2.0611537e-09, 0.5, 1.0, 1.0], rtol=1e-6)
+    # float16 keeps the values whose e^-x overflows it (-17 < x < -11), as TF's
+    got = run(nd.sigmoid(np.array([-15.0, -12.0, 0.0], np.float16)))
+    assert got.dtype == np.float16
+    np.testing.assert_array_equal(got, np.float16([3.059e-07, 6.144e-06, 0.5]))
+    got = run([nd.sigmoid(np.float32(-1.0)), nd.sigmoid(2.0)])  # scalars
+    assert got[0].dtype == np.float32
+    np.testing.assert_allclose(got, [1 / (1 + np.e), 1 / (1 + np.exp(-2.0))],
+                               rtol=1e-6)
     got = run([nd.log(nd.constant([0.0, -1.0])), nd.sqrt(-1.0)])
     assert got[0][0] == -np.inf and np.isnan(got[0][1]) and np.isnan(got[1])
     flags = run([nd.is_nan([np.nan, 1.0]), nd.is_inf([np.inf, 1.0]),

@@ -1,4 +1,4 @@
-"""A server's kernels use one BLAS thread (tasks share their host's cores), unless
+"""A server's kernels, and an in-process session's, use one BLAS thread (tasks share their host's cores), unless
 the user chose: ``OMP_NUM_THREADS``/``OPENBLAS_NUM_THREADS``/``MKL_NUM_THREADS``
 in the environment, or ``ConfigProto.intra_op_parallelism_threads``."""
 
@@ -44,3 +44,21 @@ def test_intra_op_parallelism_threads_sets_the_count(blas):
 def test_the_environment_variables_leave_the_count_alone(blas, monkeypatch):
     monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")
     assert threads_under_a_server() == [2] * blas
+
+
+def threads_under_a_session(config=None):
+    blas_threads.set_threads(2)
+    with nd.Session(graph=nd.Graph(), config=config):
+        return blas_threads.get_threads()
+
+
+@pytest.mark.parametrize("config, env, want", [
+    (None, None, 1),  # an LSTM's small matmuls: 20x the CPU with a spinning pool
+    (nd.ConfigProto(intra_op_parallelism_threads=2), None, 2),
+    (None, "2", 2),
+])
+def test_an_in_process_session_sets_the_blas_threads(blas, monkeypatch, config,
+                                                     env, want):
+    if env is not None:
+        monkeypatch.setenv("OMP_NUM_THREADS", env)
+    assert threads_under_a_session(config) == [want] * blas

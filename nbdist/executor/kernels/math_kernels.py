@@ -28,7 +28,19 @@ from nbdist.framework import dtypes
 
 # -- element-wise ---------------------------------------------------------------------
 def _sigmoid(x):
-    return np.exp(-np.logaddexp(0, -x))
+    # 1 / (1 + e^-x) in place: a tenth of logaddexp's cost (an LSTM's gates run
+    # it on every step). Where e^-x overflows (x < -88 in float32) the result is
+    # 0, as TF's; errors are ignored by the kernel.
+    x = np.asarray(x)
+    if x.dtype.kind not in "fc":
+        return np.exp(-np.logaddexp(0, -x))
+    if x.dtype == np.float16:  # e^-x overflows float16 from x < -11
+        return _sigmoid(x.astype(np.float32)).astype(np.float16)
+    e = np.exp(-x)
+    if not isinstance(e, np.ndarray):  # a rank-0 input gives a NumPy scalar
+        return np.reciprocal(e + 1)
+    e += 1
+    return np.reciprocal(e, out=e)
 
 
 _UNARY = {

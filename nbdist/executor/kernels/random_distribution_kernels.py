@@ -8,7 +8,6 @@ from __future__ import annotations
 import threading
 
 import numpy as np
-from scipy import stats
 
 from nbdist import errors
 from nbdist.executor.kernel import register_kernel
@@ -89,6 +88,10 @@ def _seeded(node, seed) -> np.random.Generator:
 
 
 def _truncated(gen, dims, lo=-2.0, hi=2.0, mean=0.0, std=1.0):
+    # scipy.stats on first use: importing it costs a second that every
+    # session's first run paid while loading the kernels.
+    from scipy import stats
+
     a, b = (np.asarray(lo) - mean) / std, (np.asarray(hi) - mean) / std
     return stats.truncnorm.rvs(a, b, loc=mean, scale=std, size=dims,
                                random_state=gen)

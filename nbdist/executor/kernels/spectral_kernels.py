@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import scipy.fft
 
 from nbdist.executor.kernel import register_kernel
 from nbdist.executor.kernels.kernel_util import op_error
@@ -59,6 +58,10 @@ for _t, (_fn, _k) in _REAL.items():
 
 @register_kernel("DCT")
 def dct_kernel(node):
+    # scipy.fft on first use: importing it costs a third of a second that
+    # every session's first run paid while loading the kernels.
+    import scipy.fft
+
     kind, norm = node.attrs["type"], node.attrs["norm"] or None
     fn = scipy.fft.idct if node.attrs["inverse"] else scipy.fft.dct
 
