@@ -68,7 +68,9 @@ class OpError(Exception):
         return self._error_code
 
     def __str__(self) -> str:
-        return self._message
+        # TF returns the message as is and so raises on None; str() of an
+        # exception should never raise (loggers and tracebacks call it).
+        return "" if self._message is None else str(self._message)
 
     def __reduce__(self):
         # An Operation does not cross processes: its name does.

@@ -66,8 +66,13 @@ def test_five_processes_with_tf_config_train_like_one(tmp_path, monkeypatch):
     distributed = json.loads(line)
     assert distributed["global_step"] >= MAX_STEPS
     checkpoint = nd.train.latest_checkpoint(str(model_dir))
-    step = int(checkpoint.rsplit("-", 1)[1])
-    assert step == distributed["global_step"]
+    # The evaluator evaluated the chief's last checkpoint. Its name is the step
+    # the chief read before saving; the variables, read while the workers go
+    # on, may hold a later step (as in TF's asynchronous training).
+    named_step = int(checkpoint.rsplit("-", 1)[1])
+    saved_step = nd.train.load_variable(checkpoint, "global_step")
+    assert saved_step == distributed["global_step"]
+    assert MAX_STEPS <= named_step <= saved_step
     assert os.path.exists(checkpoint + ".index")  # TF's V2 format
     assert os.listdir(model_dir / "export" / "final")
 

@@ -148,8 +148,8 @@ def test_field_numbers_are_tensorflows():
                    "output_partition_graphs": 5, "debug_options": 6,
                    "report_tensor_allocations_upon_oom": 7, "experimental": 8}
     meta = _numbers(config_pb2.RunMetadata)
-    assert meta == {"step_stats": 1, "partition_graphs": 3, "function_graphs": 4,
-                    "session_metadata": 5}
+    assert meta == {"step_stats": 1, "cost_graph": 2, "partition_graphs": 3,
+                    "function_graphs": 4, "session_metadata": 5}
     assert _numbers(debug_pb2.DebugOptions) == {
         "debug_tensor_watch_opts": 4, "global_step": 10, "reset_disk_byte_usage": 11}
     rw = _numbers(rewriter_config_pb2.RewriterConfig)

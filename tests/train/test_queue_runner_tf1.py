@@ -352,6 +352,19 @@ def test_coordinator_join_raises_the_first_reported_error(as_exc_info):
         coord.raise_requested_exception()
 
 
+def test_an_error_without_a_message_is_reported_and_logged(caplog):
+    # AbortedError(None, None, None) is how programs signal a preemption; the
+    # coordinator logs it, and a log handler that formats it must not raise.
+    coord = nd.train.Coordinator()
+    error = errors.AbortedError(None, None, None)
+    assert str(error) == "" and error.message is None
+    with caplog.at_level("INFO"):
+        coord.request_stop(error)
+    assert "AbortedError" in caplog.text
+    with pytest.raises(errors.AbortedError):
+        coord.join([])
+
+
 def test_coordinator_clean_stop_types_and_stop_on_exception():
     coord = nd.train.Coordinator(clean_stop_exception_types=(ValueError,))
     with coord.stop_on_exception():
