@@ -4,6 +4,7 @@
     pip install atheris        # (a wheel for CPython 3.11 on x86-64 Linux)
     PYTHONPATH=$PWD python scripts/fuzz.py --minutes 3            # every decoder
     PYTHONPATH=$PWD python scripts/fuzz.py --minutes 1 wire graphdef
+    PYTHONPATH=$PWD python scripts/fuzz.py --structured --minutes 1  # protobufs
 
 The decoders and their seeds are ``tests/fuzz/targets.py``'s (the same the
 hypothesis tests mutate). Each decoder runs in a process of its own for
@@ -13,6 +14,13 @@ finding). An input the decoder neither decodes nor refuses with its
 documented error is a finding: its exception and the place it was raised are
 printed once, and the input is written to ``--out``/<decoder>/. The table at
 the end gives, per decoder, the inputs run and the findings.
+
+``--structured`` fuzzes the decoders that read one protobuf message (a
+``Target.message``: the gRPC request, GraphDef, Example) through
+``tests/fuzz/proto_mutator.py`` instead of libFuzzer's byte mutations: every
+input is a well-formed message of the decoder's type, changed field by field,
+so the run spends its time behind protobuf's parser. Without named decoders it
+runs those only; a named decoder that reads no message is fuzzed bytewise.
 
 Exit status: 1 when any decoder had a finding (or its process died), else 0.
 """
@@ -40,7 +48,8 @@ def _where(e: BaseException) -> str:
     return f"{last.filename}:{last.lineno}" if last else "?"
 
 
-def run_target(name: str, seconds: int, timeout: int, rss_mb: int, out: Path) -> None:
+def run_target(name: str, seconds: int, timeout: int, rss_mb: int, out: Path,
+               structured: bool = False) -> None:
     """The child: fuzzes one decoder; one JSON line per new finding in
     ``out``/<decoder>/findings.jsonl (libFuzzer closes the child's stdout)."""
     import atheris
@@ -71,16 +80,24 @@ def run_target(name: str, seconds: int, timeout: int, rss_mb: int, out: Path) ->
                                       "at": key[1], "input": str(path)}) + "\n")
                 log.flush()
 
+    extra = {}
+    if structured and target.message is not None:
+        from proto_mutator import ProtoMutator
+
+        # atheris.Mutate is looked up at each call: atheris binds the working
+        # one when Fuzz() starts (the one there now only refuses).
+        extra["custom_mutator"] = ProtoMutator(
+            target.message(), target.seeds(), lambda d, n: atheris.Mutate(d, n))
     atheris.Setup([sys.argv[0], str(corpus), f"-max_total_time={seconds}",
                    f"-timeout={timeout}", f"-rss_limit_mb={rss_mb}",
-                   "-print_final_stats=1", "-close_fd_mask=1"], one_input)
+                   "-print_final_stats=1", "-close_fd_mask=1"], one_input, **extra)
     atheris.Fuzz()
 
 
 def _fuzz(name: str, args) -> dict:
     cmd = [sys.executable, __file__, "--child", name, "--minutes", str(args.minutes),
            "--timeout", str(args.timeout), "--rss-mb", str(args.rss_mb),
-           "--out", str(args.out)]
+           "--out", str(args.out)] + (["--structured"] if args.structured else [])
     log = args.out / name / "findings.jsonl"
     log.unlink(missing_ok=True)
     done = subprocess.run(cmd, capture_output=True, text=True,
@@ -108,11 +125,13 @@ def main(argv=None) -> int:
     parser.add_argument("--timeout", type=int, default=10, help="s per input")
     parser.add_argument("--rss-mb", type=int, default=2048)
     parser.add_argument("--out", type=Path, default=Path("fuzz-findings"))
+    parser.add_argument("--structured", action="store_true",
+                        help="protobuf decoders: field-level mutations of messages")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         run_target(args.child, max(1, int(args.minutes * 60)), args.timeout,
-                   args.rss_mb, args.out)
+                   args.rss_mb, args.out, args.structured)
         return 0
     try:
         import atheris  # noqa: F401
@@ -122,7 +141,9 @@ def main(argv=None) -> int:
     sys.path.insert(0, str(FUZZ_DIR))
     import targets
 
-    names = args.targets or sorted(targets.TARGETS)
+    names = args.targets or sorted(
+        n for n, t in targets.TARGETS.items()
+        if not args.structured or t.message is not None)
     env_note = os.environ.get("PYTHONPATH", "")
     print(f"fuzzing {', '.join(names)} for {args.minutes:g} min each "
           f"(PYTHONPATH={env_note or '-'})", flush=True)
@@ -130,8 +151,10 @@ def main(argv=None) -> int:
     for name in names:
         r = _fuzz(name, args)
         results.append(r)
-        print(f"{name:18} {r['runs']:>9} inputs  {len(r['findings'])} findings",
-              flush=True)
+        mode = "messages" if args.structured and targets.TARGETS[name].message \
+            else "bytes"
+        print(f"{name:18} {mode:9} {r['runs']:>9} inputs  "
+              f"{len(r['findings'])} findings", flush=True)
         for f in r["findings"]:
             print(f"    {f['finding']}  at {f['at']}  ({f['input']})", flush=True)
     return 1 if any(r["findings"] for r in results) else 0

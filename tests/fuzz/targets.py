@@ -34,6 +34,9 @@ class Target(NamedTuple):
     seeds: Callable[[], list[bytes]]
     decode: Callable[[bytes], object]
     documented: tuple[type[BaseException], ...]
+    # The protobuf message the decoder reads, for structure-aware fuzzing
+    # (``proto_mutator``); None where the input is not one message.
+    message: Callable[[], type] | None = None
 
     def feed(self, data: bytes) -> None:
         """Decodes ``data``; raises only what is not documented."""
@@ -272,14 +275,26 @@ def _checkpoint_decode(data: bytes):
     return {n: reader.get_tensor(n) for n in reader.get_variable_to_shape_map()}
 
 
+def _message(module: str, name: str) -> Callable[[], type]:
+    """The message class ``nbdist.proto.<module>.<name>``, imported when asked."""
+    def get() -> type:
+        import importlib
+
+        return getattr(importlib.import_module(f"nbdist.proto.{module}"), name)
+    return get
+
+
 TARGETS = {t.name: t for t in (
     Target("wire", _wire_seeds, _wire_decode, _SOCKET_ERRORS),
     Target("handshake_server", _server_seeds, _server_decode, _SOCKET_ERRORS),
     Target("handshake_client", _client_seeds, _client_decode, _SOCKET_ERRORS),
     Target("request", _request_seeds, _request_decode,
-           (ValueError, DecodeError, errors.OpError)),
-    Target("graphdef", _graph_seeds, _graph_decode, (DecodeError, errors.OpError)),
-    Target("example", _example_seeds, _example_decode, (errors.OpError,)),
+           (ValueError, DecodeError, errors.OpError),
+           _message("master_pb2", "RunStepRequest")),
+    Target("graphdef", _graph_seeds, _graph_decode, (DecodeError, errors.OpError),
+           _message("graph_pb2", "GraphDef")),
+    Target("example", _example_seeds, _example_decode, (errors.OpError,),
+           _message("example_pb2", "Example")),
     Target("tfrecord", _tfrecord_seeds, _tfrecord_decode, (errors.OpError,)),
     Target("checkpoint", _checkpoint_seeds, _checkpoint_decode, (errors.OpError,)),
 )}
