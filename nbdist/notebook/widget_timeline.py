@@ -300,9 +300,12 @@ class TimelineView(LiveView):
         parts = []
         bars: list = []  # the op bars' boxes: labels are kept off them
         strips = self.strip_jobs()
+        strip_tops: dict[str, float] = {}  # a large job's first strip
         for t in tasks:
             if _job(t) in strips:  # a thin strip: the job's tasks side by side
-                parts.append(self._strip(t, y, x_of, label_w + width, strips))
+                if _job(t) not in strip_tops:
+                    strip_tops[_job(t)] = y
+                parts.append(self._strip(t, y, x_of, label_w + width))
                 lane_mid[t] = y + _STRIP_H / 2
                 y += _STRIP_H + 1
                 continue
@@ -336,6 +339,10 @@ class TimelineView(LiveView):
                         + label)
             parts.append("</g>")
             y += h + 6
+        for job, top in strip_tops.items():  # over its strips, left of their names
+            parts.append(f"<text x='4' y='{top + 10}' font-weight='600' font-size='12'>"
+                         f"{esc(job)}<tspan x='4' dy='14' font-weight='400' "
+                         f"font-size='11'>{strips[job]} tasks</tspan></text>")
         if strips:
             y += 5
         arrows = self._arrows(x_of, lane_mid, bars, y, thin=bool(strips))
@@ -400,22 +407,15 @@ class TimelineView(LiveView):
         jobs = collections.Counter(_job(t) for t in self.tasks())
         return {j: n for j, n in jobs.items() if n > _STRIP_TASKS}
 
-    def _strip(self, task, y, x_of, right, strips) -> str:
+    def _strip(self, task, y, x_of, right) -> str:
         """A task of a large job: its ops as one row of thin bars (overlaps
-        drawn over each other; hover for each), its short name, and the job's
-        name beside its first task."""
+        drawn over each other; hover for each) and its short name."""
         spans = [s for s in self.spans if s.task == task]
         busy = sum(s.end_us - s.start_us for s in spans)
-        job = _job(task)
-        first = task == next(t for t in self.tasks() if _job(t) == job)
         parts = [(f"<g class='nbdist-lane nbdist-strip' data-task='{esc(task)}'>"
                   f"<title>{esc(task)}: {len(spans)} ops, busy {_fmt_ms(busy)}"
                   f"</title><rect x='0' y='{y}' width='{right}' "
                   f"height='{_STRIP_H}' fill='#f6f8fa'/>")]
-        if first:  # beside its first strips, left of the short names
-            parts.append(f"<text x='4' y='{y + 10}' font-weight='600' font-size='12'>"
-                         f"{esc(job)}<tspan x='4' dy='14' font-weight='400' "
-                         f"font-size='11'>{strips[job]} tasks</tspan></text>")
         parts.append(f"<text x='86' y='{y + _STRIP_H - 1.5}' text-anchor='end' "
                      f"font-size='8' fill='#59636e'>{esc(member_label(task))}</text>")
         for s in spans:

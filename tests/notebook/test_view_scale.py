@@ -25,7 +25,7 @@ SCREEN_PX = 700  # a static face of 32 tasks fits in this height
 
 
 # -- TimelineView ------------------------------------------------------------------------
-def _ps_step(servers, workers: int):
+def ps_step(servers, workers: int):
     """A step where each worker pulls the ps's weights (64 x 10 float32) and
     sends its loss (a float32) to worker 0, traced from worker 0."""
     cluster = local_cluster(ps=1, worker=workers)
@@ -50,7 +50,7 @@ def test_timeline_of_a_ps_and_32_workers_strips_the_workers_and_fits(servers):
     the trace is drawn once; the text groups the transfers. Oracle: the graph
     (32 pulls of 2,560 bytes, 31 losses of 4 bytes to worker 0) and the
     trace's own node stats per task."""
-    view = _ps_step(servers, 32)
+    view = ps_step(servers, 32)
     html, text = view._repr_html_(), repr(view)
     assert face_height(html) <= SCREEN_PX
     md = view.run_metadata
@@ -76,7 +76,7 @@ def test_timeline_of_a_ps_and_32_workers_strips_the_workers_and_fits(servers):
 
 
 def test_timeline_of_a_ps_and_2_workers_keeps_a_lane_per_task(servers):
-    view = _ps_step(servers, 2)
+    view = ps_step(servers, 2)
     html, text = view._repr_html_(), repr(view)
     assert html.count("class='nbdist-lane'") == 3 and "nbdist-strip" not in html
     assert "ps:0 → worker:1: " in text and "ps:0 → worker:0: " in text
@@ -137,20 +137,23 @@ def test_collective_view_of_a_16_member_ring_is_a_heat_map_of_its_steps(
     assert f"and {n - 5} more links, {rates[5]:.0f}–{rates[-1]:.0f} MiB/s" in html
 
 
+def ring_of(n: int) -> CollectiveView:
+    """A ring all-reduce of ``n`` members, 1 MiB a chunk, 4 ms a step on every
+    link but worker 7's (5 ms)."""
+    from nbdist.runtime.collective import ChunkEvent
+
+    tasks = [f"/job:worker/replica:0/task:{i}" for i in range(n)]
+    steps = [(p, s) for p in ("reduce-scatter", "all-gather") for s in range(n - 1)]
+    return CollectiveView([
+        ChunkEvent(1, 1, 0, p, s, 0, tasks[i], tasks[(i + 1) % n], 1 << 20,
+                   0.01 * k, 0.01 * k + 0.004 + 0.001 * (i == 7))
+        for k, (p, s) in enumerate(steps) for i in range(n)])
+
+
 def test_collective_view_of_32_members_fits_and_of_2_draws_each_step():
     """32 members (62 steps) in one screen; 2 members: a ring per step, as
     before. Oracle: the chunks given."""
-    from nbdist.runtime.collective import ChunkEvent
-
-    def ring(n):
-        tasks = [f"/job:worker/replica:0/task:{i}" for i in range(n)]
-        steps = [(p, s) for p in ("reduce-scatter", "all-gather") for s in range(n - 1)]
-        return CollectiveView([
-            ChunkEvent(1, 1, 0, p, s, 0, tasks[i], tasks[(i + 1) % n], 1 << 20,
-                       0.01 * k, 0.01 * k + 0.004 + 0.001 * (i == 7))
-            for k, (p, s) in enumerate(steps) for i in range(n)])
-
-    big, small = ring(32), ring(2)
+    big, small = ring_of(32), ring_of(2)
     html = big._repr_html_()
     assert face_height(html) <= SCREEN_PX
     assert html.count("class='nbdist-heat-step'") == 62 * 32
@@ -162,7 +165,7 @@ def test_collective_view_of_32_members_fits_and_of_2_draws_each_step():
 
 
 # -- StalenessView -----------------------------------------------------------------------
-def _async_pairs(workers: int, steps: int) -> dict:
+def async_pairs(workers: int, steps: int) -> dict:
     """``workers`` threads training one model asynchronously: each step's
     (global step read with the weights, global step of its update)."""
     with nd.Graph().as_default():  # as StalenessView's doc has it
@@ -192,7 +195,7 @@ def test_staleness_view_of_32_workers_is_a_strip_each(workers):
     """32 workers: a heat strip each with its mean, the stalest three named
     (it was a 46 px histogram per worker); 2: a histogram each, as before.
     Oracle: the pairs the workers' steps returned (every update distinct)."""
-    pairs = _async_pairs(workers, 5)
+    pairs = async_pairs(workers, 5)
     applied = sorted(a for p in pairs.values() for _, a in p)
     assert applied == list(range(workers * 5))
     view = StalenessView(pairs)
@@ -219,7 +222,7 @@ def test_staleness_view_of_32_workers_is_a_strip_each(workers):
 
 
 # -- PlacementView -----------------------------------------------------------------------
-def _placed(workers: int):
+def placed(workers: int):
     spec = nd.train.ClusterSpec({"ps": ["localhost:2000"], "worker": [
         f"localhost:{3000 + i}" for i in range(workers)]})
     g = nd.Graph()
@@ -240,7 +243,7 @@ def test_placement_view_of_32_workers_is_one_card_for_the_job(workers):
     types, the largest variables and the rest counted) beside the ps's (it
     was a card per task); 2 workers: a card per task, as before. Oracle: the
     graph's ops and variables and their devices."""
-    g, view = _placed(workers)
+    g, view = placed(workers)
     html = view._repr_html_()
     ops = [op for op in g.get_operations() if "/job:worker" in op.device]
     per_task = [sum(nd.DeviceSpec.from_string(op.device).task == i for op in ops)
