@@ -259,3 +259,44 @@ def test_placement_view_of_32_workers_is_one_card_for_the_job(workers):
     assert html.count("<code>worker:") == 6 and "+26 more variables, 1.0 KB" in html
     matmuls = sum(op.type == "MatMul" for op in ops)
     assert f"MatMul ×{matmuls}</span>" in html and matmuls == 32
+
+
+def _one_op_each(workers: int):
+    from nbdist.proto.config_pb2 import RunMetadata
+
+    md = RunMetadata()
+    for i in range(workers):
+        dev = md.step_stats.dev_stats.add()
+        dev.device = f"/job:worker/replica:0/task:{i}/device:CPU:0"
+        n = dev.node_stats.add()
+        n.node_name, n.op_type = f"matmul_{i}", "MatMul"
+        n.all_start_micros, n.all_end_rel_micros = 1_000_000 + 10 * i, 100
+    return md
+
+
+def test_timeline_lanes_scroll_beyond_a_screen():
+    """100 workers' strips are taller than a screen: the lanes scroll in a box
+    of 700 px (CSS: in the widget and a static render alike); 32 do not."""
+    many = TimelineView(_one_op_each(100))._repr_html_()
+    box = re.search(r"<div class='nbdist-lanes-scroll' style='max-height:(\d+)px;"
+                    r"overflow-y:auto'><svg class='nbdist-timeline'", many)
+    assert box and int(box[1]) == SCREEN_PX
+    assert many.count("class='nbdist-lane nbdist-strip'") == 100
+    assert "nbdist-lanes-scroll" not in TimelineView(_one_op_each(32))._repr_html_()
+
+
+def test_the_live_ring_of_32_members_keeps_them_apart_and_labels_on_hover():
+    """The slider's picture of one step of 32 members: circles apart (the
+    ring grows with its members), each link's bytes and bandwidth in its
+    hover only (32 labels overprinted each other)."""
+    view = ring_of(32)
+    svg = view._ring_svg(view.rounds()[0], 260)
+    centres = [(float(x), float(y)) for x, y in re.findall(
+        r"<g class='nbdist-member'.*?<circle cx='([\d.]+)' cy='([\d.]+)'", svg)]
+    assert len(centres) == 32
+    gaps = [np.hypot(a[0] - b[0], a[1] - b[1])
+            for a, b in zip(centres, centres[1:] + centres[:1])]
+    assert min(gaps) >= 2 * 17 + 2
+    links = re.findall(r"<g class='nbdist-link'.*?</g>", svg)
+    assert len(links) == 32 and not any("<text" in g for g in links)
+    assert all("1048576 bytes in 1 chunk" in g for g in links)
