@@ -188,6 +188,11 @@ class CollectiveView(LiveView):
     (``CollectiveExecutor.subscribe_chunks``), or a dict or list of those (such
     as ``nd.notebook.last_cell_results()`` of a ``%%cluster`` cell whose tasks
     each return ``CollectiveView.trace(sess, total)``).
+
+    Up to 8 steps (a ring of up to 5 members) the face draws a ring per step;
+    beyond, a heat map of every link's bandwidth in every step, a row per
+    phase and the slowest links (a ring of 32 takes 62 steps). The slider of
+    the live widget shows one step's ring at any size.
     """
 
     face_class = "nbdist-collective"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from nbdist.notebook.live_view import LiveView, esc, short_task
 
@@ -209,6 +210,8 @@ class PlacementView(LiveView):
     placed them. Only ops named as in ``graph`` (or in graphs added with
     ``add_graph``) and registered after the view was made are shown, unless
     ``follow_all``: then every graph that ran or runs on the cluster is.
+    A job of more than 4 tasks gets one card (its ops per task, op types and
+    largest variables) rather than a card per task.
 
     >>> import nbdist as nd
     >>> g = nd.Graph()
@@ -402,6 +405,13 @@ _CARDS_PER_JOB = 4  # a job of more tasks gets one card for all of them
 _VARIABLES_LISTED = 6  # in a job's card: the largest, the rest counted
 
 
+class _Variable(NamedTuple):
+    name: str
+    shape: tuple
+    dtype: str
+    nbytes: int
+
+
 def _job_of(task: str) -> str:
     return task[5:].split("/", 1)[0] if task.startswith("/job:") else task
 
@@ -444,17 +454,17 @@ def _job_card(job: str, color: str, tasks: dict) -> str:
     per_task = sorted(sum(len(r.ops) for r in rs) for rs in tasks.values())
     ops = sum(per_task)
     variables = sorted(
-        ((f"{short_task(r.task)}/{n}", *v) for r in rows for n, v in r.variables.items()),
-        key=lambda v: (-v[3], v[0]))
+        (_Variable(f"{short_task(r.task)}/{n}", *v) for r in rows
+         for n, v in r.variables.items()), key=lambda v: (-v.nbytes, v.name))
     rest = variables[_VARIABLES_LISTED:]
     more = (f"<div class='muted'>+{len(rest)} more variables, "
-            f"{human_bytes(sum(v[3] for v in rest))}</div>" if rest else "")
+            f"{human_bytes(sum(v.nbytes for v in rest))}</div>" if rest else "")
     nvars = len(variables)
     body = (
         f"<div class='muted'>{ops} op{_s(ops)} on {len(tasks)} tasks "
         f"({per_task[0]}–{per_task[-1]} per task, {len(rows)} device{_s(len(rows))})"
         + (f", {nvars} variable{_s(nvars)} "
-           f"{human_bytes(sum(v[3] for v in variables))}" if nvars else "")
+           f"{human_bytes(sum(v.nbytes for v in variables))}" if nvars else "")
         + f"</div><div>{_type_chips(op for r in rows for op in r.ops.values())}</div>"
         f"{_variables_table(variables[:_VARIABLES_LISTED])}{more}"
     )

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import collections
 import threading
+from typing import NamedTuple
 
 from nbdist.notebook.live_view import STYLE, esc, inline_styles
 
@@ -46,6 +47,13 @@ _NAMED = 3  # the stalest workers named in text and legend when there are many
 _COLORS = ("#0969da", "#bf3989", "#1a7f37", "#9a6700", "#8250df", "#cf222e")
 
 
+class WorkerStaleness(NamedTuple):
+    worker: str
+    gradients: int
+    mean: float
+    most: int
+
+
 def _task_key(name: str):
     job, _, index = name.rpartition(":")
     return (job, int(index) if index.isdigit() else 0)
@@ -54,7 +62,8 @@ def _task_key(name: str):
 class StalenessView:
     """A histogram of asynchronous gradients' staleness (applied at minus
     computed at, in global steps), per worker. ``records`` is ``{worker:
-    [(computed_at, applied_at), ...]}``."""
+    [(computed_at, applied_at), ...]}``. Of more than 8 workers, the face
+    is a heat strip per worker with its mean, and the stalest few named."""
 
     def __init__(self, records: dict | None = None, title: str = ""):
         self.title = title
@@ -138,15 +147,15 @@ class StalenessView:
         ``_ROWS_DRAWN`` workers) rather than a histogram each."""
         return len(self._pairs) > _ROWS_DRAWN
 
-    def means(self) -> list[tuple[str, int, float, int]]:
-        """(worker, gradients, mean staleness, most stale) per worker, the
-        stalest mean first."""
+    def means(self) -> list[WorkerStaleness]:
+        """Each worker's gradients, mean and most staleness, the stalest mean
+        first."""
         out = []
         for w in self.workers:
             st = self.staleness(w)
             if st:
-                out.append((w, len(st), sum(st) / len(st), max(st)))
-        return sorted(out, key=lambda r: (-r[2], _task_key(r[0])))
+                out.append(WorkerStaleness(w, len(st), sum(st) / len(st), max(st)))
+        return sorted(out, key=lambda r: (-r.mean, _task_key(r.worker)))
 
     def _strips_svg(self) -> str:
         """A heat strip per worker on one staleness axis: each cell the share

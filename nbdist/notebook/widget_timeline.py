@@ -5,7 +5,10 @@ tensor sent from one task to another (labelled with the tensor and its
 bytes), a legend and round ticks. Hovering a bar or an arrow shows its op or
 tensor, task, start, duration and bytes (an SVG ``<title>``: no JavaScript).
 Several steps can be kept (``trace(..., steps=5)``, ``update``) and scrubbed
-with a slider in the live widget; the static face shows the current one."""
+with a slider in the live widget; the static face shows the current one.
+A job of more than 8 tasks (32 workers) is drawn as thin strips, a row of
+ops per task under the job's name, and its text as a line per job; lanes
+taller than a screen scroll."""
 
 from __future__ import annotations
 
@@ -218,11 +221,12 @@ class TimelineView(LiveView):
                 lines.append(f"  {t}: {self._ops_line([t])}")
         for job, n in strips.items():  # a line per large job
             of = [t for t in tasks if _job(t) == job]
-            busy = sorted((sum(s.end_us - s.start_us for s in self.spans
-                               if s.task == t), t) for t in of)
+            busy = {t: sum(s.end_us - s.start_us for s in self.spans if s.task == t)
+                    for t in of}
+            most = max(of, key=busy.get)
             lines.append(f"  {job} ×{n}: {self._ops_line(of)}; per task busy "
-                         f"{busy[0][0] / 1000:.1f}–{busy[-1][0] / 1000:.1f} ms "
-                         f"(most: {busy[-1][1]})")
+                         f"{min(busy.values()) / 1000:.1f}–{busy[most] / 1000:.1f} ms "
+                         f"(most: {most})")
         if strips:  # the transfers per pair of a task or a large job
             ends = collections.defaultdict(list)
             for tr in self.transfers:
