@@ -383,7 +383,8 @@ def _parse_sequences(serialized, context_features, sequence_features, name,
             missing = convert_to_tensor(
                 np.array([bool(d[4].allow_missing) for d in fl_dense], np.bool_),
                 name="feature_list_dense_missing_assumed_empty")
-        attrs = {"Ncontext_sparse": len(sparse), "Tcontext_dense": [d[1] for d in dense],
+        attrs = {"Ncontext_sparse": len(sparse),
+                 "Tcontext_dense": [d[1] for d in dense],
                  "context_sparse_types": [t for _, t in sparse],
                  "context_ragged_value_types": [], "context_ragged_split_types": [],
                  "context_dense_shapes": _dense_shapes(dense),

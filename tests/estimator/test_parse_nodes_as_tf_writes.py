@@ -125,7 +125,8 @@ def test_parse_single_example_is_parse_example_v2_of_a_scalar():
             "b": nd.io.VarLenFeature(nd.int64)})
         with nd.Session() as sess:
             a, b = sess.run([out["a"], out["b"]],
-                            {s: _example(floats=[("a", [1.5, 2.5])], ints=[("b", [7])])})
+                            {s: _example(floats=[("a", [1.5, 2.5])],
+                                         ints=[("b", [7])])})
     node = _node(g.as_graph_def(), "ParseExampleV2")
     assert node.input[0] == "s" and len(node.input) == 6
     assert _const(g.as_graph_def(), node.input[5]).shape == (0,)
