@@ -86,7 +86,8 @@ class SparseFeature(collections.namedtuple(
 # -- op definitions -----------------------------------------------------------
 # TF's own ops, as TF 2.x writes them (so a GraphDef or SavedModel moves both
 # ways): the feature keys are string inputs, a FixedLenSequenceFeature is a
-# dense shape with a leading -1, ragged features are not supported.
+# dense shape with a leading -1, ragged features are not supported. TF's first
+# versions (ParseExample, ParseSingleExample, ParseSingleSequenceExample) below.
 _PARSE_ATTRS = {"Tdense": ("list(type)", []), "num_sparse": ("int", 0),
                 "sparse_types": ("list(type)", []),
                 "ragged_value_types": ("list(type)", []),
@@ -168,6 +169,47 @@ register_op("ParseExampleV2", _parse_infer, attrs=_PARSE_ATTRS,
             min_inputs=_PARSE_KEY_INPUTS)
 register_op("ParseSequenceExampleV2", _parse_sequence_infer, attrs=_SEQ_ATTRS,
             min_inputs=_SEQ_KEY_INPUTS)
+
+
+# TF's first versions, which TF 1.x graphs hold: imported and run, not built.
+def _parse_v1_infer(c):
+    return _parsed_outputs(_serialized_batch(c), c.attr("Nsparse"),
+                           c.attr("sparse_types"), c.attr("Tdense"),
+                           c.attr("dense_shapes"))
+
+
+def _parse_single_v1_infer(c):
+    return _parsed_outputs([], c.attr("num_sparse"), c.attr("sparse_types"),
+                           c.attr("Tdense"), c.attr("dense_shapes"))
+
+
+def _parse_single_sequence_v1_infer(c):
+    return (_parsed_outputs([], c.attr("Ncontext_sparse"),
+                            c.attr("context_sparse_types"), c.attr("Tcontext_dense"),
+                            c.attr("context_dense_shapes"))
+            + _parsed_outputs([None], c.attr("Nfeature_list_sparse"),
+                              c.attr("feature_list_sparse_types"),
+                              c.attr("feature_list_dense_types"),
+                              c.attr("feature_list_dense_shapes")))
+
+
+register_op("ParseExample", _parse_v1_infer, min_inputs=2, attrs={
+    "Nsparse": ("int", 0), "Ndense": ("int", 0), "sparse_types": ("list(type)", []),
+    "Tdense": ("list(type)", []), "dense_shapes": ("list(shape)", [])})
+register_op("ParseSingleExample", _parse_single_v1_infer, min_inputs=1, attrs={
+    "num_sparse": ("int", 0), "sparse_keys": ("list(string)", []),
+    "dense_keys": ("list(string)", []), "sparse_types": ("list(type)", []),
+    "Tdense": ("list(type)", []), "dense_shapes": ("list(shape)", [])})
+register_op("ParseSingleSequenceExample", _parse_single_sequence_v1_infer,
+            min_inputs=3, attrs={
+                "Ncontext_sparse": ("int", 0), "Ncontext_dense": ("int", 0),
+                "Nfeature_list_sparse": ("int", 0), "Nfeature_list_dense": ("int", 0),
+                "context_sparse_types": ("list(type)", []),
+                "Tcontext_dense": ("list(type)", []),
+                "feature_list_dense_types": ("list(type)", []),
+                "context_dense_shapes": ("list(shape)", []),
+                "feature_list_sparse_types": ("list(type)", []),
+                "feature_list_dense_shapes": ("list(shape)", [])})
 
 
 def _check_dtype(key, dtype):

@@ -19,6 +19,11 @@ and ``parse_sequence_example`` in a ``tf.Graph``, ``as_graph_def()``):
   feature-list sparse/dense/ragged keys, the bool vector
   ``feature_list_dense_missing_assumed_empty`` and the context defaults.
 
+- TF 1.x graphs hold the first versions: ``ParseExample`` (each key a scalar
+  string input; attrs ``Nsparse``, ``Ndense``, ``sparse_types``, ``Tdense``,
+  ``dense_shapes``) and ``ParseSingleExample`` (keys in attrs); nbdist imports
+  and runs them.
+
 The checker ``scripts/check_tf_serves_canned.py`` shows TF 2.21 serving such a
 SavedModel with nbdist's predictions.
 """
@@ -170,3 +175,62 @@ def test_parse_sequence_example_writes_parse_sequence_example_v2_as_tf():
     assert [_dims(x) for x in node.attr["feature_list_dense_shapes"].list.shape] == [
         []]
     assert [_dims(x) for x in node.attr["context_dense_shapes"].list.shape] == [[]]
+
+
+def _graph_def(*nodes):
+    """A GraphDef of (name, op, inputs, attrs) nodes, attrs as Python values."""
+    from nbdist.framework.node_def import python_to_attr_value
+    from nbdist.proto import graph_pb2
+
+    gd = graph_pb2.GraphDef()
+    for name, op, inputs, attrs in nodes:
+        node = gd.node.add(name=name, op=op, input=inputs)
+        for k, (v, kind) in attrs.items():
+            node.attr[k].CopyFrom(python_to_attr_value(v, kind))
+    return gd
+
+
+def _const_node(name, value, dtype):
+    value = np.asarray(value, dtype=object if dtype is nd.string else
+                       dtype.as_numpy_dtype)
+    return (name, "Const", [], {"value": (value, "tensor"), "dtype": (dtype, "type")})
+
+
+def test_tf1_parse_example_and_parse_single_example_nodes_import_and_run():
+    # As TF 1.x writes them: ParseExample takes each key as a scalar string
+    # input (attrs Nsparse, Ndense, sparse_types, Tdense, dense_shapes);
+    # ParseSingleExample has the keys in attrs. TF 2.21 runs this graph to
+    # the values asserted below.
+    string = (nd.string, "type")
+    gd = _graph_def(
+        ("s", "Placeholder", [], {"dtype": string}),
+        ("s1", "Placeholder", [], {"dtype": string}),
+        _const_node("names", [], nd.string), _const_node("kb", b"b", nd.string),
+        _const_node("ka", b"a", nd.string), _const_node("kd", b"d", nd.string),
+        _const_node("da", [1.0, 2.0], nd.float32), _const_node("dd", 0, nd.int64),
+        _const_node("none", np.zeros([0], np.float32), nd.float32),
+        ("v1", "ParseExample", ["s", "names", "kb", "ka", "kd", "da", "dd"], {
+            "Nsparse": (1, "int"), "Ndense": (2, "int"),
+            "sparse_types": ([nd.int64], "list(type)"),
+            "Tdense": ([nd.float32, nd.int64], "list(type)"),
+            "dense_shapes": ([nd.TensorShape([2]), nd.TensorShape([None])],
+                             "list(shape)")}),
+        ("single", "ParseSingleExample", ["s1", "none"], {
+            "num_sparse": (1, "int"), "sparse_keys": (["b"], "list(string)"),
+            "dense_keys": (["a"], "list(string)"),
+            "sparse_types": ([nd.int64], "list(type)"),
+            "Tdense": ([nd.float32], "list(type)"),
+            "dense_shapes": ([nd.TensorShape([2])], "list(shape)")}))
+    g = nd.Graph()
+    with g.as_default():
+        nd.import_graph_def(gd, name="")
+        with nd.Session(graph=g) as sess:
+            got = sess.run(["v1:0", "v1:1", "v1:2", "v1:3", "v1:4"], {"s:0": [
+                _example(ints=[("b", [5, 6]), ("d", [1, 2, 3])]),
+                _example(floats=[("a", [3.0, 4.0])])]})
+            one = sess.run(["single:0", "single:1", "single:3"], {
+                "s1:0": _example(floats=[("a", [1.5, 2.5])], ints=[("b", [7])])})
+    assert [v.tolist() for v in got] == [[[0, 0], [0, 1]], [5, 6], [2, 2],
+                                         [[1.0, 2.0], [3.0, 4.0]],
+                                         [[1, 2, 3], [0, 0, 0]]]
+    assert [v.tolist() for v in one] == [[[0]], [7], [1.5, 2.5]]

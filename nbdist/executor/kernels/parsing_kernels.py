@@ -195,14 +195,52 @@ def parse_example_kernel(node):
 
     def compute(step, serialized, names, sparse_keys, dense_keys, ragged_keys,
                 *defaults):
-        serialized = np.asarray(serialized, dtype=object)
         sparse = list(zip(_keys(node.name, sparse_keys, a["num_sparse"],
                                 "sparse_keys"), sparse_types))
         keys = _keys(node.name, dense_keys, len(dense), "dense_keys")
-        maps = _examples(node.name, serialized.reshape(-1))
-        return _outputs(_parse_features(
-            node.name, maps, serialized.ndim == 0, sparse,
-            [(k, *spec) for k, spec in zip(keys, dense)], defaults))
+        return _parse_serialized(node.name, serialized, sparse,
+                                 [(k, *spec) for k, spec in zip(keys, dense)],
+                                 defaults)
+
+    return compute
+
+
+def _parse_serialized(node, serialized, sparse, dense, defaults):
+    serialized = np.asarray(serialized, dtype=object)
+    maps = _examples(node, serialized.reshape(-1))
+    return _outputs(_parse_features(node, maps, serialized.ndim == 0, sparse, dense,
+                                    defaults))
+
+
+@register_kernel("ParseExample")
+def parse_example_v1_kernel(node):
+    """TF's first ``ParseExample`` (what TF 1.x graphs hold): a batch, each key
+    a scalar string input of its own."""
+    a = node.attrs
+    ns, nd = a["Nsparse"], a["Ndense"]
+    dense = _dense_specs(a["Tdense"], a["dense_shapes"])
+
+    def compute(step, serialized, names, *rest):
+        keys = [_keys(node.name, k, 1, "a key")[0] for k in rest[:ns + nd]]
+        return _parse_serialized(
+            node.name, np.asarray(serialized, dtype=object).reshape(-1),
+            list(zip(keys[:ns], a["sparse_types"])),
+            [(k, *spec) for k, spec in zip(keys[ns:], dense)], rest[ns + nd:])
+
+    return compute
+
+
+@register_kernel("ParseSingleExample")
+def parse_single_example_kernel(node):
+    """TF's ``ParseSingleExample``: one Example, the keys in attrs."""
+    a = node.attrs
+    sparse = list(zip(a["sparse_keys"], a["sparse_types"]))
+    dense = [(k, *spec) for k, spec in zip(
+        a["dense_keys"], _dense_specs(a["Tdense"], a["dense_shapes"]))]
+
+    def compute(step, serialized, *defaults):
+        return _parse_serialized(node.name, np.asarray(serialized, dtype=object)
+                                 .reshape(()), sparse, dense, defaults)
 
     return compute
 
@@ -265,51 +303,88 @@ def parse_sequence_example_kernel(node):
                      a["feature_list_ragged_value_types"],
                      a["feature_list_ragged_split_types"])
     dense = _dense_specs(a["Tcontext_dense"], a["context_dense_shapes"])
-    fl_dense_types = a["feature_list_dense_types"]
-    fl_dense_shapes = [s.as_list() for s in a["feature_list_dense_shapes"]]
 
     def compute(step, serialized, debug_name, c_sparse_keys, c_dense_keys,
                 c_ragged_keys, fl_sparse_keys, fl_dense_keys, fl_ragged_keys,
                 missing_assumed_empty, *defaults):
-        serialized = np.asarray(serialized, dtype=object)
-        single = serialized.ndim == 0
-        sparse = list(zip(_keys(node.name, c_sparse_keys, a["Ncontext_sparse"],
-                                "context_sparse_keys"), a["context_sparse_types"]))
         keys = _keys(node.name, c_dense_keys, len(dense), "context_dense_keys")
-        fl_sparse = list(zip(_keys(node.name, fl_sparse_keys,
-                                   a["Nfeature_list_sparse"],
-                                   "feature_list_sparse_keys"),
-                             a["feature_list_sparse_types"]))
         fl_keys = _keys(node.name, fl_dense_keys, a["Nfeature_list_dense"],
                         "feature_list_dense_keys")
         allow_missing = np.asarray(missing_assumed_empty, bool).reshape(-1)
-        examples = _sequence_examples(node.name, serialized.reshape(-1))
-        outs = _parse_features(node.name, [ex.context.feature for ex in examples],
-                               single, sparse,
-                               [(k, *spec) for k, spec in zip(keys, dense)],
-                               defaults)
-        steps = [_sequence_steps(ex.feature_lists.feature_list,
-                                 [k for k, _ in fl_sparse] + fl_keys)
-                 for ex in examples]
-        parts = [[_sparse(node.name, k, t, st[k], False) for st in steps]
-                 for k, t in fl_sparse]
-        parts = [p[0] if single else _batch_sparse(p, t)
-                 for p, (_, t) in zip(parts, fl_sparse)]
-        outs += [p[0] for p in parts] + [p[1] for p in parts] + [p[2] for p in parts]
-        lengths = []
-        for i, (key, dtype, shape) in enumerate(zip(fl_keys, fl_dense_types,
-                                                     fl_dense_shapes)):
-            if not (i < allow_missing.size and allow_missing[i]) and any(
-                    key not in ex.feature_lists.feature_list for ex in examples):
-                raise _missing_list(node.name, key)
-            out, n = _batch_dense([_dense(node.name, key, dtype, shape,
-                                          np.zeros([0]), st[key], False)
-                                   for st in steps], dtype, shape)
-            outs.append(out[0] if single else out)
-            lengths.append(n[0] if single else n)
+        outs, lengths = _parse_sequences(
+            node, serialized,
+            list(zip(_keys(node.name, c_sparse_keys, a["Ncontext_sparse"],
+                           "context_sparse_keys"), a["context_sparse_types"])),
+            [(k, *spec) for k, spec in zip(keys, dense)],
+            list(zip(_keys(node.name, fl_sparse_keys, a["Nfeature_list_sparse"],
+                           "feature_list_sparse_keys"),
+                     a["feature_list_sparse_types"])),
+            fl_keys, [i < allow_missing.size and bool(allow_missing[i])
+                      for i in range(len(fl_keys))], defaults)
         return _outputs(outs + lengths)
 
     return compute
+
+
+@register_kernel("ParseSingleSequenceExample")
+def parse_single_sequence_example_kernel(node):
+    """TF's first ``ParseSingleSequenceExample`` (TF 1.x graphs): each key a
+    scalar string input, ``feature_list_dense_missing_assumed_empty`` the keys
+    of the feature lists that may be missing; no lengths."""
+    a = node.attrs
+    counts = [a["Ncontext_sparse"], a["Ncontext_dense"], a["Nfeature_list_sparse"],
+              a["Nfeature_list_dense"]]
+    dense = _dense_specs(a["Tcontext_dense"], a["context_dense_shapes"])
+
+    def compute(step, serialized, missing_assumed_empty, *rest):
+        keys = [_keys(node.name, k, 1, "a key")[0] for k in rest[:sum(counts)]]
+        cs, cd, fs, fd = (keys[sum(counts[:i]):sum(counts[:i + 1])]
+                          for i in range(4))
+        may_miss = set(_keys(node.name, missing_assumed_empty,
+                             np.size(missing_assumed_empty), "missing keys"))
+        outs, _ = _parse_sequences(
+            node, np.asarray(serialized, dtype=object).reshape(()),
+            list(zip(cs, a["context_sparse_types"])),
+            [(k, *spec) for k, spec in zip(cd, dense)],
+            list(zip(fs, a["feature_list_sparse_types"])), fd,
+            [k in may_miss for k in fd], rest[sum(counts):sum(counts) + len(cd)])
+        return _outputs(outs)
+
+    return compute
+
+
+def _parse_sequences(node, serialized, sparse, dense, fl_sparse, fl_keys,
+                     allow_missing, defaults):
+    """The outputs of a sequence parse op but the lengths, and the lengths:
+    context as ``_parse_features``, then the feature lists' sparse triples and
+    dense values of ``node.attrs``' types and shapes."""
+    a = node.attrs
+    serialized = np.asarray(serialized, dtype=object)
+    single = serialized.ndim == 0
+    examples = _sequence_examples(node.name, serialized.reshape(-1))
+    outs = _parse_features(node.name, [ex.context.feature for ex in examples],
+                           single, sparse, dense, defaults)
+    steps = [_sequence_steps(ex.feature_lists.feature_list,
+                             [k for k, _ in fl_sparse] + fl_keys)
+             for ex in examples]
+    parts = [[_sparse(node.name, k, t, st[k], False) for st in steps]
+             for k, t in fl_sparse]
+    parts = [p[0] if single else _batch_sparse(p, t)
+             for p, (_, t) in zip(parts, fl_sparse)]
+    outs += [p[0] for p in parts] + [p[1] for p in parts] + [p[2] for p in parts]
+    lengths = []
+    for key, dtype, shape, may_miss in zip(
+            fl_keys, a["feature_list_dense_types"],
+            [s.as_list() for s in a["feature_list_dense_shapes"]], allow_missing):
+        if not may_miss and any(key not in ex.feature_lists.feature_list
+                                for ex in examples):
+            raise _missing_list(node.name, key)
+        out, n = _batch_dense([_dense(node.name, key, dtype, shape, np.zeros([0]),
+                                      st[key], False) for st in steps],
+                              dtype, shape)
+        outs.append(out[0] if single else out)
+        lengths.append(n[0] if single else n)
+    return outs, lengths
 
 
 @register_kernel("DecodeRaw")
