@@ -21,8 +21,8 @@ and ``parse_sequence_example`` in a ``tf.Graph``, ``as_graph_def()``):
 
 - TF 1.x graphs hold the first versions: ``ParseExample`` (each key a scalar
   string input; attrs ``Nsparse``, ``Ndense``, ``sparse_types``, ``Tdense``,
-  ``dense_shapes``) and ``ParseSingleExample`` (keys in attrs); nbdist imports
-  and runs them.
+  ``dense_shapes``), ``ParseSingleExample`` (keys in attrs) and
+  ``ParseSingleSequenceExample``; nbdist imports and runs them.
 
 The checker ``scripts/check_tf_serves_canned.py`` shows TF 2.21 serving such a
 SavedModel with nbdist's predictions.
@@ -234,3 +234,41 @@ def test_tf1_parse_example_and_parse_single_example_nodes_import_and_run():
                                          [[1.0, 2.0], [3.0, 4.0]],
                                          [[1, 2, 3], [0, 0, 0]]]
     assert [v.tolist() for v in one] == [[[0]], [7], [1.5, 2.5]]
+
+
+def test_tf1_parse_single_sequence_example_node_imports_and_runs():
+    # TF 1.x's ParseSingleSequenceExample: inputs serialized, the keys of the
+    # feature lists that may be missing, each key a scalar string, the context
+    # defaults, debug_name; outputs without lengths. TF 2.21 runs this graph to
+    # the values asserted below.
+    fl = {"x": nd.train.FeatureList(feature=[nd.train.Feature(
+              float_list=nd.train.FloatList(value=[v])) for v in (1.0, 2.0)]),
+          "y": nd.train.FeatureList(feature=[nd.train.Feature(
+              int64_list=nd.train.Int64List(value=v)) for v in ([4, 5], [6])])}
+    serialized = nd.train.SequenceExample(feature_lists=nd.train.FeatureLists(
+        feature_list=fl)).SerializeToString()
+    types = ("list(type)", "list(shape)")
+    gd = _graph_def(
+        ("s1", "Placeholder", [], {"dtype": (nd.string, "type")}),
+        _const_node("may_miss", np.zeros([0], object), nd.string),
+        _const_node("kc", b"c", nd.string), _const_node("ky", b"y", nd.string),
+        _const_node("kx", b"x", nd.string), _const_node("dc", 9.0, nd.float32),
+        _const_node("debug", b"", nd.string),
+        ("seq", "ParseSingleSequenceExample",
+         ["s1", "may_miss", "kc", "ky", "kx", "dc", "debug"], {
+             "Ncontext_sparse": (0, "int"), "Ncontext_dense": (1, "int"),
+             "Nfeature_list_sparse": (1, "int"), "Nfeature_list_dense": (1, "int"),
+             "context_sparse_types": ([], types[0]),
+             "Tcontext_dense": ([nd.float32], types[0]),
+             "feature_list_dense_types": ([nd.float32], types[0]),
+             "context_dense_shapes": ([nd.TensorShape([])], types[1]),
+             "feature_list_sparse_types": ([nd.int64], types[0]),
+             "feature_list_dense_shapes": ([nd.TensorShape([])], types[1])}))
+    g = nd.Graph()
+    with g.as_default():
+        nd.import_graph_def(gd, name="")
+        with nd.Session(graph=g) as sess:
+            got = sess.run([f"seq:{i}" for i in range(5)], {"s1:0": serialized})
+    # context c (its default), then y's indices, values, shape, then x.
+    assert [np.asarray(v).tolist() for v in got] == [
+        9.0, [[0, 0], [0, 1], [1, 0]], [4, 5, 6], [2, 2], [1.0, 2.0]]
