@@ -7,17 +7,20 @@ step it cuts fails with ``UnavailableError`` naming the peer."""
 
 from __future__ import annotations
 
+import collections
 import threading
 
 import numpy as np
 import pytest
 from helpers import ServerProcess, cluster_string, local_cluster, wait_for
 from test_samehost import _mlp, _train
+from test_samehost_tls import _key_and_cert, _ps_worker_graph
 
 import nbdist as nd
 from nbdist import errors
-from nbdist.runtime.grpc import stream_path
-from nbdist.runtime.grpc.stream_frames import decode_frame, encode_frame
+from nbdist.runtime.grpc.auth import TlsConfig
+from nbdist.runtime.grpc.rpc import Rpc
+from nbdist.runtime.transports import ChannelBroken
 
 PS, WORKER = "/job:ps/replica:0/task:0", "/job:worker/replica:0/task:0"
 
@@ -28,10 +31,18 @@ def single_port(monkeypatch):
     monkeypatch.setenv("NBDIST_PEER_TCP", "0")
 
 
+@pytest.fixture(scope="module")
+def tls():
+    pytest.importorskip("cryptography")
+    _, ca, ca_key, ca_name = _key_and_cert("nbdist test CA", is_ca=True)
+    key, cert, _, _ = _key_and_cert("localhost", (ca_key, ca_name))
+    return TlsConfig(cert=cert, key=key, ca=ca)
+
+
 def _stream_calls(server) -> dict:
     """The server's calls to its peers over streams, by (peer, op)."""
     for peers in server._router.path_peers:
-        if isinstance(peers, stream_path.StreamPeers):
+        if type(peers).__name__ == "StreamPeers":
             return dict(peers.calls)
     return {}
 
@@ -97,6 +108,8 @@ def test_strings_and_odd_shapes_cross_a_stream_intact(servers, single_port, grap
 
 
 def test_a_malformed_frame_is_refused_not_decoded():
+    from nbdist.runtime.grpc.stream_frames import decode_frame, encode_frame
+
     frame = encode_frame({"op": "recv"}, [("x", np.arange(4, dtype=np.float32))])
     with pytest.raises(ValueError, match="does not fit"):
         decode_frame(frame[:-1], 1 << 20)
@@ -168,3 +181,29 @@ def _error_of(fn):
     except errors.OpError as e:
         return e
     return None
+
+
+def test_under_tls_and_a_token_steps_take_the_stream(servers, single_port, tls):
+    """The streams ride the tasks' TLS channels (no peer path of its own port
+    with TLS) and carry the token; a caller without it opens no stream."""
+    from nbdist.runtime.grpc import stream_path
+
+    cluster = local_cluster(worker=1, ps=1)
+    worker = servers(cluster, "worker", 0, tls=tls, token="s3cret")
+    servers(cluster, "ps", 0, tls=tls, token="s3cret")
+    values = np.arange(1000, dtype=np.float32)
+    g, init, doubled = _ps_worker_graph(values)
+    with g.as_default(), nd.Session(worker.target) as sess:
+        sess.run(init)
+        got = [sess.run(doubled) for _ in range(3)]
+    for i, v in enumerate(got):  # the oracle: the counter after i + 1 bumps
+        np.testing.assert_array_equal(v, (values + i + 1) * 2.0)
+    calls = _stream_calls(worker)
+    assert calls[(PS, "run")] >= 3 and calls[(PS, "recv")] >= 3
+    for token in (None, "wrong"):
+        rpc = Rpc(PS, worker.cluster_spec.task_address("ps", 0), token, tls)
+        try:
+            with pytest.raises(ChannelBroken, match="UNAUTHENTICATED|PERMISSION"):
+                stream_path.StreamChannel(PS, rpc, collections.Counter()).open()
+        finally:
+            rpc.close()

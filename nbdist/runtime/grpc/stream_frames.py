@@ -75,7 +75,7 @@ def decode_frame(frame: bytes, max_tensor_bytes: int) -> tuple[dict, list]:
         raise ValueError("frame shorter than its header")
     header = _decode_header(frame[_PREFIX.size:offset].decode())
     if not isinstance(header, dict):
-        raise ValueError("frame header is not an object")
+        raise ValueError("frame header is not an object")  # noqa: TRY004 - malformed
     tensors = []
     for entry in header.get("t", ()):
         name, dtype_name, shape, nbytes = entry

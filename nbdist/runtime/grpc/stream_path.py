@@ -76,7 +76,11 @@ class _Stream:
     def __init__(self, rpc):
         self._requests: queue.SimpleQueue = queue.SimpleQueue()
         method = rpc.channel.stream_stream(STREAM_METHOD)
-        self._call = method(iter(self._requests.get, _END), metadata=rpc.metadata)
+        # Waits for the channel to (re)connect, as a unary call's retries do
+        # ("localhost" may be tried on ::1 first; a restarted peer takes a
+        # moment): the hello's timeout bounds it.
+        self._call = method(iter(self._requests.get, _END), metadata=rpc.metadata,
+                            wait_for_ready=True)
 
     def send(self, frame: bytes) -> None:
         self._requests.put(frame)

@@ -16,8 +16,9 @@ import logging
 import threading
 from concurrent import futures
 
-import grpc
 from google.protobuf import message
+
+import grpc
 from nbdist import errors
 from nbdist.runtime.grpc.stream_frames import (
     STREAM_CALL,
