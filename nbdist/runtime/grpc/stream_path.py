@@ -73,14 +73,14 @@ class _Unserved(ChannelBroken):
 class _Stream:
     """One open stream: one request, then its answer, at a time."""
 
-    def __init__(self, rpc):
+    def __init__(self, rpc, wait: bool):
+        """``wait``: for the channel to connect (a first stream, opened in
+        the background: "localhost" may be tried on ::1 first, a restarted
+        peer takes a moment), else fail at once (a step's call)."""
         self._requests: queue.SimpleQueue = queue.SimpleQueue()
         method = rpc.channel.stream_stream(STREAM_METHOD)
-        # Waits for the channel to (re)connect, as a unary call's retries do
-        # ("localhost" may be tried on ::1 first; a restarted peer takes a
-        # moment): the hello's timeout bounds it.
         self._call = method(iter(self._requests.get, _END), metadata=rpc.metadata,
-                            wait_for_ready=True)
+                            wait_for_ready=wait)
 
     def send(self, frame: bytes) -> None:
         self._requests.put(frame)
@@ -109,11 +109,12 @@ class StreamChannel:
         self._lock = threading.Lock()
         self._closed = False
         self.incarnation = None
+        self.who = rpc.who  # "Task /job:ps/replica:0/task:0 at 127.0.0.1:2222"
 
-    def connect(self) -> _Stream:
+    def connect(self, wait: bool = False) -> _Stream:
         """A new stream whose server said hello as ``task``; ChannelBroken if
         it does not (``_Unserved``: it refused the stream)."""
-        stream = _Stream(self._rpc)
+        stream = _Stream(self._rpc, wait)
         try:
             stream.send(encode_frame({"op": "hello"}))
             header, _ = decode_frame(_within(stream, HELLO_TIMEOUT_S), 1 << 20)
@@ -131,8 +132,9 @@ class StreamChannel:
         return stream
 
     def open(self) -> None:
-        """Opens one stream now: ChannelBroken when the peer serves none."""
-        stream = self.connect()
+        """Opens one stream (waiting for the channel to connect): ChannelBroken
+        when the peer serves none."""
+        stream = self.connect(wait=True)
         with self._lock:
             self._idle.append(stream)
 
@@ -205,19 +207,24 @@ def _within(stream: _Stream, timeout_s: float) -> bytes:
     return got[0]
 
 
-def went_away(task: str, what: str, e: ChannelBroken) -> errors.OpError:
+def went_away(ch: StreamChannel, what: str, e: ChannelBroken) -> errors.OpError:
     return errors.UnavailableError(
-        None, None, f"{task} went away during {what} (gRPC stream: {e})")
+        None, None, f"{ch.who} is unavailable: its stream broke during {what} "
+        f"({e})")
 
 
 class StreamStepPath:
     """A peer's way over its streams (``router.StepPath``): None while the
-    peer is not reachable this way (its calls stay unary)."""
+    peer is not reachable this way (its calls stay unary). The first stream
+    is opened in the background (a step never waits for a peer's channel to
+    connect here: its calls go unary meanwhile)."""
 
     def __init__(self, task: str, make_channel):
         self.task_name = task
         self._make_channel = make_channel
         self._channel: StreamChannel | None = None
+        self._opening = False
+        self._closed = False
         self._unreachable_until = 0.0
         self._lock = threading.Lock()
 
@@ -226,21 +233,30 @@ class StreamStepPath:
         if ch is not None:
             return ch
         with self._lock:
-            if self._channel is not None:
-                return self._channel
-            if time.monotonic() < self._unreachable_until:
-                return None
+            if self._channel is None and not self._opening and not self._closed \
+                    and time.monotonic() >= self._unreachable_until:
+                self._opening = True
+                threading.Thread(target=self._open, daemon=True,
+                                 name="nbdist-stream-open").start()
+            return self._channel
+
+    def _open(self) -> None:
+        retry_s, ch = 0.0, None
+        try:
             ch = self._make_channel()
-            try:
-                ch.open()
-            except _Unserved:
-                self._unreachable_until = time.monotonic() + RETRY_UNSERVED_S
-                return None
-            except ChannelBroken:
-                self._unreachable_until = time.monotonic() + RETRY_CONNECT_S
-                return None
-            self._channel = ch
-            return ch
+            ch.open()
+        except _Unserved:
+            retry_s, ch = RETRY_UNSERVED_S, None
+        except Exception:  # noqa: BLE001 - not reachable this way: unary meanwhile
+            retry_s, ch = RETRY_CONNECT_S, None
+        with self._lock:
+            self._opening = False
+            self._unreachable_until = time.monotonic() + retry_s
+            closed = self._closed
+            if not closed:
+                self._channel = ch
+        if closed and ch is not None:
+            ch.close()
 
     def forget(self) -> None:
         """Drops a broken channel: the next call opens a new stream."""
@@ -249,7 +265,10 @@ class StreamStepPath:
         if ch is not None:
             ch.close()
 
-    close = forget
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+        self.forget()
 
     def start_run_graph(self, session_handle, graph_handle, step_id, feeds,
                         fetch_keys, trace=False, timeout_s=None, op_timeout_s=None):
@@ -274,7 +293,7 @@ class StreamStepPath:
                 reply, tensors = ch.receive(sent)
             except ChannelBroken as e:  # it may have run: not again
                 self.forget()
-                raise went_away(self.task_name, "RunGraph", e) from None
+                raise went_away(ch, "RunGraph", e) from None
             stats = [tuple(s) for s in reply["stats"]] if reply.get("stats") else None
             return dict(tensors), stats
 
@@ -350,8 +369,7 @@ class StreamTransport:
         except ChannelBroken as e:
             path.forget()
             if e.sent:  # the peer may have handed the tensor over: do not wait
-                raise went_away(src_task, f"RecvTensor for {key.split(';')[3]}",
-                                e) from None
+                raise went_away(ch, f"RecvTensor for {key.split(';')[3]}", e) from None
             return None
 
     def pushes_collectives(self, task: str) -> bool:
