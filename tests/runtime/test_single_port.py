@@ -19,7 +19,7 @@ from test_samehost_tls import _key_and_cert, _ps_worker_graph
 import nbdist as nd
 from nbdist import errors
 from nbdist.runtime.grpc.auth import TlsConfig
-from nbdist.runtime.grpc.rpc import Rpc
+from nbdist.runtime.grpc.client import GrpcWorkerClient
 from nbdist.runtime.transports import ChannelBroken
 
 PS, WORKER = "/job:ps/replica:0/task:0", "/job:worker/replica:0/task:0"
@@ -118,6 +118,26 @@ def test_strings_and_odd_shapes_cross_a_stream_intact(servers, single_port, grap
     assert got[0].tolist() == [b"single", b"port", b"\x00\xff"]
     assert got[1].shape == (0, 3) and got[1].dtype == np.float64
     assert got[2] == 7 and got[3].tolist() == [True, False]
+    assert _stream_calls(worker).get((PS, "recv"), 0) >= 1
+
+
+def test_a_large_answer_is_parked_and_pulled_in_chunks(servers, single_port, graph):
+    """A tensor of 1 MiB or more is not one huge stream message (gRPC moves
+    those at a fraction of the rate of RecvTensor's chunks): the answer names
+    it, the client pulls it; byte for byte."""
+    cluster = local_cluster(ps=1, worker=1)
+    servers(cluster, "ps", 0)
+    worker = servers(cluster, "worker", 0)
+    _open_streams(worker, PS)
+    n = 1 << 20  # 4 MiB of int32
+    with nd.device("/job:ps/task:0"):
+        big = nd.range(0, n, dtype=nd.int32) * 40503 + 17
+    with nd.device("/job:worker/task:0"):
+        total = nd.identity(big)
+    with nd.Session(worker.target) as s:
+        got = s.run(total)
+    expected = np.arange(n, dtype=np.int32) * np.int32(40503) + np.int32(17)
+    np.testing.assert_array_equal(got, expected)
     assert _stream_calls(worker).get((PS, "recv"), 0) >= 1
 
 
@@ -221,9 +241,10 @@ def test_under_tls_and_a_token_steps_take_the_stream(servers, single_port, tls):
     calls = _stream_calls(worker)
     assert calls[(PS, "run")] >= 3 and calls[(PS, "recv")] >= 3
     for token in (None, "wrong"):
-        rpc = Rpc(PS, worker.cluster_spec.task_address("ps", 0), token, tls)
+        client = GrpcWorkerClient(PS, worker.cluster_spec.task_address("ps", 0),
+                                  token=token, tls=tls)
         try:
             with pytest.raises(ChannelBroken, match="UNAUTHENTICATED|PERMISSION"):
-                stream_path.StreamChannel(PS, rpc, collections.Counter()).open()
+                stream_path.StreamChannel(PS, client, collections.Counter()).open()
         finally:
-            rpc.close()
+            client.close()

@@ -306,7 +306,7 @@ class GrpcServer(Server):
                               lookup=self._look_up) for p in self._paths]
         if stream_path.enabled():  # the gRPC port's own path, tried last
             path_peers.append(stream_path.StreamPeers(
-                lambda task: self._router.client(task).rpc))
+                lambda task: self._router.client(task)))
         self._router = PeerRouter(self.task_name, self._peers.client, path_peers)
         transport = self._router.tensor_transport(GrpcTensorTransport(self._router.client))
         # The tasks of a session's propagated cluster, reached by address.

@@ -5,7 +5,11 @@ gRPC carries the frames as plain bytes (identity serializers), so a tensor is
 never encoded into a ``TensorProto``: numeric tensors travel as their buffer
 and are copied once, out of the received message into a fresh writable array;
 string tensors travel as ``TensorProto`` bytes. A header names each tensor as
-``[name, dtype, shape, nbytes]`` (dtype ``"proto"`` for a ``TensorProto``).
+``[name, dtype, shape, nbytes]`` (dtype ``"proto"`` for a ``TensorProto``). A
+server's answer parks a large tensor (``coding.parkable``: one huge gRPC
+message moves at a fraction of the rate of RecvTensor's chunks) and names it
+``[name, "ref", shape, 0, key, step id, dtype]``, decoded as a
+``coding.TensorRef`` for the client to pull.
 
 >>> import numpy as np
 >>> frame = encode_frame({"op": "recv"}, [("x", np.arange(3.0))])
@@ -25,6 +29,7 @@ import numpy as np
 from nbdist import errors
 from nbdist.framework import tensor_util
 from nbdist.proto import tensor_pb2
+from nbdist.runtime.grpc.coding import TensorRef, parkable
 
 __all__ = ["STREAM_METHOD", "decode_frame", "encode_frame", "error_header",
            "raise_if_error"]
@@ -35,6 +40,7 @@ STREAM_METHOD = f"/{STREAM_SERVICE}/{STREAM_CALL}"
 
 _PREFIX = struct.Struct("<I")
 _PROTO = "proto"
+_REF = "ref"
 _NUMERIC_KINDS = "biufc"
 # The dtypes a frame may name, looked up (NumPy's dtype parser takes record
 # and comma strings a peer should not be able to send).
@@ -45,12 +51,17 @@ _encode_header = json.JSONEncoder(separators=(",", ":")).encode
 _decode_header = json.JSONDecoder().decode
 
 
-def encode_frame(header: dict, tensors=()) -> bytes:
-    """``header`` (its ``"t"`` set here) and ``[(name, value)]`` as one frame."""
+def encode_frame(header: dict, tensors=(), park=None) -> bytes:
+    """``header`` (its ``"t"`` set here) and ``[(name, value)]`` as one frame;
+    with ``park`` (value -> (key, step id)), large tensors as references."""
     entries, parts = [], []
     for name, value in tensors:
         arr = tensor_util.as_value_array(value)
-        if arr.dtype.kind in _NUMERIC_KINDS:
+        if park is not None and parkable(arr):
+            key, step_id = park(arr)
+            entries.append([name, _REF, list(arr.shape), 0, key, step_id,
+                            arr.dtype.str])
+        elif arr.dtype.kind in _NUMERIC_KINDS:
             if not arr.flags.c_contiguous:
                 arr = np.ascontiguousarray(arr)
             entries.append([name, arr.dtype.str, list(arr.shape), arr.nbytes])
@@ -78,13 +89,19 @@ def decode_frame(frame: bytes, max_tensor_bytes: int) -> tuple[dict, list]:
         raise ValueError("frame header is not an object")  # noqa: TRY004 - malformed
     tensors = []
     for entry in header.get("t", ()):
-        name, dtype_name, shape, nbytes = entry
+        name, dtype_name, shape, nbytes = entry[:4]
         nbytes = int(nbytes)
         if not 0 <= nbytes <= max_tensor_bytes or offset + nbytes > len(frame):
             raise ValueError(f"tensor {str(name)[:100]!r} of {nbytes} bytes does "
                              "not fit the frame")
         shape = tuple(int(d) for d in shape)
-        if dtype_name == _PROTO:
+        if dtype_name == _REF:
+            key, step_id, dtype_name = entry[4:7]
+            dtype = _DTYPES.get(dtype_name) if isinstance(dtype_name, str) else None
+            if dtype is None:
+                raise ValueError(f"reference {str(name)[:100]!r}: bad dtype")
+            value = TensorRef(str(key), int(step_id), dtype, shape)
+        elif dtype_name == _PROTO:
             proto = tensor_pb2.TensorProto.FromString(frame[offset:offset + nbytes])
             value = tensor_util.make_ndarray(proto)
         else:

@@ -34,6 +34,7 @@ import time
 import grpc
 from nbdist import errors
 from nbdist.runtime import env
+from nbdist.runtime.grpc.coding import parkable, resolve_refs
 from nbdist.runtime.grpc.stream_frames import (
     STREAM_METHOD,
     decode_frame,
@@ -48,12 +49,10 @@ from nbdist.runtime.transports import ChannelBroken
 __all__ = ["StreamChannel", "StreamPeers", "StreamStepPath", "StreamTransport",
            "enabled"]
 
+PULL_TIMEOUT_S = 60.0  # a parked answer's pull, when its call has no deadline
 RETRY_CONNECT_S = 2.0  # a peer whose stream did not open is tried again after
 RETRY_UNSERVED_S = 60.0  # ... one that does not serve streams, after
 HELLO_TIMEOUT_S = 10.0
-# A request frame over this goes unary (which parks large feeds for the peer
-# to pull, within the server's message limit).
-MAX_FRAME_BYTES = 1 << 26
 _END = None  # ends a stream's requests
 _UNSERVED = (grpc.StatusCode.UNIMPLEMENTED, grpc.StatusCode.UNAUTHENTICATED,
              grpc.StatusCode.PERMISSION_DENIED)
@@ -98,12 +97,14 @@ class _Stream:
 
 
 class StreamChannel:
-    """Streams to one peer over its gRPC client's channel (``rpc``: the
-    client's ``grpc.rpc.Rpc``); ``calls`` counts the calls sent, by (peer, op)."""
+    """Streams to one peer over its gRPC client's channel (``client``: the
+    peer's ``GrpcWorkerClient``, which also pulls the large tensors an answer
+    parked); ``calls`` counts the calls sent, by (peer, op)."""
 
-    def __init__(self, task: str, rpc, calls: collections.Counter):
+    def __init__(self, task: str, client, calls: collections.Counter):
         self.task = task
-        self._rpc = rpc
+        self._client = client
+        rpc = self._rpc = client.rpc
         self._calls = calls
         self._idle: list[_Stream] = []
         self._lock = threading.Lock()
@@ -155,9 +156,10 @@ class StreamChannel:
         stream.send(frame)
         return op, stream
 
-    def receive(self, sent):
-        """``(reply header, [(name, array)])``; raises the peer's OpError, or
-        ChannelBroken (sent) when the stream ended before an answer."""
+    def receive(self, sent, timeout_s: float | None = None):
+        """``(reply header, [(name, array)])``, parked tensors pulled (within
+        ``timeout_s``); raises the peer's OpError, or ChannelBroken (sent)
+        when the stream ended before an answer."""
         op, stream = sent
         try:
             reply, tensors = decode_frame(stream.receive(), 1 << 62)
@@ -173,10 +175,11 @@ class StreamChannel:
         if closed:
             stream.close()
         raise_if_error(reply)
-        return reply, tensors
+        return reply, resolve_refs(tensors, lambda ref: self._client.pull(
+            ref.step_id, ref.key, PULL_TIMEOUT_S if timeout_s is None else timeout_s))
 
-    def call(self, op: str, header: dict, tensors=()):
-        return self.receive(self.send(op, header, tensors))
+    def call(self, op: str, header: dict, tensors=(), timeout_s=None):
+        return self.receive(self.send(op, header, tensors), timeout_s)
 
     def close(self) -> None:
         with self._lock:
@@ -274,8 +277,8 @@ class StreamStepPath:
                         fetch_keys, trace=False, timeout_s=None, op_timeout_s=None):
         """Sends RunGraph; ``finish()`` waits for its outcome. None when the
         peer is not reachable here (or the feeds are too large for a frame)."""
-        if sum(int(getattr(v, "nbytes", 0)) for v in feeds.values()) > MAX_FRAME_BYTES:
-            return None
+        if any(parkable(v) for v in feeds.values()):
+            return None  # unary parks them for the peer to pull in chunks
         ch = self.channel()
         if ch is None:
             return None
@@ -290,7 +293,7 @@ class StreamStepPath:
 
         def finish():
             try:
-                reply, tensors = ch.receive(sent)
+                reply, tensors = ch.receive(sent, timeout_s)
             except ChannelBroken as e:  # it may have run: not again
                 self.forget()
                 raise went_away(ch, "RunGraph", e) from None
@@ -363,7 +366,7 @@ class StreamTransport:
                         None, None, f"Timed out after {time.monotonic() - start:.1f} "
                         f"s waiting for tensor {key.split(';')[3]} from {src_task}")
                 header["wait_ms"] = min(RECV_POLL_MS, whole_ms(left))
-                reply, tensors = ch.call("recv", dict(header))
+                reply, tensors = ch.call("recv", dict(header), timeout_s=left)
                 if not reply.get("pending"):
                     return dict(tensors)
         except ChannelBroken as e:
@@ -387,16 +390,16 @@ class StreamTransport:
 
 
 class StreamPeers:
-    """How one task reaches its peers over streams: ``rpc_of(task)`` is the
-    ``grpc.rpc.Rpc`` of the task's unary client (its channel and metadata)."""
+    """How one task reaches its peers over streams: ``client_of(task)`` is the
+    task's ``GrpcWorkerClient`` (its channel, metadata and pulls)."""
 
-    def __init__(self, rpc_of):
-        self._rpc_of = rpc_of
+    def __init__(self, client_of):
+        self._client_of = client_of
         self.calls: collections.Counter = collections.Counter()  # (peer, op) -> n
 
     def step_path(self, task: str) -> StreamStepPath:
         return StreamStepPath(task, lambda: StreamChannel(
-            task, self._rpc_of(task), self.calls))
+            task, self._client_of(task), self.calls))
 
     def tensor_transport(self, inner, path_of) -> StreamTransport:
         return StreamTransport(inner, path_of)

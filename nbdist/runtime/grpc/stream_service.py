@@ -143,7 +143,7 @@ class StreamService:
                 tensors, [str(k) for k in header["fetch"]], bool(header.get("trace")),
                 int(header.get("timeout_ms", 0)), on_hangup=on_hangup)
             reply = {"stats": [list(s) for s in stats]} if stats else {}
-            return encode_frame(reply, out.items())
+            return encode_frame(reply, out.items(), handler.park)
         if op == "recv":
             step_id, key = int(header["step"]), str(header["key"])
             siblings = header.get("siblings") or []
@@ -156,7 +156,7 @@ class StreamService:
             if value is None:
                 return encode_frame({"pending": True})
             extras = handler.take_siblings(step_id, key, siblings) if siblings else {}
-            return encode_frame({}, [(key, value), *extras.items()])
+            return encode_frame({}, [(key, value), *extras.items()], handler.park)
         if op == "abort":
             handler.cleanup_graph(int(header["step"]), errors.make_error(
                 int(header.get("code", errors.CANCELLED)),
