@@ -450,6 +450,12 @@ def run_whole(shape, framework, python, hosts, steps):
     return wall, rates, cpu
 
 
+def use_single_port() -> None:
+    """Turns off the peer paths that listen on ports of their own (the children
+    inherit the environment; TF ignores it)."""
+    os.environ.update(NBDIST_SAME_HOST="0", NBDIST_PEER_TCP="0")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seconds", type=float, default=5.0, help="timed window per run")
@@ -462,6 +468,9 @@ def main(argv=None) -> int:
     p.add_argument("--tf_python", default=sys.executable,
                    help="the Python that imports tensorflow")
     p.add_argument("--no_tf", action="store_true", help="nbdist only")
+    p.add_argument("--single_port", action="store_true", help="nbdist's tasks "
+                   "reach each other only through their gRPC port (no same-host "
+                   "or TCP peer path: a firewall, one Service port per task)")
     p.add_argument("--profile", metavar="DIR", help="write each "
                    "worker's cProfile table of steps 50-249 to DIR/<shape>/worker<i>.txt "
                    "(use a --seconds long enough for 250 steps)")
@@ -476,6 +485,8 @@ def main(argv=None) -> int:
         os.environ["BENCH_PROFILE"] = os.path.abspath(args.profile)  # children
     if args.quick:
         args.seconds, args.warmup, args.repeats = 1.5, 0.5, 1
+    if args.single_port:
+        use_single_port()
     shapes = [s for s in args.shapes.split(",") if s]
     if bad := [s for s in shapes if s not in SHAPES]:
         p.error(f"unknown shapes {bad}: expected some of {list(SHAPES)}")
@@ -514,6 +525,8 @@ def main(argv=None) -> int:
         return statistics.median(runs) if runs else None
 
     where = "3 netns hosts" if args.hosts == "netns" else "one host"
+    if args.single_port:
+        where += ", single port"
     rows = []
     for shape in shapes:
         nb, tf = rate("nbdist", shape), rate("tf", shape)

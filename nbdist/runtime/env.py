@@ -29,6 +29,10 @@ test or a notebook cell) is seen by the next server or client created.
                     (steps and tensors to tasks on other hosts in the
                     same-host path's frames over TCP, beside gRPC; never with
                     TLS); ``always``: for peers on this host too
+``NBDIST_PEER_STREAM``  ``0``: servers neither serve nor use the gRPC stream
+                    path (steps and tensors in frames over one long-lived gRPC
+                    stream per concurrent call, on the gRPC port, TLS
+                    included; used for peers no other peer path reaches)
 ==================  ==========================================================
 """
 
@@ -43,6 +47,7 @@ __all__ = [
     "FAULT_OWNER",
     "HEARTBEAT_INTERVAL_MS",
     "HEARTBEAT_TIMEOUT_MS",
+    "PEER_STREAM",
     "PEER_TCP",
     "SAME_HOST",
     "TF_CONFIG",
@@ -77,6 +82,7 @@ HEARTBEAT_TIMEOUT_MS = "NBDIST_HEARTBEAT_TIMEOUT_MS"
 COORDINATION_MAX_EVENTS = "NBDIST_COORDINATION_MAX_EVENTS"
 SAME_HOST = "NBDIST_SAME_HOST"
 PEER_TCP = "NBDIST_PEER_TCP"
+PEER_STREAM = "NBDIST_PEER_STREAM"
 
 
 def get(name: str) -> str | None:

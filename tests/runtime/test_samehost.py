@@ -434,6 +434,7 @@ def test_over_grpc_too_a_step_pulls_once_per_task_pair(servers, monkeypatch):
     from nbdist.runtime.grpc.client import GrpcWorkerClient
 
     monkeypatch.setenv("NBDIST_SAME_HOST", "0")
+    monkeypatch.setenv("NBDIST_PEER_STREAM", "0")  # unary gRPC's pulls
     pulls: list[str] = []
     real = GrpcWorkerClient.recv_tensor
 

@@ -11,6 +11,7 @@ import time
 from concurrent import futures
 
 import grpc
+from nbdist.runtime.grpc.stream_frames import STREAM_METHOD
 from nbdist.runtime.service.admission import (
     CALL_CLASSES,
     Admission,
@@ -93,6 +94,8 @@ class AdmissionInterceptor(grpc.ServerInterceptor):
 
     def intercept_service(self, continuation, handler_call_details):
         full_name = handler_call_details.method
+        if full_name == STREAM_METHOD:  # a connection: its frames are admitted
+            return continuation(handler_call_details)
         route = self._routes.get(full_name)
         if route is None:
             handler = continuation(handler_call_details)

@@ -179,6 +179,12 @@ class GrpcWorkerClient:
         self.incarnation: int | None = None
         self._session_incarnation: dict[str, int | None] = {}
 
+    @property
+    def rpc(self) -> Rpc:
+        """The client's channel, metadata and error mapping (``grpc.stream_path``
+        opens its streams on them)."""
+        return self._rpc
+
     # -- worker interface ---------------------------------------------------------
     def get_status(self, timeout_s: float | None = None) -> list[tuple[str, int]]:
         resp = self._rpc.call(

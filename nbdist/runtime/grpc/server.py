@@ -32,11 +32,12 @@ from nbdist.runtime import coordination, env, transports
 from nbdist.runtime.cluster_spec import ClusterSpec, split_address, task_device
 from nbdist.runtime.coordination import CoordinationAgent, LocalCoordinationClient
 from nbdist.runtime.device_attributes import device_counts
-from nbdist.runtime.grpc import auth
+from nbdist.runtime.grpc import auth, stream_path
 from nbdist.runtime.grpc.admission import AdmissionInterceptor
 from nbdist.runtime.grpc.coordination_client import GrpcCoordinationClient
 from nbdist.runtime.grpc.coordination_service import CoordinationServicer
 from nbdist.runtime.grpc.master_service import MasterServicer
+from nbdist.runtime.grpc.stream_service import StreamService
 from nbdist.runtime.grpc.transport import AddressPeers, GrpcPeers, GrpcTensorTransport
 from nbdist.runtime.grpc.worker_service import WorkerServicer
 from nbdist.runtime.master import Master
@@ -301,10 +302,12 @@ class GrpcServer(Server):
         self._paths = transports.peer_paths(
             tls=self._tls is not None and self._peer_secret is None,
             plaintext_ok=self._tls is None)
-        self._router = PeerRouter(
-            self.task_name, self._peers.client,
-            [p.peers(self._peers.address, self.task_name, self._peer_secret,
-                     lookup=self._look_up) for p in self._paths])
+        path_peers = [p.peers(self._peers.address, self.task_name, self._peer_secret,
+                              lookup=self._look_up) for p in self._paths]
+        if stream_path.enabled():  # the gRPC port's own path, tried last
+            path_peers.append(stream_path.StreamPeers(
+                lambda task: self._router.client(task)))
+        self._router = PeerRouter(self.task_name, self._peers.client, path_peers)
         transport = self._router.tensor_transport(GrpcTensorTransport(self._router.client))
         # The tasks of a session's propagated cluster, reached by address.
         self._address_peers = AddressPeers(self._cluster, self.task_name,
@@ -374,11 +377,16 @@ class GrpcServer(Server):
 
     def _serve_handlers(self):
         """The task's services on its gRPC server and on its peer paths."""
-        self._grpc.add_generic_rpc_handlers([
+        handlers = [
             MasterServicer(self._master_handler).handler(),
             WorkerServicer(self._worker_handler).handler(),
             self._coordination_servicer.handler(),
-        ])
+        ]
+        self._stream_service = None
+        if stream_path.enabled():
+            self._stream_service = StreamService(self._worker_handler, self._limits)
+            handlers.append(self._stream_service.handler())
+        self._grpc.add_generic_rpc_handlers(handlers)
         self._path_services = [
             p.serve(self._worker_handler, self._master_handler, self._address,
                     self._peer_secret, self._limits,
@@ -550,6 +558,8 @@ class GrpcServer(Server):
                 grace = 0  # only by stopping it after a start
             self._grpc.stop(grace).wait(grace + 5.0)
             self._admission.shutdown()
+            if self._stream_service is not None:
+                self._stream_service.shutdown()
             self._address_peers.close()
             self._router.close()
 
