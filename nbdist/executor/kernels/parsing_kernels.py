@@ -20,6 +20,8 @@ from nbdist.proto import example_pb2
 
 _KIND = {"float": "float_list", "int64": "int64_list", "string": "bytes_list"}
 _TF_TYPE_NAME = {"float_list": "float", "int64_list": "int64", "bytes_list": "string"}
+# The protobuf list of each dtype a FixedLenFeature may have (by dtype name).
+_KIND_OF = {"float32": "float_list", "int64": "int64_list", "string": "bytes_list"}
 
 
 def _type_name(dtype) -> str:
@@ -46,7 +48,10 @@ def _array(values, dtype, count):
     sequence protocol per element, several times slower)."""
     if dtype.name == "string":
         out = np.empty(count, dtype=object)
-        out[:] = list(values)
+        if count == 1:  # a scalar string feature: no list built
+            out[0] = next(iter(values))
+        else:
+            out[:] = list(values)
         return out
     return np.fromiter(values, dtype.as_numpy_dtype, count)
 
@@ -72,6 +77,13 @@ def _examples(node, serialized):
 def _dense(node, key, dtype, shape, default, maps, single):
     """``[batch] + shape`` from a fixed-length feature."""
     size = math.prod(shape)
+    if len(maps) == 1:  # one example (parse_single_example): its list as it is
+        feature = maps[0].get(key)
+        kind = _KIND_OF.get(dtype.name)
+        if feature is not None and kind and feature.WhichOneof("kind") == kind:
+            values = getattr(feature, kind).value
+            if len(values) == size:
+                return _array(values, dtype, size).reshape([1, *shape])
     where = "" if single else "Name: <unknown>, "
     rows = []
     for b, fmap in enumerate(maps):
@@ -294,6 +306,13 @@ def decode_raw_kernel(node):
         "<" if node.attrs["little_endian"] else ">")
 
     def compute(step, value):
+        # One record (a reader's, or a parsed scalar feature), the common case:
+        # no per-element pass.
+        s = value.item() if type(value) is np.ndarray and value.shape == () \
+            else value
+        if type(s) is bytes and dt.isnative and len(s) % dt.itemsize == 0:
+            # bytearray: the one writable copy (frombuffer alone is read-only)
+            return np.frombuffer(bytearray(s), dtype=dt)
         value = np.asarray(value, dtype=object)
         flat = value.reshape(-1)
         if flat.size == 0:

@@ -99,6 +99,19 @@ class ReaderResource:
                                        "directory")
         self.records = self._source(work, self._attrs)
 
+    def _next_record(self, node):
+        """The next record of the work in progress; None at its end (the work
+        is then completed)."""
+        try:
+            return next(self.records)
+        except StopIteration:
+            self.records = None
+            self.num_work_units_completed += 1
+            return None
+        except errors.OpError as e:
+            self.records = None
+            raise type(e)(None, node, e.message) from None
+
     def read(self, step, node, queue, n):
         """Up to ``n`` records, all from one work unit (fewer at its end)."""
         keys, values = [], []
@@ -108,22 +121,29 @@ class ReaderResource:
                     if keys:
                         break
                     self._next_work(step, node, queue)
-                try:
-                    for key, value in self.records:
-                        keys.append(key)
-                        values.append(value)
-                        if len(keys) == n:
-                            break
-                    else:
-                        raise StopIteration
-                except StopIteration:
-                    self.records = None
-                    self.num_work_units_completed += 1
-                except errors.OpError as e:
-                    self.records = None
-                    raise type(e)(None, node, e.message) from None
+                record = self._next_record(node)
+                if record is not None:
+                    keys.append(record[0])
+                    values.append(record[1])
             self.num_records_produced += len(keys)
         return keys, values
+
+    def read_one(self, step, node, queue):
+        """The next ``(key, value)``, as ``read(..., 1)`` gives it (no lists)."""
+        with self.lock:
+            while True:
+                if self.records is None:
+                    self._next_work(step, node, queue)
+                record = self._next_record(node)
+                if record is not None:
+                    self.num_records_produced += 1
+                    return record
+
+
+def _scalar(item):
+    out = np.empty((), dtype=object)
+    out[()] = item
+    return out
 
 
 def _strings(items):
@@ -151,8 +171,8 @@ for _kind in _SOURCES:
 @register_kernel("ReaderReadV2")
 def reader_read_kernel(node):
     def compute(step, reader, queue):
-        keys, values = reader.read(step, node.name, queue, 1)
-        return np.array(keys[0], dtype=object), np.array(values[0], dtype=object)
+        key, value = reader.read_one(step, node.name, queue)
+        return _scalar(key), _scalar(value)
 
     return compute
 
