@@ -7,6 +7,8 @@ what does not fit still fails as it did."""
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -188,3 +190,36 @@ def test_enqueue_that_does_not_fit_the_queue_is_refused():
                                  "\\[2\\], got \\[3\\]"):
             s.run(q.enqueue([wrong_shape]), {wrong_shape: [1.0, 2.0, 3.0]})
         assert int(s.run(q.size())) == 0
+
+
+def test_blocked_dequeue_gets_elements_enqueued_one_at_a_time_then_close():
+    """A dequeue waiting for more than one enqueue brings is served once enough
+    arrived (past ``min_after_dequeue``); a close wakes a blocked dequeue, which
+    fails, and what is left can still be taken."""
+    q = nd.RandomShuffleQueue(10, 2, [nd.int64], shapes=[[]], seed=1)
+    x = nd.placeholder(nd.int64, [])
+    enq = q.enqueue([x])
+    deq = {3: q.dequeue_many(3), 5: q.dequeue_many(5)}
+    rest = q.dequeue_up_to(5)
+    got, errors = [], []
+    with nd.Session() as s:
+        def take(n):
+            try:
+                got.append(sorted(s.run(deq[n]).tolist()))
+            except nd.errors.OutOfRangeError as e:
+                errors.append(e)
+
+        t = threading.Thread(target=take, args=(3,))
+        t.start()
+        for i in range(5):  # 3 to take, 2 to keep behind
+            s.run(enq, {x: i})
+        t.join(timeout=30)
+        assert not t.is_alive() and len(got[0]) == 3
+        left = sorted(set(range(5)) - set(got[0]))
+        t = threading.Thread(target=take, args=(5,))
+        t.start()
+        s.run(q.close())
+        t.join(timeout=30)
+        assert not t.is_alive()
+        assert "is closed and has insufficient elements" in str(errors[0])
+        assert sorted(s.run(rest).tolist()) == left

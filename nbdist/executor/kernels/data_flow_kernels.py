@@ -26,13 +26,25 @@ class FIFOQueueResource:
         self.items: collections.deque = collections.deque()
         self.closed = False
         self.cancel_enqueues = False
-        self.cond = threading.Condition()
+        # One lock, two conditions: enqueuers wait on ``cond`` for room,
+        # dequeuers on ``filled`` for elements. An enqueue wakes a dequeuer only
+        # once the queue holds what the least demanding waiting dequeuer needs
+        # (``_needs``), not on every element: a training step waiting for a
+        # batch is not woken (and made to take the GIL) once per record.
+        lock = threading.RLock()
+        self.cond = threading.Condition(lock)
+        self.filled = threading.Condition(lock)
+        self._needs: list[int] = []
         self._fixed = _fixed_specs(dtypes, shapes)
 
-    def close_for_cleanup(self):
+    def close(self):
+        """Closed: every waiter wakes (to fail or take what is left)."""
         with self.cond:
             self.closed = True
             self.cond.notify_all()
+            self.filled.notify_all()
+
+    close_for_cleanup = close
 
     def _check_component(self, node, i, value, batched):
         want = self.dtypes[i].as_numpy_dtype
@@ -97,7 +109,8 @@ class FIFOQueueResource:
                     raise errors.CancelledError(
                         None, node, f"FIFOQueue '{self.name}' is closed.")
                 self._put(t)
-                self.cond.notify_all()
+                if self._needs and len(self.items) >= min(self._needs):
+                    self.filled.notify_all()
 
     kind = "FIFOQueue"
     min_after_dequeue = 0
@@ -105,9 +118,16 @@ class FIFOQueueResource:
     def dequeue(self, step, node, n, up_to=False):
         """``n`` elements; with ``up_to``, fewer once the queue is closed."""
         keep = self.min_after_dequeue
+        need = n + keep
         with self.cond:
-            step.wait(lambda: len(self.items) >= n + keep or self.closed,
-                      f"{n} element(s) of queue '{self.name}'", self.cond.wait)
+            if len(self.items) < need and not self.closed:
+                self._needs.append(need)
+                try:
+                    step.wait(lambda: len(self.items) >= need or self.closed,
+                              f"{n} element(s) of queue '{self.name}'",
+                              self.filled.wait)
+                finally:
+                    self._needs.remove(need)
             if len(self.items) < n and not (up_to and self.items):
                 raise errors.OutOfRangeError(
                     None, node, f"{self.kind} '{self.name}' is closed and has "
@@ -342,9 +362,7 @@ def size_kernel(node):
 @register_kernel("QueueCloseV2")
 def close_kernel(node):
     def compute(step, q):
-        with q.cond:
-            q.closed = True
-            q.cond.notify_all()
+        q.close()
 
     return compute
 
