@@ -223,3 +223,34 @@ def test_blocked_dequeue_gets_elements_enqueued_one_at_a_time_then_close():
         assert not t.is_alive()
         assert "is closed and has insufficient elements" in str(errors[0])
         assert sorted(s.run(rest).tolist()) == left
+
+
+class _RunOnly:
+    """A session-like object with ``run`` only (no ``make_callable``)."""
+
+    def __init__(self, sess):
+        self.sess, self.graph, self.runs = sess, sess.graph, 0
+
+    def run(self, *args, **kwargs):
+        self.runs += 1
+        return self.sess.run(*args, **kwargs)
+
+
+@pytest.mark.parametrize("wrap", [False, True])
+def test_queue_runner_runs_its_enqueue_op_until_the_input_ends(wrap):
+    """The runner's loop (a callable made once, as TF's; ``run`` for a
+    session-like object without ``make_callable``) enqueues every record in
+    order and closes its queue when its input queue is closed and empty."""
+    source = nd.FIFOQueue(10, [nd.int64], shapes=[[]])
+    fill = source.enqueue_many([nd.constant(np.arange(7, dtype=np.int64))])
+    sink = nd.FIFOQueue(10, [nd.int64], shapes=[[]])
+    qr = nd.train.QueueRunner(sink, [sink.enqueue([source.dequeue() * 10])])
+    with nd.Session() as s:
+        s.run([fill, source.close()])
+        target = _RunOnly(s) if wrap else s
+        (thread,) = qr.create_threads(target, start=True)
+        thread.join(timeout=60)
+        assert not thread.is_alive() and not qr.exceptions_raised
+        assert s.run(sink.dequeue_up_to(10)).tolist() == list(range(0, 70, 10))
+    if wrap:
+        assert target.runs == 9  # 7 records, the run that ended, the close

@@ -20,6 +20,7 @@ from nbdist.proto import example_pb2
 
 _KIND = {"float": "float_list", "int64": "int64_list", "string": "bytes_list"}
 _TF_TYPE_NAME = {"float_list": "float", "int64_list": "int64", "bytes_list": "string"}
+_EXAMPLE_FROM = example_pb2.Example.FromString
 # The protobuf list of each dtype a FixedLenFeature may have (by dtype name).
 _KIND_OF = {"float32": "float_list", "int64": "int64_list", "string": "bytes_list"}
 
@@ -63,6 +64,11 @@ def _feature_values(node, key, feature, dtype, where):
 
 
 def _examples(node, serialized):
+    if len(serialized) == 1:  # one example (parse_single_example's)
+        try:
+            return [_EXAMPLE_FROM(bytes(serialized[0])).features.feature]
+        except DecodeError:
+            pass  # the loop below says which and how
     out = []
     for i, s in enumerate(serialized):
         try:

@@ -140,12 +140,6 @@ class ReaderResource:
                     return record
 
 
-def _scalar(item):
-    out = np.empty((), dtype=object)
-    out[()] = item
-    return out
-
-
 def _strings(items):
     out = np.empty(len(items), dtype=object)
     out[:] = items
@@ -172,7 +166,7 @@ for _kind in _SOURCES:
 def reader_read_kernel(node):
     def compute(step, reader, queue):
         key, value = reader.read_one(step, node.name, queue)
-        return _scalar(key), _scalar(value)
+        return np.array(key, dtype=object), np.array(value, dtype=object)
 
     return compute
 
