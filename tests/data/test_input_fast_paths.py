@@ -254,3 +254,35 @@ def test_queue_runner_runs_its_enqueue_op_until_the_input_ends(wrap):
         assert s.run(sink.dequeue_up_to(10)).tolist() == list(range(0, 70, 10))
     if wrap:
         assert target.runs == 9  # 7 records, the run that ended, the close
+
+
+def test_queue_and_reader_of_a_reset_container_start_fresh(tmp_path):
+    """A queue op and a reader op hold on to their resource between runs; after
+    ``Session.reset`` of its container a new session gets new ones (an empty,
+    open queue; a reader at its start), as TF."""
+    path = str(tmp_path / "a.tfrecord")
+    with nd.python_io.TFRecordWriter(path) as w:
+        for r in (b"r0", b"r1"):
+            w.write(r)
+    server = nd.Server.create_local_server()
+    try:
+        with nd.Graph().as_default():
+            with nd.container("c1"):
+                q = nd.FIFOQueue(5, [nd.int64], shapes=[[]], shared_name="q")
+                files = nd.FIFOQueue(5, nd.string, shared_name="files")
+                reader = nd.TFRecordReader()
+            enq = q.enqueue([nd.constant(3, nd.int64)])
+            fill = files.enqueue_many([[path, path]])
+            read = reader.read(files)
+            for round_ in range(2):
+                with nd.Session(server.target) as s:
+                    assert int(s.run(q.size())) == 0
+                    s.run([enq, fill])
+                    s.run(enq)
+                    assert int(s.run(q.size())) == 2
+                    assert s.run(read)[1] == b"r0"
+                    assert int(s.run(reader.num_records_produced())) == 1
+                    s.run(q.close())
+                nd.Session.reset(server.target, ["c1"])
+    finally:
+        server.stop()

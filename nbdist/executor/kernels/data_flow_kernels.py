@@ -44,7 +44,11 @@ class FIFOQueueResource:
             self.cond.notify_all()
             self.filled.notify_all()
 
-    close_for_cleanup = close
+    dropped = False  # by its ResourceMgr (a reset container): looked up anew
+
+    def close_for_cleanup(self):
+        self.dropped = True
+        self.close()
 
     def _check_component(self, node, i, value, batched):
         want = self.dtypes[i].as_numpy_dtype
@@ -133,7 +137,7 @@ class FIFOQueueResource:
                     None, node, f"{self.kind} '{self.name}' is closed and has "
                     f"insufficient elements (requested {n}, current size "
                     f"{len(self.items)})")
-            out = [self._take() for _ in range(min(n, len(self.items)))]
+            out = self._take_many(min(n, len(self.items)))
             self.cond.notify_all()
             return out
 
@@ -142,6 +146,9 @@ class FIFOQueueResource:
 
     def _take(self):
         return self.items.popleft()
+
+    def _take_many(self, k):
+        return [self._take() for _ in range(k)]
 
     def batch(self, i, values):
         """Component ``i`` of dequeued elements ``values``, stacked."""
@@ -180,10 +187,16 @@ class RandomShuffleQueueResource(FIFOQueueResource):
         self.min_after_dequeue = min_after_dequeue
         self._gen = gen
 
-    def _take(self):
-        i = int(self._gen.integers(len(self.items)))
-        self.items[i], self.items[-1] = self.items[-1], self.items[i]
-        return self.items.pop()
+    def _take_many(self, k):
+        """``k`` elements, each drawn uniformly from those left: the k draws
+        in one call of the generator (not one per element)."""
+        items = self.items
+        out = []
+        for i in self._gen.integers(0, np.arange(len(items), len(items) - k, -1)
+                                    ).tolist():
+            items[i], items[-1] = items[-1], items[i]
+            out.append(items.pop())
+        return out
 
 
 class PriorityQueueResource(FIFOQueueResource):
@@ -231,8 +244,8 @@ def _queue_kernel(node, make):
     checked = [None]  # the queue this node last matched: checked once, not per run
 
     def compute(step):
-        q = rm.lookup(a["container"], "queue", name)
-        if q is not None and q is checked[0]:  # every run after the first
+        q = checked[0]
+        if q is not None and not q.dropped:  # every run after the first
             return q
         fresh = []
 

@@ -75,7 +75,10 @@ class ReaderResource:
         self.num_records_produced = 0
         self.num_work_units_completed = 0
 
+    dropped = False  # by its ResourceMgr (a reset container): looked up anew
+
     def close_for_cleanup(self):
+        self.dropped = True
         self.records = None
 
     def _next_work(self, step, node, queue):
@@ -151,9 +154,15 @@ def _reader_kernel(node):
     name = a["shared_name"] or node.name
     rm = unshared_resources(node, a["shared_name"])
 
+    held = [None]  # the reader of the last run: no lookup while it lives
+
     def compute(step):
-        return rm.lookup_or_create(
-            a["container"], "reader", name, lambda: ReaderResource(name, node.op, a))
+        r = held[0]
+        if r is None or r.dropped:
+            r = held[0] = rm.lookup_or_create(
+                a["container"], "reader", name,
+                lambda: ReaderResource(name, node.op, a))
+        return r
 
     return compute
 
