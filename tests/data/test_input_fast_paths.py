@@ -286,3 +286,25 @@ def test_queue_and_reader_of_a_reset_container_start_fresh(tmp_path):
                 nd.Session.reset(server.target, ["c1"])
     finally:
         server.stop()
+
+
+def test_two_waiting_dequeues_of_different_sizes_are_both_served():
+    """Dequeues waiting for 2 and for 4 elements while elements arrive one at a
+    time: each gets its own elements, every element goes out exactly once."""
+    q = nd.FIFOQueue(20, [nd.int64], shapes=[[]])
+    x = nd.placeholder(nd.int64, [])
+    enq = q.enqueue([x])
+    deq = {2: q.dequeue_many(2), 4: q.dequeue_many(4)}
+    got = {}
+    with nd.Session() as s:
+        threads = [threading.Thread(target=lambda n=n: got.__setitem__(
+            n, s.run(deq[n]).tolist())) for n in (4, 2)]
+        for t in threads:
+            t.start()
+        for i in range(6):
+            s.run(enq, {x: i})
+        for t in threads:
+            t.join(timeout=30)
+        assert not any(t.is_alive() for t in threads)
+    assert sorted(got) == [2, 4] and [len(got[2]), len(got[4])] == [2, 4]
+    assert sorted(got[2] + got[4]) == list(range(6))

@@ -7,6 +7,7 @@ import collections
 import glob
 import heapq
 import itertools
+import math
 import threading
 
 import numpy as np
@@ -27,14 +28,16 @@ class FIFOQueueResource:
         self.closed = False
         self.cancel_enqueues = False
         # One lock, two conditions: enqueuers wait on ``cond`` for room,
-        # dequeuers on ``filled`` for elements. An enqueue wakes a dequeuer only
-        # once the queue holds what the least demanding waiting dequeuer needs
-        # (``_needs``), not on every element: a training step waiting for a
-        # batch is not woken (and made to take the GIL) once per record.
+        # dequeuers on ``filled`` for elements. An enqueue wakes the dequeuers
+        # once, when the queue reaches what the least demanding one needs
+        # (``_wake_at``, re-armed by each dequeuer going back to sleep), not on
+        # every element: a training step waiting for a batch is not woken (and
+        # made to take the GIL) once per record.
         lock = threading.RLock()
         self.cond = threading.Condition(lock)
         self.filled = threading.Condition(lock)
         self._needs: list[int] = []
+        self._wake_at = math.inf
         self._fixed = _fixed_specs(dtypes, shapes)
 
     def close(self):
@@ -113,7 +116,8 @@ class FIFOQueueResource:
                     raise errors.CancelledError(
                         None, node, f"FIFOQueue '{self.name}' is closed.")
                 self._put(t)
-                if self._needs and len(self.items) >= min(self._needs):
+                if len(self.items) >= self._wake_at:
+                    self._wake_at = math.inf
                     self.filled.notify_all()
 
     kind = "FIFOQueue"
@@ -129,7 +133,7 @@ class FIFOQueueResource:
                 try:
                     step.wait(lambda: len(self.items) >= need or self.closed,
                               f"{n} element(s) of queue '{self.name}'",
-                              self.filled.wait)
+                              self._sleep_until_filled)
                 finally:
                     self._needs.remove(need)
             if len(self.items) < n and not (up_to and self.items):
@@ -140,6 +144,10 @@ class FIFOQueueResource:
             out = self._take_many(min(n, len(self.items)))
             self.cond.notify_all()
             return out
+
+    def _sleep_until_filled(self, timeout):
+        self._wake_at = min(self._needs)
+        self.filled.wait(timeout)
 
     def _put(self, t):
         self.items.append(t)
