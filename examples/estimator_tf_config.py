@@ -21,8 +21,9 @@ worker, worker; ports from ``--port_base``)::
     srun --ntasks=5 python examples/estimator_tf_config.py --slurm \
         --model_dir=/shared/model
 
-with ``NBDIST_TOKEN`` exported when the tasks span several nodes. The ps task
-stays until the job step is cancelled (``scancel``), as TF's does.
+with ``NBDIST_TOKEN`` exported when the tasks span several nodes. Each task
+prints the ``TF_CONFIG`` it made (``TF_CONFIG {...}``). The ps task stays
+until the job step is cancelled (``scancel``), as TF's does.
 
 The model is a small DNN (one hidden layer of 16 ReLUs) classifying synthetic
 points of two interleaved classes in 8 dimensions; the evaluator prints its
@@ -211,6 +212,7 @@ def main(argv=None) -> int:
         return max(codes.values())
     if args.slurm:
         os.environ["TF_CONFIG"] = json.dumps(tf_config_from_slurm(args.port_base))
+        print(f"TF_CONFIG {os.environ['TF_CONFIG']}", flush=True)
     # The ps serves until a cluster manager stops it: SIGTERM ends it cleanly.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
     run(model_dir, args.max_steps)

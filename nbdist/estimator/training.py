@@ -20,6 +20,7 @@ from __future__ import annotations
 import collections
 import ipaddress
 import logging
+import socket
 import time
 
 from nbdist.distribute.strategies.distribute_coordinator_context import (
@@ -252,6 +253,21 @@ class _NewCheckpointListenerForEvaluate(CheckpointSaverListener):
                                f"Eval status: {self.eval_result.status}")
 
 
+def _resolves_to_loopback_only(host: str) -> bool:
+    """Whether ``host`` is a loopback address, or a name (a one-node SLURM
+    job's node, say) that resolves to loopback addresses only."""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    except OSError:
+        return False  # unknown here: it may name another machine
+    return bool(infos) and all(
+        ipaddress.ip_address(info[4][0].split("%")[0]).is_loopback for info in infos)
+
+
 def _bind_address(config) -> str:
     """Where this task's server listens: its own host of the cluster when that
     is beyond loopback (TF listens on every interface), which nbdist allows
@@ -260,11 +276,8 @@ def _bind_address(config) -> str:
     host = address.rpartition(":")[0].strip("[]")
     if host == "localhost":
         return ""
-    try:
-        if ipaddress.ip_address(host).is_loopback:
-            return ""
-    except ValueError:
-        pass  # a host name: it may resolve beyond this machine
+    if _resolves_to_loopback_only(host):
+        return ""
     if not env.token():
         raise RuntimeError(
             f"Could not start server for /job:{config.task_type}/task:"

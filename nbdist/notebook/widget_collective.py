@@ -145,6 +145,31 @@ def _task_key(task: str):
 
 
 _MEMBER_R = 17  # px: a member's circle
+_RINGS_DRAWN = 8  # more steps than this: a heat map of links × steps instead
+_SLOWEST = 5  # links named in a summarised face (the rest counted)
+_LABELLED_MEMBERS = 8  # a ring of more members labels its links on hover only
+
+
+@dataclass(frozen=True)
+class PhaseSummary:
+    """One phase of an all-reduce: its steps, chunks, bytes and time, and the
+    slowest, median and fastest bandwidth of a link in one of its steps."""
+
+    phase: str
+    steps: int
+    chunks: int
+    nbytes: int
+    seconds: float
+    low_mib_per_s: float
+    median_mib_per_s: float
+    high_mib_per_s: float
+
+    def line(self) -> str:
+        return (f"{self.phase}: {self.steps} step{'s' if self.steps != 1 else ''}, "
+                f"{self.chunks} chunks, {_size(self.nbytes)} in "
+                f"{self.seconds * 1000:.1f} ms; a link's step "
+                f"{self.low_mib_per_s:.0f}–{self.high_mib_per_s:.0f} MiB/s "
+                f"(median {self.median_mib_per_s:.0f})")
 
 
 def _size(nbytes: float) -> str:
@@ -163,6 +188,11 @@ class CollectiveView(LiveView):
     (``CollectiveExecutor.subscribe_chunks``), or a dict or list of those (such
     as ``nd.notebook.last_cell_results()`` of a ``%%cluster`` cell whose tasks
     each return ``CollectiveView.trace(sess, total)``).
+
+    Up to 8 steps (a ring of up to 5 members) the face draws a ring per step;
+    beyond, a heat map of every link's bandwidth in every step, a row per
+    phase and the slowest links (a ring of 32 takes 62 steps). The slider of
+    the live widget shows one step's ring at any size.
     """
 
     face_class = "nbdist-collective"
@@ -234,6 +264,18 @@ class CollectiveView(LiveView):
                      max(c.end for c in cs) - min(c.start for c in cs))
                 for (s, d), cs in sorted(by.items(), key=lambda kv: _task_key(kv[0][0]))]
 
+    def busy_links(self) -> list[Link]:
+        """Every link over the whole all-reduce, its ``seconds`` the sum of its
+        time in each step (not the idle time between its steps): slowest
+        first."""
+        by: dict[tuple[str, str], list[Link]] = {}
+        for rnd in self.rounds():
+            for x in rnd.links:
+                by.setdefault((x.source, x.destination), []).append(x)
+        return sorted((Link(s, d, sum(x.nbytes for x in xs), sum(x.chunks for x in xs),
+                            sum(x.seconds for x in xs)) for (s, d), xs in by.items()),
+                      key=lambda x: (x.mib_per_s, _task_key(x.source)))
+
     def bytes_received(self, task: str) -> int:
         return sum(c.nbytes for c in self.chunks if c.destination == task)
 
@@ -265,10 +307,37 @@ class CollectiveView(LiveView):
                 f"step{'s' if len(rounds) != 1 else ''} ({self.algorithm}), "
                 f"{self.duration() * 1000:.1f} ms")
 
+    def compact(self) -> bool:
+        """Whether the face summarises the steps (more than ``_RINGS_DRAWN``:
+        a ring of 32 members takes 62) instead of drawing a ring per step."""
+        return len(self.rounds()) > _RINGS_DRAWN
+
+    def phases(self) -> list[PhaseSummary]:
+        """Each phase's steps, bytes, time and its links' bandwidths."""
+        out = []
+        for phase in _PHASES:
+            rounds = [r for r in self.rounds() if r.phase == phase]
+            if not rounds:
+                continue
+            chunks = [c for c in self.chunks if c.phase == phase]
+            rates = sorted(x.mib_per_s for r in rounds for x in r.links)
+            out.append(PhaseSummary(
+                phase, len(rounds), len(chunks), sum(c.nbytes for c in chunks),
+                max(c.end for c in chunks) - min(c.start for c in chunks),
+                rates[0], rates[len(rates) // 2], rates[-1]))
+        return out
+
     def _text(self) -> str:
         if not self.chunks:
             return "CollectiveView: no all-reduce chunks (trace a step that runs one)"
         lines = [f"CollectiveView: {self._summary()}"]
+        if self.compact():
+            lines += [f"  {p.line()}" for p in self.phases()]
+            slow = self.busy_links()[:_SLOWEST]
+            lines.append("  slowest links (bytes ÷ time in their steps): " + ", ".join(
+                f"{short_task(x.source)} → {short_task(x.destination)} "
+                f"{_size(x.nbytes)} ({x.mib_per_s:.0f} MiB/s)" for x in slow))
+            return "\n".join(lines)
         for rnd in self.rounds():
             lines.append(f"  {rnd.label}: " + ", ".join(
                 f"{short_task(x.source)} → {short_task(x.destination)} "
@@ -280,6 +349,8 @@ class CollectiveView(LiveView):
         (labels outside the ring; a → b and b → a apart)."""
         tasks = self.tasks
         n = len(tasks)
+        size = max(size, 13 * n)  # the members' circles apart (32: 416 px)
+        labelled = n <= _LABELLED_MEMBERS  # else each link's hover says it
         pad_x, pad_y = 60, 34  # room for the labels outside the ring
         cx, cy = size / 2 + pad_x, size / 2 + pad_y
         radius = size / 2 - 8
@@ -328,8 +399,9 @@ class CollectiveView(LiveView):
                 f"{esc(link.destination)}: {link.nbytes} bytes in {link.chunks} "
                 f"chunk{'s' if link.chunks != 1 else ''}, "
                 f"{link.seconds * 1000:.2f} ms</title></path>"
-                f"<text x='{lx:.1f}' y='{ly:.1f}' text-anchor='{anchor}' "
-                f"font-size='10' fill='{color}'>{label}</text></g>")
+                + (f"<text x='{lx:.1f}' y='{ly:.1f}' text-anchor='{anchor}' "
+                   f"font-size='10' fill='{color}'>{label}</text>" if labelled else "")
+                + "</g>")
         for t in tasks:
             x, y = pos[t]
             # Inside its circle: the short name (w0, ps1); the full one on hover.
@@ -355,6 +427,8 @@ class CollectiveView(LiveView):
                     "recorded</span></h4>")
         head = (f"<h4>All-reduce{title} <span class='muted'>· "
                 f"{esc(self._summary())}</span></h4>")
+        if self.compact():
+            return head + self._compact_html()
         rings = "".join(f"<div style='display:inline-block;vertical-align:top'>"
                         f"{self._ring_svg(r)}</div>" for r in self.rounds())
         rows = "".join(
@@ -368,6 +442,77 @@ class CollectiveView(LiveView):
         table = ("<table><tr><th>link</th><th>bytes</th><th>chunks</th>"
                  f"<th>bandwidth</th></tr>{rows}</table>")
         return f"{head}<div>{rings}</div><div>{legend}</div>{table}"
+
+    def _compact_html(self) -> str:
+        """Many steps: a heat map of every link's bandwidth in every step, a
+        row per phase and the slowest links (the rest counted)."""
+        phases = "".join(
+            f"<tr class='nbdist-phase' data-phase='{p.phase}'><td><span class='dot' "
+            f"style='background:{_COLORS[p.phase]}'></span>{p.phase}</td>"
+            f"<td>{p.steps} steps</td><td>{p.chunks} chunks</td>"
+            f"<td>{_size(p.nbytes)}</td><td>{p.seconds * 1000:.1f} ms</td>"
+            f"<td>{p.low_mib_per_s:.0f}–{p.high_mib_per_s:.0f} MiB/s (median "
+            f"{p.median_mib_per_s:.0f})</td></tr>" for p in self.phases())
+        links = self.busy_links()
+        slow = "".join(
+            f"<tr class='nbdist-slow-link'><td>{esc(short_task(x.source))} → "
+            f"{esc(short_task(x.destination))}</td><td>{_size(x.nbytes)}</td>"
+            f"<td>{x.chunks}</td><td>{x.mib_per_s:.0f} MiB/s</td></tr>"
+            for x in links[:_SLOWEST])
+        rest = links[_SLOWEST:]
+        more = (f"<div class='muted'>and {len(rest)} more links, "
+                f"{rest[0].mib_per_s:.0f}–{rest[-1].mib_per_s:.0f} MiB/s</div>"
+                if rest else "")
+        return (f"<table><tr><th>phase</th><th colspan='5'>a link's step: "
+                f"slowest–fastest</th></tr>{phases}</table>{self._heat_svg()}"
+                "<table><tr><th>slowest links</th><th>bytes</th><th>chunks</th>"
+                f"<th>bytes ÷ time in its steps</th></tr>{slow}</table>{more}")
+
+    def _heat_svg(self) -> str:
+        """Links (rows, in ring order) × steps (columns): each cell a link's
+        bandwidth in that step, darker the faster (hover: bytes and time)."""
+        rounds, links = self.rounds(), self.links()
+        label_w, top = 78, 18
+        cell_w = max(4.0, min(14.0, 640 / len(rounds)))
+        cell_h = max(4.0, min(14.0, 300 / max(len(links), 1)))
+        row = {(x.source, x.destination): i for i, x in enumerate(links)}
+        fastest = max((x.mib_per_s for r in rounds for x in r.links), default=0) or 1
+        parts = []
+        x0 = label_w
+        for phase in _PHASES:  # a band over each phase's columns
+            k = sum(r.phase == phase for r in rounds)
+            if k:
+                parts.append(f"<text x='{x0 + 1}' y='12' font-size='10' "
+                             f"fill='{_COLORS[phase]}'>{phase}</text>")
+                x0 += k * cell_w
+        for j, rnd in enumerate(rounds):
+            color = _COLORS[rnd.phase]
+            for x in rnd.links:
+                i = row[(x.source, x.destination)]
+                shade = 0.15 + 0.85 * x.mib_per_s / fastest
+                parts.append(
+                    f"<rect class='nbdist-heat-step' x='{label_w + j * cell_w:.1f}' "
+                    f"y='{top + i * cell_h:.1f}' width='{max(cell_w - 1, 1):.1f}' "
+                    f"height='{max(cell_h - 1, 1):.1f}' fill='{color}' "
+                    f"fill-opacity='{shade:.2f}'><title>{esc(rnd.label)}: "
+                    f"{esc(short_task(x.source))} → {esc(short_task(x.destination))} "
+                    f"{_size(x.nbytes)} in {x.seconds * 1000:.2f} ms "
+                    f"({x.mib_per_s:.0f} MiB/s)</title></rect>")
+        every = max(1, round(9 / cell_h))  # a readable label every few rows
+        for x, i in row.items():
+            if i % every == 0:
+                parts.append(
+                    f"<text x='{label_w - 4}' y='{top + i * cell_h + cell_h - 1.5:.1f}'"
+                    f" text-anchor='end' font-size='{min(10, cell_h):.0f}'>"
+                    f"{esc(member_label(x[0]))} → {esc(member_label(x[1]))}</text>")
+        bottom = top + len(links) * cell_h
+        parts.append(f"<text x='{label_w}' y='{bottom + 14:.1f}' font-size='10' "
+                     f"fill='#59636e'>step 1 … {len(rounds)} (columns), a link per "
+                     f"row; darker: faster (the fastest {fastest:.0f} MiB/s)</text>")
+        width = label_w + len(rounds) * cell_w + 8
+        return (f"<svg class='nbdist-ring-steps' width='{max(width, 520):.0f}' "
+                f"height='{bottom + 22:.0f}' xmlns='http://www.w3.org/2000/svg' "
+                f"font-family='system-ui,sans-serif'>{''.join(parts)}</svg>")
 
     # -- the widget: one step at a time --------------------------------------------------
     def _build(self):

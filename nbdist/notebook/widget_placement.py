@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from nbdist.notebook.live_view import LiveView, esc, short_task
 
@@ -209,6 +210,8 @@ class PlacementView(LiveView):
     placed them. Only ops named as in ``graph`` (or in graphs added with
     ``add_graph``) and registered after the view was made are shown, unless
     ``follow_all``: then every graph that ran or runs on the cluster is.
+    A job of more than 4 tasks gets one card (its ops per task, op types and
+    largest variables) rather than a card per task.
 
     >>> import nbdist as nd
     >>> g = nd.Graph()
@@ -398,39 +401,97 @@ def _bars_svg(bars) -> str:
     return "".join(parts)
 
 
+_CARDS_PER_JOB = 4  # a job of more tasks gets one card for all of them
+_VARIABLES_LISTED = 6  # in a job's card: the largest, the rest counted
+
+
+class _Variable(NamedTuple):
+    name: str
+    shape: tuple
+    dtype: str
+    nbytes: int
+
+
+def _job_of(task: str) -> str:
+    return task[5:].split("/", 1)[0] if task.startswith("/job:") else task
+
+
+def _type_chips(ops) -> str:
+    """The six commonest op types of ``ops`` (op types), counted."""
+    kinds: dict[str, int] = {}
+    for op in ops:
+        kinds[op] = kinds.get(op, 0) + 1
+    top = sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))[:6]
+    chips = "".join(f"<span class='chip'>{esc(k)} ×{n}</span>" for k, n in top)
+    more = len(kinds) - len(top)
+    if more > 0:
+        chips += f"<span class='muted'>+{more} more types</span>"
+    return chips
+
+
+def _variables_table(variables) -> str:
+    rows = "".join(
+        f"<tr><td><code>{esc(name)}</code></td><td>{esc(shape)}</td>"
+        f"<td>{esc(dtype)}</td><td>{human_bytes(nbytes)}</td></tr>"
+        for name, shape, dtype, nbytes in variables
+    )
+    return f"<table>{rows}</table>" if rows else ""
+
+
+def _card(color: str, title: str, body: str, job: str = "") -> str:
+    cls = f" class='nbdist-placement-job' data-job='{esc(job)}'" if job else ""
+    return (
+        f"<div{cls} style='border:1px solid #d0d7de;border-left:4px solid {color};"
+        "border-radius:6px;padding:6px 10px;margin:6px 8px 0 0;min-width:260px;"
+        f"flex:1 1 300px'><b>{title}</b>{body}</div>"
+    )
+
+
+def _job_card(job: str, color: str, tasks: dict) -> str:
+    """One card for the many tasks of a job: their ops per task (fewest to
+    most), op types and variables together."""
+    rows = [row for task_rows in tasks.values() for row in task_rows]
+    per_task = sorted(sum(len(r.ops) for r in rs) for rs in tasks.values())
+    ops = sum(per_task)
+    variables = sorted(
+        (_Variable(f"{short_task(r.task)}/{n}", *v) for r in rows
+         for n, v in r.variables.items()), key=lambda v: (-v.nbytes, v.name))
+    rest = variables[_VARIABLES_LISTED:]
+    more = (f"<div class='muted'>+{len(rest)} more variables, "
+            f"{human_bytes(sum(v.nbytes for v in rest))}</div>" if rest else "")
+    nvars = len(variables)
+    body = (
+        f"<div class='muted'>{ops} op{_s(ops)} on {len(tasks)} tasks "
+        f"({per_task[0]}–{per_task[-1]} per task, {len(rows)} device{_s(len(rows))})"
+        + (f", {nvars} variable{_s(nvars)} "
+           f"{human_bytes(sum(v.nbytes for v in variables))}" if nvars else "")
+        + f"</div><div>{_type_chips(op for r in rows for op in r.ops.values())}</div>"
+        f"{_variables_table(variables[:_VARIABLES_LISTED])}{more}"
+    )
+    return _card(color, f"{esc(job)} ×{len(tasks)}", body, job)
+
+
 def _cards_html(s: PlacementState) -> str:
     cards = []
+    by_job: dict[str, dict] = {}
     for task, rows in s.by_task().items():
-        job = task[5:].split("/", 1)[0] if task.startswith("/job:") else task
+        by_job.setdefault(_job_of(task), {})[task] = rows
+    for job, tasks in by_job.items():
         color = {"ps": "#8250df", "worker": "#0969da", "chief": "#1a7f37"}.get(
             job, "#59636e"
         )
-        body = []
-        for row in rows:
-            kinds: dict[str, int] = {}
-            for op in row.ops.values():
-                kinds[op] = kinds.get(op, 0) + 1
-            top = sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))[:6]
-            chips = "".join(f"<span class='chip'>{esc(k)} ×{n}</span>" for k, n in top)
-            more = len(kinds) - len(top)
-            if more > 0:
-                chips += f"<span class='muted'>+{more} more types</span>"
-            variables = "".join(
-                f"<tr><td><code>{esc(name)}</code></td><td>{esc(shape)}</td>"
-                f"<td>{esc(dtype)}</td><td>{human_bytes(nbytes)}</td></tr>"
-                for name, (shape, dtype, nbytes) in sorted(row.variables.items())
-            )
-            if variables:
-                variables = f"<table>{variables}</table>"
-            body.append(
+        if len(tasks) > _CARDS_PER_JOB:
+            cards.append(_job_card(job, color, tasks))
+            continue
+        for task, rows in tasks.items():
+            body = [
                 f"<div class='nbdist-device' data-device='{esc(row.device)}'>"
                 f"<code>{esc(row.device)}</code> <span class='muted'>· "
-                f"{len(row.ops)} op{_s(len(row.ops))}</span><div>{chips}</div>"
-                f"{variables}</div>"
-            )
-        cards.append(
-            f"<div style='border:1px solid #d0d7de;border-left:4px solid {color};"
-            "border-radius:6px;padding:6px 10px;margin:6px 8px 0 0;min-width:260px;"
-            f"flex:1 1 300px'><b>{esc(short_task(task))}</b>{''.join(body)}</div>"
-        )
+                f"{len(row.ops)} op{_s(len(row.ops))}</span>"
+                f"<div>{_type_chips(row.ops.values())}</div>"
+                f"{_variables_table((n, *v) for n, v in sorted(row.variables.items()))}"
+                "</div>"
+                for row in rows
+            ]
+            cards.append(_card(color, esc(short_task(task)), "".join(body)))
     return f"<div style='display:flex;flex-wrap:wrap'>{''.join(cards)}</div>"

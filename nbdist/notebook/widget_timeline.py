@@ -5,7 +5,10 @@ tensor sent from one task to another (labelled with the tensor and its
 bytes), a legend and round ticks. Hovering a bar or an arrow shows its op or
 tensor, task, start, duration and bytes (an SVG ``<title>``: no JavaScript).
 Several steps can be kept (``trace(..., steps=5)``, ``update``) and scrubbed
-with a slider in the live widget; the static face shows the current one."""
+with a slider in the live widget; the static face shows the current one.
+A job of more than 8 tasks (32 workers) is drawn as thin strips, a row of
+ops per task under the job's name, and its text as a line per job; lanes
+taller than a screen scroll."""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from nbdist.notebook.timeline_model import (
     Span,
     Transfer,
     format_bytes,
+    member_label,
     nice_ticks,
     spans_from_run_metadata,
     step_origin_us,
@@ -39,6 +43,27 @@ _LABELLED_ARROWS = 16  # more arrows than this are labelled on hover only
 # Where along its arrow a label may go, and how far up or down from it (px).
 _LABEL_AT = (0.75, 0.5, 0.9, 0.3, 0.15, 0.6, 0.4, 0.05)
 _LABEL_DY = (0, -12, 12, -24, 24, -36, 36, -48, 48)
+
+
+_STRIP_TASKS = 8  # a job of more tasks draws each as a thin strip, not a lane
+_STRIP_H = 9  # px: a strip (32 workers: 320 px)
+_SCROLL_PX = 700  # a face taller than this scrolls its lanes
+
+
+def _job(task: str) -> str:
+    return task.rpartition(":")[0] or task
+
+
+def _end(task: str, strips: dict) -> str:
+    """A transfer's end as the text groups it: its task, or its large job."""
+    return _job(task) if _job(task) in strips else task
+
+
+def _ends(tasks: set) -> str:
+    """"worker:0", or "31 workers" (several tasks of a job)."""
+    if len(tasks) == 1:
+        return next(iter(tasks))
+    return f"{len(tasks)} {'/'.join(sorted({_job(t) for t in tasks}))}s"
 
 
 def _fmt_ms(us: int) -> str:
@@ -190,16 +215,32 @@ class TimelineView(LiveView):
             f"{self.duration_us() / 1000:.1f} ms"
             + (f", {self._wire_note()}" if len(tasks) > 1 else "") + note)
         ]
+        strips = self.strip_jobs()
         for t in tasks:
-            spans = [s for s in self.spans if s.task == t]
-            busy = sum(s.end_us - s.start_us for s in spans)
-            kinds = [(sum(s.kind == k for s in spans), name)
-                     for k, (_, name) in KINDS.items()]
-            lines.append(
-                f"  {t}: {len(spans)} ops, busy {busy / 1000:.1f} ms: "
-                + ", ".join(f"{n} {name}" for n, name in kinds if n))
+            if _job(t) not in strips:
+                lines.append(f"  {t}: {self._ops_line([t])}")
+        for job, n in strips.items():  # a line per large job
+            of = [t for t in tasks if _job(t) == job]
+            busy = {t: sum(s.end_us - s.start_us for s in self.spans if s.task == t)
+                    for t in of}
+            most = max(of, key=busy.get)
+            lines.append(f"  {job} ×{n}: {self._ops_line(of)}; per task busy "
+                         f"{min(busy.values()) / 1000:.1f}–{busy[most] / 1000:.1f} ms "
+                         f"(most: {most})")
+        if strips:  # the transfers per pair of a task or a large job
+            ends = collections.defaultdict(list)
+            for tr in self.transfers:
+                ends[(_end(tr.source, strips), _end(tr.destination, strips))].append(tr)
+            for trs in (ends[k] for k in sorted(ends)):
+                src = _ends({t.source for t in trs})
+                dst = _ends({t.destination for t in trs})
+                lines.append(
+                    f"  {src} → {dst}: {len(trs)} tensor{'s' if len(trs) != 1 else ''} "
+                    f"({format_bytes(sum(t.bytes for t in trs))}), received "
+                    f"{_fmt_ms(min(t.recv_us for t in trs))} to "
+                    f"{_fmt_ms(max(t.recv_us for t in trs))}")
         # In a stable order (not by time: concurrent transfers swap places).
-        for tr in sorted(self.transfers,
+        for tr in sorted(self.transfers if not strips else (),
                          key=lambda x: (task_key(x.source), task_key(x.destination),
                                         x.tensor)):
             lines.append(f"  {tr.source} → {tr.destination}: {tr.tensor} "
@@ -212,6 +253,14 @@ class TimelineView(LiveView):
             lines.append(f"  {src} → {dst}: {k} {what}{'s' if k != 1 else ''} "
                          "(seen by the tap)")
         return "\n".join(lines)
+
+    def _ops_line(self, tasks) -> str:
+        """'38 ops, busy 43.6 ms: 3 compute, 32 Send/Recv' of these tasks."""
+        spans = [s for s in self.spans if s.task in tasks]
+        busy = sum(s.end_us - s.start_us for s in spans)
+        kinds = [(sum(s.kind == k for s in spans), name) for k, (_, name) in KINDS.items()]
+        return (f"{len(spans)} ops, busy {busy / 1000:.1f} ms: "
+                + ", ".join(f"{n} {name}" for n, name in kinds if n))
 
     def _html(self) -> str:
         tasks = self.tasks()
@@ -254,7 +303,16 @@ class TimelineView(LiveView):
         lane_mid: dict[str, float] = {}
         parts = []
         bars: list = []  # the op bars' boxes: labels are kept off them
+        strips = self.strip_jobs()
+        strip_tops: dict[str, float] = {}  # a large job's first strip
         for t in tasks:
+            if _job(t) in strips:  # a thin strip: the job's tasks side by side
+                if _job(t) not in strip_tops:
+                    strip_tops[_job(t)] = y
+                parts.append(self._strip(t, y, x_of, label_w + width))
+                lane_mid[t] = y + _STRIP_H / 2
+                y += _STRIP_H + 1
+                continue
             rows = rows_of[t]
             h = max(len(rows) * lane_h + 6, 44)
             lane_mid[t] = y + h / 2
@@ -285,7 +343,13 @@ class TimelineView(LiveView):
                         + label)
             parts.append("</g>")
             y += h + 6
-        arrows = self._arrows(x_of, lane_mid, bars, y)
+        for job, top in strip_tops.items():  # over its strips, left of their names
+            parts.append(f"<text x='4' y='{top + 10}' font-weight='600' font-size='12'>"
+                         f"{esc(job)}<tspan x='4' dy='14' font-weight='400' "
+                         f"font-size='11'>{strips[job]} tasks</tspan></text>")
+        if strips:
+            y += 5
+        arrows = self._arrows(x_of, lane_mid, bars, y, thin=bool(strips))
         axis = [(f"<line x1='{label_w}' y1='{y}' x2='{label_w + width}' y2='{y}' "
                 "stroke='#8c959f'/>")]
         for v in ticks:
@@ -327,17 +391,54 @@ class TimelineView(LiveView):
         defs = (f"<defs><marker id='nbdist-arrow-{id(self):x}' viewBox='0 0 10 10' "
                 "refX='9' refY='5' markerWidth='7' markerHeight='7' orient='auto'>"
                 "<path d='M0,0 L10,5 L0,10 z' fill='#57606a'/></marker></defs>")
-        return (
+        svg = (
             f"<svg class='nbdist-timeline' width='{label_w + width + 150}' "
             f"height='{ly + 10}' viewBox='0 0 {label_w + width + 150} {ly + 10}' "
             "style='max-width:100%;height:auto' "
             "xmlns='http://www.w3.org/2000/svg' font-size='12' "
             f"font-family='system-ui,sans-serif'>{defs}{''.join(parts)}"
             f"{''.join(arrows)}{''.join(axis)}{''.join(legend)}</svg>")
+        if ly + 10 <= _SCROLL_PX:
+            return svg
+        # Lanes beyond a screen (more than ~60 tasks): they scroll, in the
+        # widget and in a static render alike (CSS, no JavaScript).
+        return (f"<div class='nbdist-lanes-scroll' style='max-height:{_SCROLL_PX}px;"
+                f"overflow-y:auto'>{svg}</div>")
 
-    def _arrows(self, x_of, lane_mid, bars=(), bottom=1e9) -> list[str]:
+    def strip_jobs(self) -> dict[str, int]:
+        """The jobs of more than ``_STRIP_TASKS`` tasks (their number of tasks
+        each): each of their tasks is drawn as a thin strip, not a lane."""
+        jobs = collections.Counter(_job(t) for t in self.tasks())
+        return {j: n for j, n in jobs.items() if n > _STRIP_TASKS}
+
+    def _strip(self, task, y, x_of, right) -> str:
+        """A task of a large job: its ops as one row of thin bars (overlaps
+        drawn over each other; hover for each) and its short name."""
+        spans = [s for s in self.spans if s.task == task]
+        busy = sum(s.end_us - s.start_us for s in spans)
+        parts = [(f"<g class='nbdist-lane nbdist-strip' data-task='{esc(task)}'>"
+                  f"<title>{esc(task)}: {len(spans)} ops, busy {_fmt_ms(busy)}"
+                  f"</title><rect x='0' y='{y}' width='{right}' "
+                  f"height='{_STRIP_H}' fill='#f6f8fa'/>")]
+        parts.append(f"<text x='86' y='{y + _STRIP_H - 1.5}' text-anchor='end' "
+                     f"font-size='8' fill='#59636e'>{esc(member_label(task))}</text>")
+        for s in spans:
+            x = x_of(s.start_us)
+            parts.append(
+                f"<rect class='nbdist-op' data-kind='{s.kind}' x='{x:.1f}' "
+                f"y='{y + 1}' width='{max(1.0, x_of(s.end_us) - x):.1f}' "
+                f"height='{_STRIP_H - 2}' fill='{KINDS[s.kind][0]}'><title>"
+                f"{esc(s.name)} ({esc(s.op)}) · {esc(task)} · start "
+                f"{_fmt_ms(s.start_us)} · duration {_fmt_ms(s.end_us - s.start_us)}"
+                "</title></rect>")
+        return "".join(parts) + "</g>"
+
+    def _arrows(self, x_of, lane_mid, bars=(), bottom=1e9, thin=False) -> list[str]:
         out = []
         labelled = len(self.transfers) + len(self.wire) <= _LABELLED_ARROWS
+        # Between thin strips, arrows are faint and thin: the bars stay readable.
+        pen = ("stroke-width='0.8' stroke-opacity='0.45'" if thin
+               else "stroke-width='1.5'")
         links: dict = {}  # (source, destination): its transfers, one label each
         for tr in self.transfers:
             if tr.source not in lane_mid or tr.destination not in lane_mid:
@@ -353,7 +454,7 @@ class TimelineView(LiveView):
                 f"data-source='{esc(tr.source)}' data-destination="
                 f"'{esc(tr.destination)}'><title>{esc(tip)}</title>"
                 f"<line x1='{x1:.1f}' y1='{y1:.1f}' x2='{x2:.1f}' y2='{y2:.1f}' "
-                "stroke='#57606a' stroke-width='1.5' "
+                f"stroke='#57606a' {pen} "
                 f"marker-end='url(#nbdist-arrow-{id(self):x})'/></g>")
         placed = _Labels(bars, bottom)  # the labels' boxes so far
         if labelled:

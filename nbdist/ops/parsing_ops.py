@@ -27,8 +27,8 @@ import numpy as np
 from nbdist.framework import dtypes
 from nbdist.framework.op_def_registry import REQUIRED, register_op
 from nbdist.framework.ops import _graph_of, convert_to_tensor
-from nbdist.framework.tensor_shape import TensorShape, as_shape
 from nbdist.framework.sparse_tensor import SparseTensor
+from nbdist.framework.tensor_shape import TensorShape, as_shape
 
 _FEATURE_DTYPES = (dtypes.float32, dtypes.int64, dtypes.string)
 
@@ -84,38 +84,132 @@ class SparseFeature(collections.namedtuple(
 
 
 # -- op definitions -----------------------------------------------------------
-_PARSE_ATTRS = {"sparse_keys": ("list(string)", []), "dense_keys": ("list(string)", []),
-                "sparse_types": ("list(type)", []), "Tdense": ("list(type)", []),
-                "dense_shapes": ("list(shape)", []),
-                "dense_variable": ("list(int)", [])}
+# TF's own ops, as TF 2.x writes them (so a GraphDef or SavedModel moves both
+# ways): the feature keys are string inputs, a FixedLenSequenceFeature is a
+# dense shape with a leading -1, ragged features are not supported. TF's first
+# versions (ParseExample, ParseSingleExample, ParseSingleSequenceExample) below.
+_PARSE_ATTRS = {"Tdense": ("list(type)", []), "num_sparse": ("int", 0),
+                "sparse_types": ("list(type)", []),
+                "ragged_value_types": ("list(type)", []),
+                "ragged_split_types": ("list(type)", []),
+                "dense_shapes": ("list(shape)", [])}
+_SEQ_ATTRS = {"Ncontext_sparse": ("int", 0), "Tcontext_dense": ("list(type)", []),
+              "context_sparse_types": ("list(type)", []),
+              "context_ragged_value_types": ("list(type)", []),
+              "context_ragged_split_types": ("list(type)", []),
+              "context_dense_shapes": ("list(shape)", []),
+              "Nfeature_list_sparse": ("int", 0), "Nfeature_list_dense": ("int", 0),
+              "feature_list_dense_types": ("list(type)", []),
+              "feature_list_sparse_types": ("list(type)", []),
+              "feature_list_ragged_value_types": ("list(type)", []),
+              "feature_list_ragged_split_types": ("list(type)", []),
+              "feature_list_dense_shapes": ("list(shape)", [])}
+_PARSE_KEY_INPUTS = 5  # serialized, names, sparse_keys, dense_keys, ragged_keys
+_SEQ_KEY_INPUTS = 9  # serialized, debug_name, 6 key vectors, missing_assumed_empty
 
 
-def _parse_infer(single):
-    def infer(c):
-        if c.dtype(0) is not dtypes.string:
-            raise TypeError(f"{c.op_type} needs serialized strings, got "
-                            f"{c.dtype(0).name}")
-        want = 0 if single else 1
-        if c.shape(0).rank not in (None, want):
-            raise ValueError(f"{c.op_type}: serialized must be "
-                             f"{'a scalar' if single else 'a vector'}, got shape "
-                             f"{c.shape(0)}")
-        batch = [] if single else [c.shape(0)[0] if c.shape(0).rank else None]
-        rank = len(batch) + 1
-        ns = len(c.attr("sparse_keys"))
-        out = [(dtypes.int64, TensorShape([None, rank]))] * ns
-        out += [(t, TensorShape([None])) for t in c.attr("sparse_types")]
-        out += [(dtypes.int64, TensorShape([rank]))] * ns
-        for t, s, var in zip(c.attr("Tdense"), c.attr("dense_shapes"),
-                             c.attr("dense_variable")):
-            out.append((t, TensorShape(batch + ([None] if var else []) + s.as_list())))
-        return out
-
-    return infer
+def _serialized_batch(c):
+    """The batch dimensions of a parse op's outputs: [] for one scalar record,
+    [n] for a vector, None when the rank is unknown."""
+    if c.dtype(0) is not dtypes.string:
+        raise TypeError(f"{c.op_type} needs serialized strings, got "
+                        f"{c.dtype(0).name}")
+    s = c.shape(0)
+    if s.rank is None:
+        return None
+    if s.rank > 1:
+        raise ValueError(f"{c.op_type}: serialized must be a scalar or a vector, "
+                         f"got shape {s}")
+    return s.as_list()
 
 
-register_op("ParseExample", _parse_infer(False), attrs=_PARSE_ATTRS, min_inputs=1)
-register_op("ParseSingleExample", _parse_infer(True), attrs=_PARSE_ATTRS, min_inputs=1)
+def _parsed_outputs(batch, n_sparse, sparse_types, dense_types, dense_shapes):
+    """(dtype, shape) of the sparse triples and dense values of a parse op."""
+    rank = None if batch is None else len(batch) + 1
+    out = [(dtypes.int64, TensorShape([None, rank]))] * n_sparse
+    out += [(t, TensorShape([None])) for t in sparse_types]
+    out += [(dtypes.int64, TensorShape([rank]))] * n_sparse
+    out += [(t, TensorShape(None) if batch is None else
+             TensorShape(batch + s.as_list()))
+            for t, s in zip(dense_types, dense_shapes)]
+    return out
+
+
+def _check_no_ragged(c, *attrs):
+    if any(c.attr(a) for a in attrs):
+        raise NotImplementedError(f"{c.op_type}: ragged features are not supported")
+
+
+def _parse_infer(c):
+    _check_no_ragged(c, "ragged_value_types", "ragged_split_types")
+    return _parsed_outputs(_serialized_batch(c), c.attr("num_sparse"),
+                           c.attr("sparse_types"), c.attr("Tdense"),
+                           c.attr("dense_shapes"))
+
+
+def _parse_sequence_infer(c):
+    _check_no_ragged(c, "context_ragged_value_types", "context_ragged_split_types",
+                     "feature_list_ragged_value_types",
+                     "feature_list_ragged_split_types")
+    batch = _serialized_batch(c)
+    out = _parsed_outputs(batch, c.attr("Ncontext_sparse"),
+                          c.attr("context_sparse_types"), c.attr("Tcontext_dense"),
+                          c.attr("context_dense_shapes"))
+    # A feature list adds a steps dimension: [batch, steps] + shape.
+    steps = None if batch is None else batch + [None]
+    out += _parsed_outputs(steps, c.attr("Nfeature_list_sparse"),
+                           c.attr("feature_list_sparse_types"),
+                           c.attr("feature_list_dense_types"),
+                           c.attr("feature_list_dense_shapes"))
+    out += [(dtypes.int64, TensorShape(batch))] * c.attr("Nfeature_list_dense")
+    return out
+
+
+register_op("ParseExampleV2", _parse_infer, attrs=_PARSE_ATTRS,
+            min_inputs=_PARSE_KEY_INPUTS)
+register_op("ParseSequenceExampleV2", _parse_sequence_infer, attrs=_SEQ_ATTRS,
+            min_inputs=_SEQ_KEY_INPUTS)
+
+
+# TF's first versions, which TF 1.x graphs hold: imported and run, not built.
+def _parse_v1_infer(c):
+    return _parsed_outputs(_serialized_batch(c), c.attr("Nsparse"),
+                           c.attr("sparse_types"), c.attr("Tdense"),
+                           c.attr("dense_shapes"))
+
+
+def _parse_single_v1_infer(c):
+    return _parsed_outputs([], c.attr("num_sparse"), c.attr("sparse_types"),
+                           c.attr("Tdense"), c.attr("dense_shapes"))
+
+
+def _parse_single_sequence_v1_infer(c):
+    return (_parsed_outputs([], c.attr("Ncontext_sparse"),
+                            c.attr("context_sparse_types"), c.attr("Tcontext_dense"),
+                            c.attr("context_dense_shapes"))
+            + _parsed_outputs([None], c.attr("Nfeature_list_sparse"),
+                              c.attr("feature_list_sparse_types"),
+                              c.attr("feature_list_dense_types"),
+                              c.attr("feature_list_dense_shapes")))
+
+
+register_op("ParseExample", _parse_v1_infer, min_inputs=2, attrs={
+    "Nsparse": ("int", 0), "Ndense": ("int", 0), "sparse_types": ("list(type)", []),
+    "Tdense": ("list(type)", []), "dense_shapes": ("list(shape)", [])})
+register_op("ParseSingleExample", _parse_single_v1_infer, min_inputs=1, attrs={
+    "num_sparse": ("int", 0), "sparse_keys": ("list(string)", []),
+    "dense_keys": ("list(string)", []), "sparse_types": ("list(type)", []),
+    "Tdense": ("list(type)", []), "dense_shapes": ("list(shape)", [])})
+register_op("ParseSingleSequenceExample", _parse_single_sequence_v1_infer,
+            min_inputs=3, attrs={
+                "Ncontext_sparse": ("int", 0), "Ncontext_dense": ("int", 0),
+                "Nfeature_list_sparse": ("int", 0), "Nfeature_list_dense": ("int", 0),
+                "context_sparse_types": ("list(type)", []),
+                "Tcontext_dense": ("list(type)", []),
+                "feature_list_dense_types": ("list(type)", []),
+                "context_dense_shapes": ("list(shape)", []),
+                "feature_list_sparse_types": ("list(type)", []),
+                "feature_list_dense_shapes": ("list(shape)", [])})
 
 
 def _check_dtype(key, dtype):
@@ -127,20 +221,56 @@ def _check_dtype(key, dtype):
 
 
 def _dense_default(key, feature, dtype, shape, variable):
-    """The default-value input of a dense feature (empty: none, required)."""
+    """The default-value input of a dense feature, as TF gives it: empty when
+    the feature is required, the feature's shape when fixed, a scalar (the
+    padding) for a FixedLenSequenceFeature."""
+    np_dtype = object if dtype is dtypes.string else dtype.as_numpy_dtype
     if feature.default_value is None:
         if variable:
-            return np.array(b"" if dtype is dtypes.string else 0,
-                            dtype=dtype.as_numpy_dtype).reshape(1)
-        return np.zeros([0], dtype=dtype.as_numpy_dtype)
-    value = np.asarray(feature.default_value, dtype=dtype.as_numpy_dtype
-                       if dtype is not dtypes.string else object)
+            return np.array(b"" if dtype is dtypes.string else 0, dtype=np_dtype)
+        return np.zeros([0], dtype=np_dtype)
+    value = np.asarray(feature.default_value, dtype=np_dtype)
     if variable:
-        return value.reshape(-1)[:1]
+        if value.size != 1:
+            raise ValueError(f"Feature {key!r}: the default_value of a "
+                             "FixedLenSequenceFeature is one (padding) value, got "
+                             f"{feature.default_value!r}")
+        return value.reshape([])
     if value.size != int(np.prod(shape.as_list(), dtype=np.int64)):
         raise ValueError(f"Feature {key!r}: default_value {feature.default_value!r} "
                          f"does not have shape {shape}")
-    return value.reshape(-1)
+    return value.reshape(shape.as_list())
+
+
+def _key_inputs(named_keys):
+    """String-vector constants, one per (input name, keys) pair: the feature
+    keys of a parse op, which TF passes as inputs."""
+    return [convert_to_tensor(np.array(keys, dtype=object).reshape([len(keys)]),
+                              dtype=dtypes.string, name=input_name)
+            for input_name, keys in named_keys]
+
+
+def _dense_defaults(dense, named):
+    return [convert_to_tensor(_dense_default(k, f, t, s, v), dtype=t,
+                              name=f"key_{k}" if named and k.isidentifier() else None)
+            for k, t, s, v, f in dense]
+
+
+def _dense_shapes(dense):
+    """TF's ``dense_shapes``: a FixedLenSequenceFeature's with a leading -1."""
+    return [TensorShape([None] + s.as_list()) if v else s
+            for _, _, s, v, _ in dense]
+
+
+def _sparse_and_dense_outputs(outs, sparse, dense):
+    """The results by key of a parse op's sparse triples and dense values, and
+    the outputs after them."""
+    ns, result = len(sparse), {}
+    for i, (key, _) in enumerate(sparse):
+        result[key] = SparseTensor(outs[i], outs[ns + i], outs[2 * ns + i])
+    for j, d in enumerate(dense):
+        result[d[0]] = outs[3 * ns + j]
+    return result, outs[3 * ns + len(dense):]
 
 
 def _split_features(features, sequence=False):
@@ -231,28 +361,26 @@ def _parse(serialized, features, name, single):
                         if k in composite else parsed[k]) for k in requested}
     sparse, dense = _split_features(features)
     g = _graph_of([serialized])
-    op_type = "ParseSingleExample" if single else "ParseExample"
-    with g.as_default(), g.name_scope(name or op_type):
+    scope = "ParseSingleExample" if single else "ParseExample"
+    with g.as_default(), g.name_scope(name or scope):
         serialized = convert_to_tensor(serialized, dtype=dtypes.string,
                                        name="serialized")
-        defaults = [convert_to_tensor(_dense_default(k, f, t, s, v),
-                                      name=f"key_{k}" if k.isidentifier() else None)
-                    for k, t, s, v, f in dense]
-        attrs = {"sparse_keys": [k for k, _ in sparse],
-                 "dense_keys": [d[0] for d in dense],
-                 "sparse_types": [t for _, t in sparse],
-                 "Tdense": [d[1] for d in dense],
-                 "dense_shapes": [d[2] for d in dense],
-                 "dense_variable": [int(d[3]) for d in dense]}
-        op = g.create_op(op_type, [serialized] + defaults, attrs, name=op_type)
-    outs = op.outputs
-    ns = len(sparse)
-    result = {}
-    for i, (key, _) in enumerate(sparse):
-        result[key] = SparseTensor(outs[i], outs[ns + i], outs[2 * ns + i])
-    for j, d in enumerate(dense):
-        result[d[0]] = outs[3 * ns + j]
-    return result
+        if serialized.shape.rank not in (None, 0 if single else 1):
+            raise ValueError(f"{scope}: serialized must be "
+                             f"{'a scalar' if single else 'a vector'}, got shape "
+                             f"{serialized.shape}")
+        defaults = _dense_defaults(dense, named=True)
+        with g.name_scope("ParseExampleV2") as op_name:
+            keys = _key_inputs([("names", []),
+                                ("sparse_keys", [k for k, _ in sparse]),
+                                ("dense_keys", [d[0] for d in dense]),
+                                ("ragged_keys", [])])
+        attrs = {"Tdense": [d[1] for d in dense], "num_sparse": len(sparse),
+                 "sparse_types": [t for _, t in sparse], "ragged_value_types": [],
+                 "ragged_split_types": [], "dense_shapes": _dense_shapes(dense)}
+        op = g.create_op("ParseExampleV2", [serialized] + keys + defaults, attrs,
+                         name=op_name)
+    return _sparse_and_dense_outputs(list(op.outputs), sparse, dense)[0]
 
 
 def parse_example(serialized, features, name=None, example_names=None):
@@ -270,85 +398,51 @@ def parse_single_example(serialized, features, name=None, example_names=None):
 
 
 # -- SequenceExample ------------------------------------------------------------
-_SEQ_ATTRS = dict(_PARSE_ATTRS, fl_sparse_keys=("list(string)", []),
-                  fl_sparse_types=("list(type)", []),
-                  fl_dense_keys=("list(string)", []),
-                  fl_dense_types=("list(type)", []),
-                  fl_dense_shapes=("list(shape)", []),
-                  fl_dense_allow_missing=("list(int)", []))
-
-
-def _parse_sequence_infer(c):
-    out = _parse_infer(True)(c)
-    ns = len(c.attr("fl_sparse_keys"))
-    out += [(dtypes.int64, TensorShape([None, 2]))] * ns
-    out += [(t, TensorShape([None])) for t in c.attr("fl_sparse_types")]
-    out += [(dtypes.int64, TensorShape([2]))] * ns
-    out += [(t, TensorShape([None] + s.as_list()))
-            for t, s in zip(c.attr("fl_dense_types"), c.attr("fl_dense_shapes"))]
-    return out
-
-
-register_op("ParseSingleSequenceExample", _parse_sequence_infer, attrs=_SEQ_ATTRS,
-            min_inputs=1)
-
-
-def _parse_sequence_infer_batched(c):
-    out = _parse_infer(False)(c)
-    batch = c.shape(0)[0] if c.shape(0).rank else None
-    ns = len(c.attr("fl_sparse_keys"))
-    out += [(dtypes.int64, TensorShape([None, 3]))] * ns
-    out += [(t, TensorShape([None])) for t in c.attr("fl_sparse_types")]
-    out += [(dtypes.int64, TensorShape([3]))] * ns
-    out += [(t, TensorShape([batch, None] + s.as_list()))
-            for t, s in zip(c.attr("fl_dense_types"), c.attr("fl_dense_shapes"))]
-    out += [(dtypes.int64, TensorShape([batch]))] * len(c.attr("fl_dense_keys"))
-    return out
-
-
-register_op("ParseSequenceExample", _parse_sequence_infer_batched,
-            attrs=_SEQ_ATTRS, min_inputs=1)
-
-
-def _parse_sequences(op_type, serialized, context_features, sequence_features,
-                     name):
-    """Builds ``op_type`` and returns its outputs split into (context,
-    sequences, the remaining outputs)."""
+def _parse_sequences(serialized, context_features, sequence_features, name,
+                     single):
+    """Builds a ``ParseSequenceExampleV2`` and returns its outputs as
+    (context, sequences, lengths) dicts."""
     if not context_features and not sequence_features:
         raise ValueError("Missing features: give context_features or "
                          "sequence_features")
     sparse, dense = _split_features(context_features)
     fl_sparse, fl_dense = _split_features(sequence_features, sequence=True)
     g = _graph_of([serialized])
-    with g.as_default(), g.name_scope(name or op_type):
+    scope = "ParseSingleSequenceExample" if single else "ParseSequenceExample"
+    with g.as_default(), g.name_scope(name or scope):
         serialized = convert_to_tensor(serialized, dtype=dtypes.string,
                                        name="serialized")
-        defaults = [convert_to_tensor(_dense_default(k, f, t, s, v))
-                    for k, t, s, v, f in dense]
-        attrs = {"sparse_keys": [k for k, _ in sparse],
-                 "dense_keys": [d[0] for d in dense],
-                 "sparse_types": [t for _, t in sparse],
-                 "Tdense": [d[1] for d in dense],
-                 "dense_shapes": [d[2] for d in dense],
-                 "dense_variable": [int(d[3]) for d in dense],
-                 "fl_sparse_keys": [k for k, _ in fl_sparse],
-                 "fl_sparse_types": [t for _, t in fl_sparse],
-                 "fl_dense_keys": [d[0] for d in fl_dense],
-                 "fl_dense_types": [d[1] for d in fl_dense],
-                 "fl_dense_shapes": [d[2] for d in fl_dense],
-                 "fl_dense_allow_missing": [int(bool(d[4].allow_missing))
-                                            for d in fl_dense]}
-        op = g.create_op(op_type, [serialized] + defaults, attrs, name=op_type)
-    outs = list(op.outputs)
-    context, sequences = {}, {}
-    for result, sp, de in ((context, sparse, dense), (sequences, fl_sparse, fl_dense)):
-        ns = len(sp)
-        for i, (key, _) in enumerate(sp):
-            result[key] = SparseTensor(outs[i], outs[ns + i], outs[2 * ns + i])
-        for j, d in enumerate(de):
-            result[d[0]] = outs[3 * ns + j]
-        outs = outs[3 * ns + len(de):]
-    return context, sequences, dict(zip([d[0] for d in fl_dense], outs))
+        defaults = _dense_defaults(dense, named=False)
+        with g.name_scope("ParseSequenceExampleV2") as op_name:
+            keys = _key_inputs([
+                ("debug_name", []),
+                ("context_sparse_keys", [k for k, _ in sparse]),
+                ("context_dense_keys", [d[0] for d in dense]),
+                ("context_ragged_keys", []),
+                ("feature_list_sparse_keys", [k for k, _ in fl_sparse]),
+                ("feature_list_dense_keys", [d[0] for d in fl_dense]),
+                ("feature_list_ragged_keys", [])])
+            missing = convert_to_tensor(
+                np.array([bool(d[4].allow_missing) for d in fl_dense], np.bool_),
+                name="feature_list_dense_missing_assumed_empty")
+        attrs = {"Ncontext_sparse": len(sparse),
+                 "Tcontext_dense": [d[1] for d in dense],
+                 "context_sparse_types": [t for _, t in sparse],
+                 "context_ragged_value_types": [], "context_ragged_split_types": [],
+                 "context_dense_shapes": _dense_shapes(dense),
+                 "Nfeature_list_sparse": len(fl_sparse),
+                 "Nfeature_list_dense": len(fl_dense),
+                 "feature_list_dense_types": [d[1] for d in fl_dense],
+                 "feature_list_sparse_types": [t for _, t in fl_sparse],
+                 "feature_list_ragged_value_types": [],
+                 "feature_list_ragged_split_types": [],
+                 "feature_list_dense_shapes": [d[2] for d in fl_dense]}
+        op = g.create_op("ParseSequenceExampleV2",
+                         [serialized] + keys + [missing] + defaults, attrs,
+                         name=op_name)
+    context, rest = _sparse_and_dense_outputs(list(op.outputs), sparse, dense)
+    sequences, lengths = _sparse_and_dense_outputs(rest, fl_sparse, fl_dense)
+    return context, sequences, dict(zip([d[0] for d in fl_dense], lengths))
 
 
 def parse_single_sequence_example(serialized, context_features=None,
@@ -361,8 +455,7 @@ def parse_single_sequence_example(serialized, context_features=None,
     ``allow_missing``), a ``VarLenFeature`` a ``[steps, max_len]``
     ``nd.SparseTensor``."""
     context, sequences, _ = _parse_sequences(
-        "ParseSingleSequenceExample", serialized, context_features,
-        sequence_features, name)
+        serialized, context_features, sequence_features, name, single=True)
     return context, sequences
 
 
@@ -389,8 +482,8 @@ def parse_sequence_example(serialized, context_features=None,
     >>> x.tolist(), n.tolist()
     ([[1.0, 2.0], [3.0, 0.0]], [2, 1])
     """
-    return _parse_sequences("ParseSequenceExample", serialized, context_features,
-                            sequence_features, name)
+    return _parse_sequences(serialized, context_features, sequence_features, name,
+                            single=False)
 
 
 # -- decode_raw, decode_csv ------------------------------------------------------

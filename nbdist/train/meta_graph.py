@@ -271,9 +271,10 @@ def absolute_import_scope(import_scope):
 
 
 def import_scoped_meta_graph(meta_graph_or_file, clear_devices=False,
-                             import_scope=None):
+                             import_scope=None, input_map=None):
     """Imports a ``MetaGraphDef`` (or a ``.meta`` file) into the default graph
-    under ``import_scope``, rebuilds its collections and returns it."""
+    under ``import_scope`` (``input_map``: its tensors by name replaced by
+    tensors of the graph), rebuilds its collections and returns it."""
     if isinstance(meta_graph_or_file, meta_graph_pb2.MetaGraphDef):
         mg = meta_graph_or_file
     else:
@@ -287,7 +288,8 @@ def import_scoped_meta_graph(meta_graph_or_file, clear_devices=False,
     graph = get_default_graph()
     import_scope = absolute_import_scope(import_scope)
     with graph.name_scope(None):  # import_scope is absolute now
-        import_graph_def(gd, name=(import_scope + "/") if import_scope else "")
+        import_graph_def(gd, input_map=input_map,
+                         name=(import_scope + "/") if import_scope else "")
     pre = (import_scope + "/") if import_scope else ""
     for key, cd in sorted(mg.collection_def.items()):
         kind = cd.WhichOneof("kind")

@@ -596,7 +596,8 @@ def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None
     import_scope = meta_graph.absolute_import_scope(import_scope)
     with graph.name_scope(None):  # import_scope is absolute now
         mg = meta_graph.import_scoped_meta_graph(meta_graph_or_file, clear_devices,
-                                                 import_scope)
+                                                 import_scope,
+                                                 input_map=kwargs.get("input_map"))
     saver_defs = mg.collection_def.get(meta_graph.SAVERS)
     if saver_defs is not None:
         for value in saver_defs.bytes_list.value:

@@ -9,6 +9,8 @@ left neighbour (pushed to it over the same-host path), and the ring moves
 
 from __future__ import annotations
 
+import os
+import resource
 import threading
 import traceback
 
@@ -109,6 +111,37 @@ def test_ring_all_reduce_matches_numpy(servers, monkeypatch, n, same_host):
                 np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
             # Every member holds the same bits (each element reduced once).
             np.testing.assert_array_equal(got, results[0][k])
+
+
+def test_a_ring_works_with_descriptors_past_1024(servers, monkeypatch):
+    # A process holding many connections (32 in-process ring members) has
+    # descriptors select() cannot watch; the push must wait on them anyway.
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1400:
+        pytest.skip(f"the descriptor limit is {hard}")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1400), hard))
+    held = []
+    try:
+        while not held or held[-1] < 1100:  # bounded by the limit just set
+            held.append(os.open(os.devnull, os.O_RDONLY))
+        monkeypatch.setattr(collective, "SEGMENT_BYTES", SEGMENT)
+        monkeypatch.setattr(collective, "DIRECT_BYTES", 0, raising=False)
+        tasks = _start(servers, monkeypatch, 2, "1")
+        xs = _inputs(2, np.float32, 1001, 3)
+
+        def task(i):
+            with nd.Graph().as_default():
+                op = collective_ops.all_reduce(xs[i], 2, 1, 1, merge_op="Add",
+                                               final_op="Id")
+                with nd.Session(tasks[i].target) as sess:
+                    return sess.run(op)
+
+        for got in _in_threads(2, task):
+            np.testing.assert_allclose(got, xs[0] + xs[1], rtol=1e-5, atol=1e-5)
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
 @pytest.mark.parametrize("same_host", ["1", "0"])

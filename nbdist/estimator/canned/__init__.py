@@ -30,6 +30,7 @@ _MODULES = {
                       "BoostedTreesRegressor"),
     "linear": ("LinearClassifier", "LinearEstimator", "LinearRegressor",
                "linear_logit_fn_builder"),
+    "saved_model_estimator": ("SavedModelEstimator",),
 }
 _LAZY = {name: module for module, names in _MODULES.items() for name in names}
 

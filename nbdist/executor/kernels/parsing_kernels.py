@@ -157,65 +157,108 @@ def _sparse(node, key, dtype, maps, single):
             np.array([len(maps), max_len], np.int64))
 
 
-@register_kernel("ParseExample", "ParseSingleExample")
-def parse_example_kernel(node):
-    a = node.attrs
-    single = node.op == "ParseSingleExample"
-    sparse = list(zip(a["sparse_keys"], a["sparse_types"]))
-    dense = list(zip(a["dense_keys"], a["Tdense"],
-                     [s.as_list() for s in a["dense_shapes"]], a["dense_variable"]))
+def _keys(node, value, count, what):
+    """The feature keys a parse op gets as a string-vector input; ``count``
+    of them, as its attrs say."""
+    keys = [k.decode() if isinstance(k, bytes) else str(k)
+            for k in np.asarray(value, dtype=object).reshape(-1)]
+    if len(keys) != count:
+        raise errors.InvalidArgumentError(
+            None, node, f"Expected len({what}) == {count}, got {len(keys)}")
+    return keys
 
-    def compute(step, serialized, *defaults):
-        serialized = np.asarray(serialized, dtype=object)
-        maps = _examples(node.name, serialized.reshape(-1))
-        parts = [_sparse(node.name, k, t, maps, single) for k, t in sparse]
-        outs = [p[0] for p in parts] + [p[1] for p in parts] + [p[2] for p in parts]
-        for (key, dtype, shape, variable), default in zip(dense, defaults):
-            default = np.asarray(default, dtype=dtype.as_numpy_dtype)
-            make = _dense_variable if variable else _dense
-            d = make(node.name, key, dtype, shape, default, maps, single)
-            outs.append(d[0] if single else d)
-        return tuple(outs) if len(outs) != 1 else outs[0]
+
+def _dense_specs(types, shapes):
+    """(dtype, shape, variable) of each dense feature: a leading -1 in its
+    ``dense_shapes`` marks a FixedLenSequenceFeature."""
+    out = []
+    for t, s in zip(types, shapes):
+        dims = s.as_list()
+        variable = bool(dims) and dims[0] is None
+        out.append((t, dims[1:] if variable else dims, variable))
+    return out
+
+
+def _check_no_ragged(node, *types):
+    if any(types):
+        raise errors.UnimplementedError(
+            None, node.name, f"{node.op}: ragged features are not supported")
+
+
+def _parse_features(node, maps, single, sparse, dense, defaults):
+    """The sparse triples then dense values of ``sparse`` [(key, dtype)] and
+    ``dense`` [(key, dtype, shape, variable)] read from feature ``maps``."""
+    parts = [_sparse(node, k, t, maps, single) for k, t in sparse]
+    outs = [p[0] for p in parts] + [p[1] for p in parts] + [p[2] for p in parts]
+    for (key, dtype, shape, variable), default in zip(dense, defaults):
+        default = np.asarray(default, dtype=dtype.as_numpy_dtype)
+        make = _dense_variable if variable else _dense
+        d = make(node, key, dtype, shape, default, maps, single)
+        outs.append(d[0] if single else d)
+    return outs
+
+
+def _outputs(outs):
+    return tuple(outs) if len(outs) != 1 else outs[0]
+
+
+@register_kernel("ParseExampleV2")
+def parse_example_kernel(node):
+    """``ParseExampleV2``: a scalar ``serialized`` is one Example (no batch
+    dimension in the results), a vector a batch."""
+    a = node.attrs
+    _check_no_ragged(node, a["ragged_value_types"], a["ragged_split_types"])
+    sparse_types, dense = a["sparse_types"], _dense_specs(a["Tdense"],
+                                                          a["dense_shapes"])
+
+    def compute(step, serialized, names, sparse_keys, dense_keys, ragged_keys,
+                *defaults):
+        sparse = list(zip(_keys(node.name, sparse_keys, a["num_sparse"],
+                                "sparse_keys"), sparse_types))
+        keys = _keys(node.name, dense_keys, len(dense), "dense_keys")
+        return _parse_serialized(node.name, serialized, sparse,
+                                 [(k, *spec) for k, spec in zip(keys, dense)],
+                                 defaults)
 
     return compute
 
 
-@register_kernel("ParseSingleSequenceExample")
-def parse_sequence_example_kernel(node):
+def _parse_serialized(node, serialized, sparse, dense, defaults):
+    serialized = np.asarray(serialized, dtype=object)
+    maps = _examples(node, serialized.reshape(-1))
+    return _outputs(_parse_features(node, maps, serialized.ndim == 0, sparse, dense,
+                                    defaults))
+
+
+@register_kernel("ParseExample")
+def parse_example_v1_kernel(node):
+    """TF's first ``ParseExample`` (what TF 1.x graphs hold): a batch, each key
+    a scalar string input of its own."""
+    a = node.attrs
+    ns, nd = a["Nsparse"], a["Ndense"]
+    dense = _dense_specs(a["Tdense"], a["dense_shapes"])
+
+    def compute(step, serialized, names, *rest):
+        keys = [_keys(node.name, k, 1, "a key")[0] for k in rest[:ns + nd]]
+        return _parse_serialized(
+            node.name, np.asarray(serialized, dtype=object).reshape(-1),
+            list(zip(keys[:ns], a["sparse_types"])),
+            [(k, *spec) for k, spec in zip(keys[ns:], dense)], rest[ns + nd:])
+
+    return compute
+
+
+@register_kernel("ParseSingleExample")
+def parse_single_example_kernel(node):
+    """TF's ``ParseSingleExample``: one Example, the keys in attrs."""
     a = node.attrs
     sparse = list(zip(a["sparse_keys"], a["sparse_types"]))
-    dense = list(zip(a["dense_keys"], a["Tdense"],
-                     [s.as_list() for s in a["dense_shapes"]], a["dense_variable"]))
-    fl_sparse = list(zip(a["fl_sparse_keys"], a["fl_sparse_types"]))
-    fl_dense = list(zip(a["fl_dense_keys"], a["fl_dense_types"],
-                        [s.as_list() for s in a["fl_dense_shapes"]],
-                        a["fl_dense_allow_missing"]))
+    dense = [(k, *spec) for k, spec in zip(
+        a["dense_keys"], _dense_specs(a["Tdense"], a["dense_shapes"]))]
 
     def compute(step, serialized, *defaults):
-        s = np.asarray(serialized, dtype=object).reshape(-1)[0]
-        try:
-            ex = example_pb2.SequenceExample.FromString(bytes(s))
-        except DecodeError:
-            raise errors.InvalidArgumentError(
-                None, node.name, f"Could not parse example input, value: "
-                f"'{s[:60]!r}'") from None
-        maps = [ex.context.feature]
-        parts = [_sparse(node.name, k, t, maps, True) for k, t in sparse]
-        outs = [p[0] for p in parts] + [p[1] for p in parts] + [p[2] for p in parts]
-        for (key, dtype, shape, variable), default in zip(dense, defaults):
-            default = np.asarray(default, dtype=dtype.as_numpy_dtype)
-            make = _dense_variable if variable else _dense
-            outs.append(make(node.name, key, dtype, shape, default, maps, True)[0])
-        lists = ex.feature_lists.feature_list
-        steps = _sequence_steps(lists, a["fl_sparse_keys"] + a["fl_dense_keys"])
-        parts = [_sparse(node.name, k, t, steps[k], False) for k, t in fl_sparse]
-        outs += [p[0] for p in parts] + [p[1] for p in parts] + [p[2] for p in parts]
-        for key, dtype, shape, allow_missing in fl_dense:
-            if key not in lists and not allow_missing:
-                raise _missing_list(node.name, key)
-            outs.append(_dense(node.name, key, dtype, shape, np.zeros([0]),
-                               steps[key], False))
-        return tuple(outs) if len(outs) != 1 else outs[0]
+        return _parse_serialized(node.name, np.asarray(serialized, dtype=object)
+                                 .reshape(()), sparse, dense, defaults)
 
     return compute
 
@@ -255,54 +298,111 @@ def _batch_dense(per, dtype, shape):
     return out, n
 
 
-@register_kernel("ParseSequenceExample")
-def parse_sequence_example_batch_kernel(node):
-    """A batch of ``SequenceExample``s: the context as ``ParseExample`` parses
-    it; each feature list padded to the longest, with its number of steps."""
-    a = node.attrs
-    fl_sparse = list(zip(a["fl_sparse_keys"], a["fl_sparse_types"]))
-    fl_dense = list(zip(a["fl_dense_keys"], a["fl_dense_types"],
-                        [s.as_list() for s in a["fl_dense_shapes"]],
-                        a["fl_dense_allow_missing"]))
-    has_context = bool(a["sparse_keys"] or a["dense_keys"])
-    context = parse_example_kernel(node)
+def _sequence_examples(node, serialized):
+    out = []
+    for s in serialized:
+        try:
+            out.append(example_pb2.SequenceExample.FromString(bytes(s)))
+        except DecodeError:
+            raise errors.InvalidArgumentError(
+                None, node, f"Could not parse example input, value: "
+                f"'{s[:60]!r}'") from None
+    return out
 
-    def compute(step, serialized, *defaults):
-        examples = []
-        for s in np.asarray(serialized, dtype=object).reshape(-1):
-            try:
-                examples.append(example_pb2.SequenceExample.FromString(bytes(s)))
-            except DecodeError:
-                raise errors.InvalidArgumentError(
-                    None, node.name, f"Could not parse example input, value: "
-                    f"'{s[:60]!r}'") from None
-        outs = []
-        if has_context:
-            as_examples = np.empty(len(examples), dtype=object)
-            as_examples[:] = [example_pb2.Example(features=ex.context)
-                              .SerializeToString() for ex in examples]
-            got = context(step, as_examples, *defaults)
-            outs = list(got) if isinstance(got, tuple) else [got]
-        steps = [_sequence_steps(ex.feature_lists.feature_list,
-                                 a["fl_sparse_keys"] + a["fl_dense_keys"])
-                 for ex in examples]
-        parts = [_batch_sparse([_sparse(node.name, k, t, st[k], False)
-                                for st in steps], t) for k, t in fl_sparse]
-        outs += [p[0] for p in parts] + [p[1] for p in parts] + [p[2] for p in parts]
-        lengths = []
-        for key, dtype, shape, allow_missing in fl_dense:
-            if not allow_missing and any(
-                    key not in ex.feature_lists.feature_list for ex in examples):
-                raise _missing_list(node.name, key)
-            out, n = _batch_dense([_dense(node.name, key, dtype, shape,
-                                          np.zeros([0]), st[key], False)
-                                   for st in steps], dtype, shape)
-            outs.append(out)
-            lengths.append(n)
-        outs += lengths
-        return tuple(outs) if len(outs) != 1 else outs[0]
+
+@register_kernel("ParseSequenceExampleV2")
+def parse_sequence_example_kernel(node):
+    """``ParseSequenceExampleV2``: the context parsed as ``ParseExampleV2``
+    parses Examples; each feature list ``[steps] + shape`` with its number of
+    steps, padded to the longest in a batch (a vector ``serialized``)."""
+    a = node.attrs
+    _check_no_ragged(node, a["context_ragged_value_types"],
+                     a["context_ragged_split_types"],
+                     a["feature_list_ragged_value_types"],
+                     a["feature_list_ragged_split_types"])
+    dense = _dense_specs(a["Tcontext_dense"], a["context_dense_shapes"])
+
+    def compute(step, serialized, debug_name, c_sparse_keys, c_dense_keys,
+                c_ragged_keys, fl_sparse_keys, fl_dense_keys, fl_ragged_keys,
+                missing_assumed_empty, *defaults):
+        keys = _keys(node.name, c_dense_keys, len(dense), "context_dense_keys")
+        fl_keys = _keys(node.name, fl_dense_keys, a["Nfeature_list_dense"],
+                        "feature_list_dense_keys")
+        allow_missing = np.asarray(missing_assumed_empty, bool).reshape(-1)
+        outs, lengths = _parse_sequences(
+            node, serialized,
+            list(zip(_keys(node.name, c_sparse_keys, a["Ncontext_sparse"],
+                           "context_sparse_keys"), a["context_sparse_types"])),
+            [(k, *spec) for k, spec in zip(keys, dense)],
+            list(zip(_keys(node.name, fl_sparse_keys, a["Nfeature_list_sparse"],
+                           "feature_list_sparse_keys"),
+                     a["feature_list_sparse_types"])),
+            fl_keys, [i < allow_missing.size and bool(allow_missing[i])
+                      for i in range(len(fl_keys))], defaults)
+        return _outputs(outs + lengths)
 
     return compute
+
+
+@register_kernel("ParseSingleSequenceExample")
+def parse_single_sequence_example_kernel(node):
+    """TF's first ``ParseSingleSequenceExample`` (TF 1.x graphs): each key a
+    scalar string input, ``feature_list_dense_missing_assumed_empty`` the keys
+    of the feature lists that may be missing; no lengths."""
+    a = node.attrs
+    counts = [a["Ncontext_sparse"], a["Ncontext_dense"], a["Nfeature_list_sparse"],
+              a["Nfeature_list_dense"]]
+    dense = _dense_specs(a["Tcontext_dense"], a["context_dense_shapes"])
+
+    def compute(step, serialized, missing_assumed_empty, *rest):
+        keys = [_keys(node.name, k, 1, "a key")[0] for k in rest[:sum(counts)]]
+        cs, cd, fs, fd = (keys[sum(counts[:i]):sum(counts[:i + 1])]
+                          for i in range(4))
+        may_miss = set(_keys(node.name, missing_assumed_empty,
+                             np.size(missing_assumed_empty), "missing keys"))
+        outs, _ = _parse_sequences(
+            node, np.asarray(serialized, dtype=object).reshape(()),
+            list(zip(cs, a["context_sparse_types"])),
+            [(k, *spec) for k, spec in zip(cd, dense)],
+            list(zip(fs, a["feature_list_sparse_types"])), fd,
+            [k in may_miss for k in fd], rest[sum(counts):sum(counts) + len(cd)])
+        return _outputs(outs)
+
+    return compute
+
+
+def _parse_sequences(node, serialized, sparse, dense, fl_sparse, fl_keys,
+                     allow_missing, defaults):
+    """The outputs of a sequence parse op but the lengths, and the lengths:
+    context as ``_parse_features``, then the feature lists' sparse triples and
+    dense values of ``node.attrs``' types and shapes."""
+    a = node.attrs
+    serialized = np.asarray(serialized, dtype=object)
+    single = serialized.ndim == 0
+    examples = _sequence_examples(node.name, serialized.reshape(-1))
+    outs = _parse_features(node.name, [ex.context.feature for ex in examples],
+                           single, sparse, dense, defaults)
+    steps = [_sequence_steps(ex.feature_lists.feature_list,
+                             [k for k, _ in fl_sparse] + fl_keys)
+             for ex in examples]
+    parts = [[_sparse(node.name, k, t, st[k], False) for st in steps]
+             for k, t in fl_sparse]
+    parts = [p[0] if single else _batch_sparse(p, t)
+             for p, (_, t) in zip(parts, fl_sparse)]
+    outs += [p[0] for p in parts] + [p[1] for p in parts] + [p[2] for p in parts]
+    lengths = []
+    for key, dtype, shape, may_miss in zip(
+            fl_keys, a["feature_list_dense_types"],
+            [s.as_list() for s in a["feature_list_dense_shapes"]], allow_missing):
+        if not may_miss and any(key not in ex.feature_lists.feature_list
+                                for ex in examples):
+            raise _missing_list(node.name, key)
+        out, n = _batch_dense([_dense(node.name, key, dtype, shape, np.zeros([0]),
+                                      st[key], False) for st in steps],
+                              dtype, shape)
+        outs.append(out[0] if single else out)
+        lengths.append(n[0] if single else n)
+    return outs, lengths
 
 
 @register_kernel("DecodeRaw")

@@ -43,6 +43,7 @@ from nbdist.runtime.timeouts import (
     ms_as_seconds,
     ms_from_seconds,
     step_time_left,
+    whole_ms,
 )
 
 __all__ = ["PushedChunk", "SharedResult", "finish_push", "fresh_flat", "serve_push",
@@ -134,10 +135,17 @@ def finish_push(ch, step, sent, task: str) -> float:
     """Waits until the peer consumed the chunk (or refused it: its error);
     returns when. Closes the connection if the step is cancelled meanwhile."""
     sock, link = sent[1]
+    # poll, not select: a process with many connections has descriptors past
+    # select's 1,024 (32 in-process ring members do).
+    poller = select.poll()
+    try:
+        poller.register(sock, select.POLLIN)
+    except (OSError, ValueError) as e:
+        raise went_away(task, "a collective push", ChannelBroken(str(e))) from None
     while True:
         try:
-            ready, _, _ = select.select([sock], [], [], _POLL_S)
-        except (OSError, ValueError) as e:
+            ready = poller.poll(whole_ms(_POLL_S))
+        except OSError as e:
             raise went_away(task, "a collective push", ChannelBroken(str(e))) from None
         if ready:
             break
