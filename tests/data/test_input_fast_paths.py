@@ -308,3 +308,25 @@ def test_two_waiting_dequeues_of_different_sizes_are_both_served():
         assert not any(t.is_alive() for t in threads)
     assert sorted(got) == [2, 4] and [len(got[2]), len(got[4])] == [2, 4]
     assert sorted(got[2] + got[4]) == list(range(6))
+
+
+def test_parse_keys_fed_in_one_run_apply_to_that_run_only():
+    """The keys are inputs of the parse op (``ParseExampleV2``, as TF 2 writes
+    it): the keys a run feeds are the ones it parses, run after run."""
+    with nd.Graph().as_default() as g:
+        one = nd.placeholder(nd.string, [])
+        dense_keys = nd.placeholder(nd.string, [1])
+        empty = nd.constant([], nd.string)
+        op = g.create_op(
+            "ParseExampleV2",
+            [one, empty, empty, dense_keys, empty, nd.constant([], nd.int64)],
+            {"Tdense": [nd.int64], "num_sparse": 0, "sparse_types": [],
+             "ragged_value_types": [], "ragged_split_types": [],
+             "dense_shapes": [nd.TensorShape([])]})
+        ex = example_pb2.Example()
+        ex.features.feature["a"].int64_list.value.append(1)
+        ex.features.feature["b"].int64_list.value.append(2)
+        feed = {one: ex.SerializeToString()}
+        with nd.Session() as s:
+            for key, want in [(b"a", 1), (b"b", 2), (b"a", 1)]:
+                assert int(s.run(op.outputs[0], {**feed, dense_keys: [key]})) == want

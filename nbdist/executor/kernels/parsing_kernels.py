@@ -211,14 +211,21 @@ def parse_example_kernel(node):
     sparse_types, dense = a["sparse_types"], _dense_specs(a["Tdense"],
                                                           a["dense_shapes"])
 
+    # The keys' inputs of the last run and what they gave: constants (as
+    # parse_example writes them) are the same arrays every run, decoded once.
+    # One tuple, read and replaced whole: runner threads share this kernel.
+    memo = [(None, None, None)]
+
     def compute(step, serialized, names, sparse_keys, dense_keys, ragged_keys,
                 *defaults):
-        sparse = list(zip(_keys(node.name, sparse_keys, a["num_sparse"],
-                                "sparse_keys"), sparse_types))
-        keys = _keys(node.name, dense_keys, len(dense), "dense_keys")
-        return _parse_serialized(node.name, serialized, sparse,
-                                 [(k, *spec) for k, spec in zip(keys, dense)],
-                                 defaults)
+        m = memo[0]
+        if m[0] is not sparse_keys or m[1] is not dense_keys:
+            sparse = list(zip(_keys(node.name, sparse_keys, a["num_sparse"],
+                                    "sparse_keys"), sparse_types))
+            keys = _keys(node.name, dense_keys, len(dense), "dense_keys")
+            m = memo[0] = (sparse_keys, dense_keys, (
+                sparse, [(k, *spec) for k, spec in zip(keys, dense)]))
+        return _parse_serialized(node.name, serialized, *m[2], defaults)
 
     return compute
 
