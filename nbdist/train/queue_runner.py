@@ -111,11 +111,16 @@ class QueueRunner:
     def _run(self, sess, enqueue_op, coord=None):
         decremented = False
         try:
+            # As TF: one callable made for the loop (no fetch lookup per run); a
+            # session-like object without make_callable is run as it is.
+            make = getattr(sess, "make_callable", None)
+            enqueue = (make(enqueue_op) if make is not None
+                       else lambda: sess.run(enqueue_op))
             while True:
                 if coord is not None and coord.should_stop():
                     break
                 try:
-                    sess.run(enqueue_op)
+                    enqueue()
                 except self._queue_closed_exception_types:
                     with self._lock:
                         self._runs_per_session[sess] -= 1

@@ -7,6 +7,7 @@ import collections
 import glob
 import heapq
 import itertools
+import math
 import threading
 
 import numpy as np
@@ -26,12 +27,31 @@ class FIFOQueueResource:
         self.items: collections.deque = collections.deque()
         self.closed = False
         self.cancel_enqueues = False
-        self.cond = threading.Condition()
+        # One lock, two conditions: enqueuers wait on ``cond`` for room,
+        # dequeuers on ``filled`` for elements. An enqueue wakes the dequeuers
+        # once, when the queue reaches what the least demanding one needs
+        # (``_wake_at``, re-armed by each dequeuer going back to sleep), not on
+        # every element: a training step waiting for a batch is not woken (and
+        # made to take the GIL) once per record.
+        lock = threading.RLock()
+        self.cond = threading.Condition(lock)
+        self.filled = threading.Condition(lock)
+        self._needs: list[int] = []
+        self._wake_at = math.inf
+        self._fixed = _fixed_specs(dtypes, shapes)
 
-    def close_for_cleanup(self):
+    def close(self):
+        """Closed: every waiter wakes (to fail or take what is left)."""
         with self.cond:
             self.closed = True
             self.cond.notify_all()
+            self.filled.notify_all()
+
+    dropped = False  # by its ResourceMgr (a reset container): looked up anew
+
+    def close_for_cleanup(self):
+        self.dropped = True
+        self.close()
 
     def _check_component(self, node, i, value, batched):
         want = self.dtypes[i].as_numpy_dtype
@@ -52,6 +72,27 @@ class FIFOQueueResource:
                     f"'{self.name}')")
         return value
 
+    def check_element(self, node, comps):
+        """``comps`` as one element of this queue, checked: components that are
+        already arrays of the exact dtype and a fully known shape pass as they are
+        (no per-component ``TensorShape`` work per record); anything else takes
+        ``_check_component``, which converts or says what is wrong."""
+        fixed = self._fixed
+        if len(comps) == len(fixed):
+            out = []
+            for c, (dt, shape) in zip(comps, fixed):
+                if type(c) is not np.ndarray:
+                    if not isinstance(c, np.generic):
+                        break
+                    c = np.asarray(c)  # a NumPy scalar (a parsed scalar feature)
+                if c.dtype != dt or c.shape != shape:
+                    break
+                out.append(c)
+            else:
+                return tuple(out)
+        return tuple(self._check_component(node, i, c, False)
+                     for i, c in enumerate(comps))
+
     def check_matches(self, node, kind, dtypes, shapes, capacity):
         """A shared queue must be the same queue to every op naming it."""
         mine = (self.kind, [d.name for d in self.dtypes],
@@ -67,14 +108,17 @@ class FIFOQueueResource:
     def enqueue(self, step, node, tuples):
         with self.cond:
             for t in tuples:
-                step.wait(lambda: self.closed or self.capacity < 0 or
-                          len(self.items) < self.capacity,
-                          f"room in queue '{self.name}'", self.cond.wait)
+                if self.closed or 0 <= self.capacity <= len(self.items):
+                    step.wait(lambda: self.closed or self.capacity < 0 or
+                              len(self.items) < self.capacity,
+                              f"room in queue '{self.name}'", self.cond.wait)
                 if self.closed:
                     raise errors.CancelledError(
                         None, node, f"FIFOQueue '{self.name}' is closed.")
                 self._put(t)
-                self.cond.notify_all()
+                if len(self.items) >= self._wake_at:
+                    self._wake_at = math.inf
+                    self.filled.notify_all()
 
     kind = "FIFOQueue"
     min_after_dequeue = 0
@@ -82,23 +126,37 @@ class FIFOQueueResource:
     def dequeue(self, step, node, n, up_to=False):
         """``n`` elements; with ``up_to``, fewer once the queue is closed."""
         keep = self.min_after_dequeue
+        need = n + keep
         with self.cond:
-            step.wait(lambda: len(self.items) >= n + keep or self.closed,
-                      f"{n} element(s) of queue '{self.name}'", self.cond.wait)
+            if len(self.items) < need and not self.closed:
+                self._needs.append(need)
+                try:
+                    step.wait(lambda: len(self.items) >= need or self.closed,
+                              f"{n} element(s) of queue '{self.name}'",
+                              self._sleep_until_filled)
+                finally:
+                    self._needs.remove(need)
             if len(self.items) < n and not (up_to and self.items):
                 raise errors.OutOfRangeError(
                     None, node, f"{self.kind} '{self.name}' is closed and has "
                     f"insufficient elements (requested {n}, current size "
                     f"{len(self.items)})")
-            out = [self._take() for _ in range(min(n, len(self.items)))]
+            out = self._take_many(min(n, len(self.items)))
             self.cond.notify_all()
             return out
+
+    def _sleep_until_filled(self, timeout):
+        self._wake_at = min(self._needs)
+        self.filled.wait(timeout)
 
     def _put(self, t):
         self.items.append(t)
 
     def _take(self):
         return self.items.popleft()
+
+    def _take_many(self, k):
+        return [self._take() for _ in range(k)]
 
     def batch(self, i, values):
         """Component ``i`` of dequeued elements ``values``, stacked."""
@@ -137,10 +195,16 @@ class RandomShuffleQueueResource(FIFOQueueResource):
         self.min_after_dequeue = min_after_dequeue
         self._gen = gen
 
-    def _take(self):
-        i = int(self._gen.integers(len(self.items)))
-        self.items[i], self.items[-1] = self.items[-1], self.items[i]
-        return self.items.pop()
+    def _take_many(self, k):
+        """``k`` elements, each drawn uniformly from those left: the k draws
+        in one call of the generator (not one per element)."""
+        items = self.items
+        out = []
+        for i in self._gen.integers(0, np.arange(len(items), len(items) - k, -1)
+                                    ).tolist():
+            items[i], items[-1] = items[-1], items[i]
+            out.append(items.pop())
+        return out
 
 
 class PriorityQueueResource(FIFOQueueResource):
@@ -161,6 +225,20 @@ class PriorityQueueResource(FIFOQueueResource):
         return heapq.heappop(self.items)[2]
 
 
+def _fixed_specs(dtypes, shapes) -> tuple:
+    """Per component, the ``(numpy dtype, shape tuple)`` an enqueued array has
+    when it needs no conversion; ``(None, None)`` where that is not known in
+    advance (strings, partly known or missing shapes): those are checked fully."""
+    out = []
+    for i, dt in enumerate(dtypes):
+        shape = shapes[i] if i < len(shapes) else None
+        if (dt.name == "string" or shape is None or not shape.is_fully_defined()):
+            out.append((None, None))
+        else:
+            out.append((np.dtype(dt.as_numpy_dtype), tuple(shape.as_list())))
+    return tuple(out)
+
+
 def _dims(shape) -> str:
     return "[" + ",".join(str(d) for d in shape) + "]"
 
@@ -174,6 +252,9 @@ def _queue_kernel(node, make):
     checked = [None]  # the queue this node last matched: checked once, not per run
 
     def compute(step):
+        q = checked[0]
+        if q is not None and not q.dropped:  # every run after the first
+            return q
         fresh = []
 
         def create():
@@ -226,9 +307,7 @@ def priority_queue_kernel(node):
 @register_kernel("QueueEnqueueV2")
 def enqueue_kernel(node):
     def compute(step, q, *comps):
-        t = tuple(q._check_component(node.name, i, c, False)
-                  for i, c in enumerate(comps))
-        q.enqueue(step, node.name, [t])
+        q.enqueue(step, node.name, [q.check_element(node.name, comps)])
 
     return compute
 
@@ -304,9 +383,7 @@ def size_kernel(node):
 @register_kernel("QueueCloseV2")
 def close_kernel(node):
     def compute(step, q):
-        with q.cond:
-            q.closed = True
-            q.cond.notify_all()
+        q.close()
 
     return compute
 

@@ -20,6 +20,9 @@ from nbdist.proto import example_pb2
 
 _KIND = {"float": "float_list", "int64": "int64_list", "string": "bytes_list"}
 _TF_TYPE_NAME = {"float_list": "float", "int64_list": "int64", "bytes_list": "string"}
+_EXAMPLE_FROM = example_pb2.Example.FromString
+# The protobuf list of each dtype a FixedLenFeature may have (by dtype name).
+_KIND_OF = {"float32": "float_list", "int64": "int64_list", "string": "bytes_list"}
 
 
 def _type_name(dtype) -> str:
@@ -46,7 +49,10 @@ def _array(values, dtype, count):
     sequence protocol per element, several times slower)."""
     if dtype.name == "string":
         out = np.empty(count, dtype=object)
-        out[:] = list(values)
+        if count == 1:  # a scalar string feature: no list built
+            out[0] = next(iter(values))
+        else:
+            out[:] = list(values)
         return out
     return np.fromiter(values, dtype.as_numpy_dtype, count)
 
@@ -58,6 +64,11 @@ def _feature_values(node, key, feature, dtype, where):
 
 
 def _examples(node, serialized):
+    if len(serialized) == 1:  # one example (parse_single_example's)
+        try:
+            return [_EXAMPLE_FROM(bytes(serialized[0])).features.feature]
+        except DecodeError:
+            pass  # the loop below says which and how
     out = []
     for i, s in enumerate(serialized):
         try:
@@ -72,6 +83,13 @@ def _examples(node, serialized):
 def _dense(node, key, dtype, shape, default, maps, single):
     """``[batch] + shape`` from a fixed-length feature."""
     size = math.prod(shape)
+    if len(maps) == 1:  # one example (parse_single_example): its list as it is
+        feature = maps[0].get(key)
+        kind = _KIND_OF.get(dtype.name)
+        if feature is not None and kind and feature.WhichOneof("kind") == kind:
+            values = getattr(feature, kind).value
+            if len(values) == size:
+                return _array(values, dtype, size).reshape([1, *shape])
     where = "" if single else "Name: <unknown>, "
     rows = []
     for b, fmap in enumerate(maps):
@@ -193,14 +211,21 @@ def parse_example_kernel(node):
     sparse_types, dense = a["sparse_types"], _dense_specs(a["Tdense"],
                                                           a["dense_shapes"])
 
+    # The keys' inputs of the last run and what they gave: constants (as
+    # parse_example writes them) are the same arrays every run, decoded once.
+    # One tuple, read and replaced whole: runner threads share this kernel.
+    memo = [(None, None, None)]
+
     def compute(step, serialized, names, sparse_keys, dense_keys, ragged_keys,
                 *defaults):
-        sparse = list(zip(_keys(node.name, sparse_keys, a["num_sparse"],
-                                "sparse_keys"), sparse_types))
-        keys = _keys(node.name, dense_keys, len(dense), "dense_keys")
-        return _parse_serialized(node.name, serialized, sparse,
-                                 [(k, *spec) for k, spec in zip(keys, dense)],
-                                 defaults)
+        m = memo[0]
+        if m[0] is not sparse_keys or m[1] is not dense_keys:
+            sparse = list(zip(_keys(node.name, sparse_keys, a["num_sparse"],
+                                    "sparse_keys"), sparse_types))
+            keys = _keys(node.name, dense_keys, len(dense), "dense_keys")
+            m = memo[0] = (sparse_keys, dense_keys, (
+                sparse, [(k, *spec) for k, spec in zip(keys, dense)]))
+        return _parse_serialized(node.name, serialized, *m[2], defaults)
 
     return compute
 
@@ -394,6 +419,13 @@ def decode_raw_kernel(node):
         "<" if node.attrs["little_endian"] else ">")
 
     def compute(step, value):
+        # One record (a reader's, or a parsed scalar feature), the common case:
+        # no per-element pass.
+        s = value.item() if type(value) is np.ndarray and value.shape == () \
+            else value
+        if type(s) is bytes and dt.isnative and len(s) % dt.itemsize == 0:
+            # bytearray: the one writable copy (frombuffer alone is read-only)
+            return np.frombuffer(bytearray(s), dtype=dt)
         value = np.asarray(value, dtype=object)
         flat = value.reshape(-1)
         if flat.size == 0:

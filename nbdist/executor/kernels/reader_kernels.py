@@ -75,7 +75,10 @@ class ReaderResource:
         self.num_records_produced = 0
         self.num_work_units_completed = 0
 
+    dropped = False  # by its ResourceMgr (a reset container): looked up anew
+
     def close_for_cleanup(self):
+        self.dropped = True
         self.records = None
 
     def _next_work(self, step, node, queue):
@@ -99,6 +102,19 @@ class ReaderResource:
                                        "directory")
         self.records = self._source(work, self._attrs)
 
+    def _next_record(self, node):
+        """The next record of the work in progress; None at its end (the work
+        is then completed)."""
+        try:
+            return next(self.records)
+        except StopIteration:
+            self.records = None
+            self.num_work_units_completed += 1
+            return None
+        except errors.OpError as e:
+            self.records = None
+            raise type(e)(None, node, e.message) from None
+
     def read(self, step, node, queue, n):
         """Up to ``n`` records, all from one work unit (fewer at its end)."""
         keys, values = [], []
@@ -108,22 +124,23 @@ class ReaderResource:
                     if keys:
                         break
                     self._next_work(step, node, queue)
-                try:
-                    for key, value in self.records:
-                        keys.append(key)
-                        values.append(value)
-                        if len(keys) == n:
-                            break
-                    else:
-                        raise StopIteration
-                except StopIteration:
-                    self.records = None
-                    self.num_work_units_completed += 1
-                except errors.OpError as e:
-                    self.records = None
-                    raise type(e)(None, node, e.message) from None
+                record = self._next_record(node)
+                if record is not None:
+                    keys.append(record[0])
+                    values.append(record[1])
             self.num_records_produced += len(keys)
         return keys, values
+
+    def read_one(self, step, node, queue):
+        """The next ``(key, value)``, as ``read(..., 1)`` gives it (no lists)."""
+        with self.lock:
+            while True:
+                if self.records is None:
+                    self._next_work(step, node, queue)
+                record = self._next_record(node)
+                if record is not None:
+                    self.num_records_produced += 1
+                    return record
 
 
 def _strings(items):
@@ -137,9 +154,15 @@ def _reader_kernel(node):
     name = a["shared_name"] or node.name
     rm = unshared_resources(node, a["shared_name"])
 
+    held = [None]  # the reader of the last run: no lookup while it lives
+
     def compute(step):
-        return rm.lookup_or_create(
-            a["container"], "reader", name, lambda: ReaderResource(name, node.op, a))
+        r = held[0]
+        if r is None or r.dropped:
+            r = held[0] = rm.lookup_or_create(
+                a["container"], "reader", name,
+                lambda: ReaderResource(name, node.op, a))
+        return r
 
     return compute
 
@@ -151,8 +174,8 @@ for _kind in _SOURCES:
 @register_kernel("ReaderReadV2")
 def reader_read_kernel(node):
     def compute(step, reader, queue):
-        keys, values = reader.read(step, node.name, queue, 1)
-        return np.array(keys[0], dtype=object), np.array(values[0], dtype=object)
+        key, value = reader.read_one(step, node.name, queue)
+        return np.array(key, dtype=object), np.array(value, dtype=object)
 
     return compute
 
