@@ -304,7 +304,7 @@ class GrpcServer(Server):
         self._router = PeerRouter(
             self.task_name, self._peers.client,
             [p.peers(self._peers.address, self.task_name, self._peer_secret,
-                     lookup=self._look_up) for p in self._paths])
+                     lookup=self._look_up, tls=self._tls) for p in self._paths])
         transport = self._router.tensor_transport(GrpcTensorTransport(self._router.client))
         # The tasks of a session's propagated cluster, reached by address.
         self._address_peers = AddressPeers(self._cluster, self.task_name,
@@ -383,7 +383,7 @@ class GrpcServer(Server):
             p.serve(self._worker_handler, self._master_handler, self._address,
                     self._peer_secret, self._limits,
                     bind=self._bind_address.rpartition(":")[0],
-                    reserved_ports=self._cluster_ports())
+                    reserved_ports=self._cluster_ports(), tls=self._tls)
             for p in self._paths]
         if self._coordination is not None:
             self._coordination_target = self._target

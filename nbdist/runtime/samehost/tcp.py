@@ -20,8 +20,16 @@ on gRPC. A session on another host reaches its master the same way (its
 steps, large feeds and fetches). Tasks on one host keep the same-host path (or gRPC, with it off):
 ``NBDIST_PEER_TCP=always`` uses this path for them too, ``0`` turns it off.
 
-Nothing on this path is encrypted, so a cluster with TLS never uses it; the
-handshake still makes both ends prove the cluster's token when it has one.
+In a cluster with TLS every connection here is TLS with the cluster's own
+certificates (``samehost.tls``: the server's checked against the CA and the
+host dialed, the client's required with mutual TLS, as gRPC does), and inside
+it the handshake makes both ends prove the peer-path secret (derived from the
+task's key and the token); without TLS the frames go in plaintext and the
+handshake proves the cluster's token when it has one. A client whose
+certificate or CA does not pass is refused (both ends log it) and stays on
+gRPC. A session's own channel to its master is plaintext only: with TLS it
+keeps gRPC (its coordination lookup would need the token, which a TLS
+client's peer-path secret is not).
 """
 
 from __future__ import annotations
@@ -38,6 +46,7 @@ from nbdist.runtime.samehost.peers import (
     SameHostTransport,
 )
 from nbdist.runtime.samehost.service import SameHostService
+from nbdist.runtime.samehost.tls import TlsLink
 
 __all__ = ["TcpPath", "TcpPeers", "TcpTransport", "mode", "same_host"]
 
@@ -98,9 +107,11 @@ class TcpPeers(SameHostPeers):
     path connects to the endpoint the peer announced (``lookup(key)``: the
     coordination service's value of ``key``, or None)."""
 
-    def __init__(self, address_of, own_task: str, token: str | None, lookup=None):
+    def __init__(self, address_of, own_task: str, token: str | None, lookup=None,
+                 tls: TlsLink | None = None):
         super().__init__(address_of, own_task, token)
         self._lookup = lookup
+        self._tls = tls
         self._lookups: dict[str, _Lookup] = {}
         self._lock = threading.Lock()
 
@@ -117,8 +128,12 @@ class TcpPeers(SameHostPeers):
         endpoint = self._endpoint(task)
         if endpoint is None:
             raise ChannelBroken(f"{task} announced no TCP peer-path endpoint (yet)")
+        wrap = None
+        if self._tls is not None:
+            def wrap(sock, tls=self._tls, host=endpoint[0]):
+                return tls.client(sock, host, address)
         return SameHostChannel(task, address, self._token, self.calls,
-                               endpoint=endpoint)
+                               endpoint=endpoint, wrap=wrap)
 
     def _endpoint(self, task: str) -> tuple[str, int] | None:
         """The endpoint ``task`` announced, looked up afresh for each new
@@ -166,7 +181,7 @@ class TcpPath:
     """The TCP peer path as ``runtime.transports`` knows it."""
 
     name = "tcp"
-    plaintext = True  # nothing on it is encrypted: never beside TLS
+    plaintext = False  # TLS-wrapped in a cluster with TLS (the ``tls`` below)
 
     @staticmethod
     def usable(tls: bool) -> bool:
@@ -174,30 +189,41 @@ class TcpPath:
 
     @staticmethod
     def serve(worker_handler, master_handler, address: str, token, limits,
-              bind: str | None = None, reserved_ports=frozenset()):
+              bind: str | None = None, reserved_ports=frozenset(), *, tls):
         """The task's service on a free TCP port of ``bind`` (its gRPC
         interface) outside ``reserved_ports``; its ``endpoint`` is what it
         announces. A task bound to loopback has no peer on another host: it
-        serves none (unless ``NBDIST_PEER_TCP=always``)."""
+        serves none (unless ``NBDIST_PEER_TCP=always``). ``tls``: the task's
+        TLS configuration (its gRPC server's), or None for plaintext; no
+        default, so that no caller serves plaintext in a TLS cluster by
+        omission."""
         bind = bind or "127.0.0.1"
         if mode() != "always" and _loopback(bind.strip("[]")):
             return _NotServing()
+        wrap = None
+        if tls is not None:
+            wrap = TlsLink(tls).server_wrapper(worker_handler.worker.task_name)
         return SameHostService(worker_handler, address, token, limits,
                                master_handler=master_handler, tcp_bind=bind,
-                               reserved_ports=frozenset(reserved_ports))
+                               reserved_ports=frozenset(reserved_ports), wrap=wrap)
 
     @staticmethod
-    def peers(address_of, own_task: str, token, lookup=None) -> TcpPeers:
-        return TcpPeers(address_of, own_task, token, lookup)
+    def peers(address_of, own_task: str, token, lookup=None, *, tls) -> TcpPeers:
+        """One task's channels to its peers on other hosts (``tls``: as
+        ``serve``'s)."""
+        return TcpPeers(address_of, own_task, token, lookup,
+                        None if tls is None else TlsLink(tls))
 
     @staticmethod
-    def master_channel(address: str, token):
+    def master_channel(address: str, token, *, tls):
         """A session's channel to the master at ``address`` on another host
         (its steps, large feeds and fetches), or None: its endpoint is looked
         up by address in the master's cluster (``token``: without TLS the
-        cluster's token, as the peer-path secret is)."""
+        cluster's token, as the peer-path secret is). With ``tls`` (the
+        client's configuration) None: see the module's docstring."""
         address = address.removeprefix("grpc://")
-        if mode() == "off" or (mode() != "always" and _loopback(_host(address))):
+        if tls is not None or mode() == "off" or (
+                mode() != "always" and _loopback(_host(address))):
             return None
         try:
             client = transports.connect_coordination(f"grpc://{address}", token=token)
