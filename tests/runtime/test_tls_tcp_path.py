@@ -254,3 +254,23 @@ def test_a_client_without_the_right_ca_or_certificate_is_refused_and_the_server_
     ch.close()
     with _grpc_session(server.target, pki["mutual"]) as s:
         assert s.run(nd.constant(2.0) * 3.0) == 6.0
+
+
+def test_a_session_on_another_host_reaches_its_master_over_tls(servers, tcp, pki,
+                                                               graph):
+    """The session's client looks its master's endpoint up over gRPC with TLS,
+    then runs its steps (a large feed and fetch) in TLS on the TCP path."""
+    from nbdist.runtime import transports
+
+    cluster = local_cluster(worker=1)
+    server = servers(cluster, "worker", 0, tls=pki["cluster"])
+    wait_for(lambda: server._coordination_client.try_get(transports.endpoint_key(
+        "tcp", "@" + cluster["worker"][0])), 30, "the endpoint announced")
+    feed = nd.placeholder(nd.int32, [None])
+    doubled = feed * 2
+    with _grpc_session(server.target, pki["cluster"]) as sess:
+        ch = sess._master._same_host()
+        assert ch is not None and ch._endpoint == _endpoint(server)
+        np.testing.assert_array_equal(sess.run(doubled, {feed: PATTERN}), PATTERN * 2)
+        assert ch._calls[(None, "push")] + ch._calls[(None, "step")] >= 1
+        assert [type(c).__name__ for c, _ in ch._idle] == ["TlsStream"]

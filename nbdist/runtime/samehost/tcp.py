@@ -27,9 +27,8 @@ it the handshake makes both ends prove the peer-path secret (derived from the
 task's key and the token); without TLS the frames go in plaintext and the
 handshake proves the cluster's token when it has one. A client whose
 certificate or CA does not pass is refused (both ends log it) and stays on
-gRPC. A session's own channel to its master is plaintext only: with TLS it
-keeps gRPC (its coordination lookup would need the token, which a TLS
-client's peer-path secret is not).
+gRPC. A session on another host reaches its master the same way (its
+lookup then takes the cluster's token from ``NBDIST_TOKEN``).
 """
 
 from __future__ import annotations
@@ -102,6 +101,14 @@ class _Lookup:
             self.done.set()
 
 
+def _tls_client(tls: TlsLink | None, endpoint: tuple[str, int], address: str):
+    """What a channel to the task at ``address`` (listening at ``endpoint``)
+    wraps its connections with: TLS checking that host, or None (plaintext)."""
+    if tls is None:
+        return None
+    return lambda sock: tls.client(sock, endpoint[0], address)
+
+
 class TcpPeers(SameHostPeers):
     """How one task reaches its peers on other hosts over TCP: a peer's step
     path connects to the endpoint the peer announced (``lookup(key)``: the
@@ -128,12 +135,9 @@ class TcpPeers(SameHostPeers):
         endpoint = self._endpoint(task)
         if endpoint is None:
             raise ChannelBroken(f"{task} announced no TCP peer-path endpoint (yet)")
-        wrap = None
-        if self._tls is not None:
-            def wrap(sock, tls=self._tls, host=endpoint[0]):
-                return tls.client(sock, host, address)
         return SameHostChannel(task, address, self._token, self.calls,
-                               endpoint=endpoint, wrap=wrap)
+                               endpoint=endpoint,
+                               wrap=_tls_client(self._tls, endpoint, address))
 
     def _endpoint(self, task: str) -> tuple[str, int] | None:
         """The endpoint ``task`` announced, looked up afresh for each new
@@ -218,15 +222,18 @@ class TcpPath:
     def master_channel(address: str, token, *, tls):
         """A session's channel to the master at ``address`` on another host
         (its steps, large feeds and fetches), or None: its endpoint is looked
-        up by address in the master's cluster (``token``: without TLS the
-        cluster's token, as the peer-path secret is). With ``tls`` (the
-        client's configuration) None: see the module's docstring."""
+        up by address in the master's cluster (``token``: the peer-path
+        secret; without TLS the cluster's token). ``tls``: the client's TLS
+        configuration, or None: with it the lookup is a TLS call with the
+        token of ``NBDIST_TOKEN`` (the secret is not the token), and the
+        channel is TLS."""
         address = address.removeprefix("grpc://")
-        if tls is not None or mode() == "off" or (
-                mode() != "always" and _loopback(_host(address))):
+        if mode() == "off" or (mode() != "always" and _loopback(_host(address))):
             return None
         try:
-            client = transports.connect_coordination(f"grpc://{address}", token=token)
+            client = transports.connect_coordination(
+                f"grpc://{address}", token=token if tls is None else None,
+                tls=tls or False)
         except Exception:  # noqa: BLE001 - no coordination reachable: gRPC
             return None
         try:
@@ -237,7 +244,9 @@ class TcpPath:
         if lookup.endpoint is None:
             return None
         ch = SameHostChannel(None, address, token, collections.Counter(),
-                             endpoint=lookup.endpoint)
+                             endpoint=lookup.endpoint,
+                             wrap=_tls_client(tls and TlsLink(tls), lookup.endpoint,
+                                              address))
         try:
             ch.open()
         except ChannelBroken:
