@@ -138,6 +138,9 @@ class TlsLink:
         stream = TlsStream(sock, self._client_context(), host=host, address=address)
         try:
             stream.handshake()
+            # Kept for the secret's handshake: a server refusing our
+            # certificate may reset the connection any moment now.
+            stream.names = (sock.getsockname(), sock.getpeername())
         except OSError as e:  # (a reset: a server refusing our certificate)
             message = (f"TLS handshake with the TCP peer path of {address} failed "
                        f"({_why(e)}): refused (gRPC instead)")
@@ -171,6 +174,7 @@ class TlsStream:
         self._address = address
         self._pending = True  # the server's handshake, the client's first answer
         self._chunk = bytearray(_RECV_BYTES)
+        self.names: tuple | None = None  # (this end, the peer) once connected
 
     def __getattr__(self, name):
         return getattr(self._sock, name)
@@ -180,6 +184,12 @@ class TlsStream:
 
     def __exit__(self, *exc):
         self._sock.close()
+
+    def getsockname(self):
+        return self.names[0] if self.names else self._sock.getsockname()
+
+    def getpeername(self):
+        return self.names[1] if self.names else self._sock.getpeername()
 
     def version(self) -> str | None:
         return self._tls.version()
