@@ -456,6 +456,15 @@ def use_single_port() -> None:
     os.environ.update(NBDIST_SAME_HOST="0", NBDIST_PEER_TCP="0")
 
 
+def use_tls(directory: str, addresses) -> None:
+    """nbdist's tasks use TLS (gRPC and the TCP peer path): ``NBDIST_TLS_*``
+    naming a throwaway CA's certificate for ``addresses``, written to
+    ``directory``; the children inherit it, TF ignores it (it has no TLS)."""
+    from bench_samehost_tls import write_pki
+
+    os.environ.update(write_pki(directory, addresses))
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seconds", type=float, default=5.0, help="timed window per run")
@@ -471,6 +480,8 @@ def main(argv=None) -> int:
     p.add_argument("--single_port", action="store_true", help="nbdist's tasks "
                    "reach each other only through their gRPC port (no same-host "
                    "or TCP peer path: a firewall, one Service port per task)")
+    p.add_argument("--tls", action="store_true", help="nbdist with TLS (its "
+                   "certificates made on the fly), TF in plaintext (it has none)")
     p.add_argument("--profile", metavar="DIR", help="write each "
                    "worker's cProfile table of steps 50-249 to DIR/<shape>/worker<i>.txt "
                    "(use a --seconds long enough for 250 steps)")
@@ -505,6 +516,9 @@ def main(argv=None) -> int:
             hosts = [(h.address, ["ip", "netns", "exec", h.name]) for h in made]
         else:
             hosts = [("127.0.0.1", [])]
+        if args.tls:
+            use_tls(stack.enter_context(tempfile.TemporaryDirectory()),
+                    [a for a, _ in hosts])
         load0 = os.getloadavg()[0]
         if args.whole_run:
             return whole_run_table(shapes, frameworks, hosts, args, load0)
@@ -538,6 +552,8 @@ def main(argv=None) -> int:
     print_table(head, rows)
     print(f"(median of {args.repeats} alternating runs, {args.seconds:g} s windows; "
           f"{load_note(load0)}: figures from a busy machine are noisy)")
+    if args.tls:
+        print("(nbdist with TLS: gRPC and its TCP peer path; TF in plaintext)")
     return 0
 
 

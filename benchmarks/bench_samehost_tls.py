@@ -31,9 +31,9 @@ TOKEN = "bench-token"
 MODES = ("token", "tls", "tls, no same-host")
 
 
-def write_pki(directory: str) -> dict:
-    """A throwaway CA and one certificate/key for 127.0.0.1 and localhost;
-    ``NBDIST_TLS_*`` settings naming their files."""
+def write_pki(directory: str, addresses=()) -> dict:
+    """A throwaway CA and one certificate/key for 127.0.0.1, localhost and
+    ``addresses`` (IPs); ``NBDIST_TLS_*`` settings naming their files."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -53,7 +53,8 @@ def write_pki(directory: str) -> dict:
         else:
             b = b.add_extension(x509.SubjectAlternativeName([
                 x509.DNSName("localhost"),
-                x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+                *(x509.IPAddress(ipaddress.ip_address(a))
+                  for a in {"127.0.0.1", *addresses})]), False)
         return b.sign(issuer_key, hashes.SHA256())
 
     ca_key = ec.generate_private_key(ec.SECP256R1())

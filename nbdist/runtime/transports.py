@@ -14,10 +14,11 @@ A *protocol* is an object with
 A *peer path* is a faster way to some peers of a protocol's server (the
 same-host transport, ``runtime/samehost``: tasks on one host), beside the
 protocol: an object with ``usable(tls)``, ``serve(worker_handler,
-master_handler, address, token, limits)`` (a service with ``start``/``stop``),
-``peers(address_of, own_task, token)`` (a task's channels to its peers:
-``step_path(task)``, ``tensor_transport(inner)``, ``close()``) and
-``master_channel(address, token)`` (a session's, or None). Servers ask
+master_handler, address, token, limits, tls=...)`` (a service with
+``start``/``stop``), ``peers(address_of, own_task, token, tls=...)`` (a task's
+channels to its peers: ``step_path(task)``, ``tensor_transport(inner)``,
+``close()``) and ``master_channel(address, token, tls=...)`` (a session's, or
+None); ``tls`` is the task's TLS configuration or None. Servers ask
 ``peer_paths()``; ``runtime.router`` picks one per peer. No transport package
 imports another: they meet here.
 

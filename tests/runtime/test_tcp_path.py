@@ -203,7 +203,8 @@ def test_the_endpoint_is_announced_and_the_path_is_off_when_asked(servers,
     host, port = _endpoint(server)
     wait_for(lambda: server._coordination_client.try_get(key), 30, "the announcement")
     assert server._coordination_client.try_get(key) == f"{host}:{port}".encode()
-    assert "tcp" not in [p.name for p in transports.peer_paths(plaintext_ok=False)]
+    # A TLS cluster keeps it (TLS-wrapped: tests/runtime/test_tls_tcp_path.py).
+    assert "tcp" in [p.name for p in transports.peer_paths(plaintext_ok=False)]
     monkeypatch.setenv("NBDIST_PEER_TCP", "0")
     off = servers(local_cluster(worker=1), "worker", 0)
     assert off._path_services == []

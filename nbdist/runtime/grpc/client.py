@@ -581,7 +581,8 @@ class GrpcMasterClient:
             return ch
         for path in transports.peer_paths(tls=self._tls,
                                           plaintext_ok=self._tls_config is None):
-            ch = path.master_channel(_address(self.target), self._peer_secret)
+            ch = path.master_channel(_address(self.target), self._peer_secret,
+                                     tls=self._tls_config)
             if ch is not None:
                 self._same_host_channel = ch
                 return ch

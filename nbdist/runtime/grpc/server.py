@@ -303,7 +303,7 @@ class GrpcServer(Server):
             tls=self._tls is not None and self._peer_secret is None,
             plaintext_ok=self._tls is None)
         path_peers = [p.peers(self._peers.address, self.task_name, self._peer_secret,
-                              lookup=self._look_up) for p in self._paths]
+                              lookup=self._look_up, tls=self._tls) for p in self._paths]
         if stream_path.enabled():  # the gRPC port's own path, tried last
             path_peers.append(stream_path.StreamPeers(
                 lambda task: self._router.client(task)))
@@ -391,7 +391,7 @@ class GrpcServer(Server):
             p.serve(self._worker_handler, self._master_handler, self._address,
                     self._peer_secret, self._limits,
                     bind=self._bind_address.rpartition(":")[0],
-                    reserved_ports=self._cluster_ports())
+                    reserved_ports=self._cluster_ports(), tls=self._tls)
             for p in self._paths]
         if self._coordination is not None:
             self._coordination_target = self._target

@@ -30,7 +30,7 @@ serving and using it).
 
 The same service, frames and handshake also listen on a TCP port for peers on
 other hosts (``samehost.tcp``, the peer path "tcp", tried after this one):
-there every tensor travels in the frame, and a cluster with TLS stays on gRPC.
+there every tensor travels in the frame, inside TLS when the cluster has TLS.
 """
 
 from __future__ import annotations
@@ -63,19 +63,21 @@ class SameHostPath:
 
     @staticmethod
     def serve(worker_handler, master_handler, address: str, token, limits,
-              bind: str | None = None, reserved_ports=frozenset()):
+              bind: str | None = None, reserved_ports=frozenset(), tls=None):
         """The task's service on this host's abstract socket for ``address``
-        (``start()``/``stop()``)."""
+        (``start()``/``stop()``); ``tls`` does not matter here (the socket
+        never leaves the host)."""
         return SameHostService(worker_handler, address, token, limits,
                                master_handler=master_handler)
 
     @staticmethod
-    def peers(address_of, own_task: str, token, lookup=None) -> SameHostPeers:
+    def peers(address_of, own_task: str, token, lookup=None,
+              tls=None) -> SameHostPeers:
         """One task's channels to its peers on this host."""
         return SameHostPeers(address_of, own_task, token)
 
     @staticmethod
-    def master_channel(address: str, token):
+    def master_channel(address: str, token, tls=None):
         """A session's channel to the master at ``address`` when it runs on this
         host, else None."""
         return client_channel(address, token)

@@ -41,10 +41,14 @@ class SameHostChannel:
     handshake, every tensor in the payload."""
 
     def __init__(self, task: str | None, address: str, token: str | None,
-                 calls: collections.Counter, endpoint: tuple[str, int] | None = None):
-        """``token``: the peer-path secret (``auth.peer_path_secret``)."""
+                 calls: collections.Counter, endpoint: tuple[str, int] | None = None,
+                 wrap=None):
+        """``token``: the peer-path secret (``auth.peer_path_secret``);
+        ``wrap``: what a connected socket is used through (the TCP path's TLS,
+        ``samehost.tls``), or None."""
         self.task = task
         self._endpoint = endpoint
+        self._wrap = wrap
         self._name = socket_name(address)
         self._key = cluster_key(token)
         self._idle: list[tuple[socket.socket, Link]] = []
@@ -71,6 +75,8 @@ class SameHostChannel:
             sock.settimeout(10.0)
             if self._endpoint is None:
                 sock.connect(self._name)
+            if self._wrap is not None:
+                sock = self._wrap(sock)
             # Both ends prove the cluster's secret before a request goes out.
             header = client_handshake(sock, self._name[len(NAME_PREFIX):], self._key)
             if (self.task is not None and header.get("task") != self.task) or \

@@ -156,13 +156,14 @@ class SameHostService:
 
     def __init__(self, worker_handler, address: str, token: str | None, limits,
                  master_handler=None, tcp_bind: str | None = None,
-                 reserved_ports: frozenset = frozenset()):
+                 reserved_ports: frozenset = frozenset(), wrap=None):
         """``limits`` (``executor.limits.Limits``) bound what a request may
         bring: its inline bytes, each tensor, all of them together. With
         ``tcp_bind`` the service listens on a free TCP port of that interface
         instead (``samehost.tcp``), none of ``reserved_ports`` (the cluster's
         tasks' ports, which tasks not started yet will listen on); ``endpoint``
-        is then ``host:port``."""
+        is then ``host:port``. ``wrap``: what each accepted connection is used
+        through (the TCP path's TLS, ``samehost.tls``), or None."""
         self.handler = worker_handler
         self.master_handler = master_handler
         self.worker = worker_handler.worker
@@ -179,6 +180,7 @@ class SameHostService:
                               limits.max_pushed_bytes_per_client)
         self._address = address.removeprefix("grpc://")
         self._tcp_bind = tcp_bind
+        self._wrap = wrap
         self._reserved_ports = reserved_ports
         self.endpoint: str | None = None
         self.problem: str | None = None  # why it could not serve, for the owner
@@ -250,6 +252,8 @@ class SameHostService:
                 conn, _ = self._listener.accept()
             except OSError:
                 return  # stopped
+            if self._wrap is not None:
+                conn = self._wrap(conn)  # no I/O: its handshake runs on its thread
             with self._lock:
                 if self._stopped or self._proven >= MAX_CONNECTIONS:
                     conn.close()

@@ -20,8 +20,15 @@ on gRPC. A session on another host reaches its master the same way (its
 steps, large feeds and fetches). Tasks on one host keep the same-host path (or gRPC, with it off):
 ``NBDIST_PEER_TCP=always`` uses this path for them too, ``0`` turns it off.
 
-Nothing on this path is encrypted, so a cluster with TLS never uses it; the
-handshake still makes both ends prove the cluster's token when it has one.
+In a cluster with TLS every connection here is TLS with the cluster's own
+certificates (``samehost.tls``: the server's checked against the CA and the
+host dialed, the client's required with mutual TLS, as gRPC does), and inside
+it the handshake makes both ends prove the peer-path secret (derived from the
+task's key and the token); without TLS the frames go in plaintext and the
+handshake proves the cluster's token when it has one. A client whose
+certificate or CA does not pass is refused (both ends log it) and stays on
+gRPC. A session on another host reaches its master the same way (its
+lookup then takes the cluster's token from ``NBDIST_TOKEN``).
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ from nbdist.runtime.samehost.peers import (
     SameHostTransport,
 )
 from nbdist.runtime.samehost.service import SameHostService
+from nbdist.runtime.samehost.tls import TlsLink
 
 __all__ = ["TcpPath", "TcpPeers", "TcpTransport", "mode", "same_host"]
 
@@ -93,14 +101,24 @@ class _Lookup:
             self.done.set()
 
 
+def _tls_client(tls: TlsLink | None, endpoint: tuple[str, int], address: str):
+    """What a channel to the task at ``address`` (listening at ``endpoint``)
+    wraps its connections with: TLS checking that host, or None (plaintext)."""
+    if tls is None:
+        return None
+    return lambda sock: tls.client(sock, endpoint[0], address)
+
+
 class TcpPeers(SameHostPeers):
     """How one task reaches its peers on other hosts over TCP: a peer's step
     path connects to the endpoint the peer announced (``lookup(key)``: the
     coordination service's value of ``key``, or None)."""
 
-    def __init__(self, address_of, own_task: str, token: str | None, lookup=None):
+    def __init__(self, address_of, own_task: str, token: str | None, lookup=None,
+                 tls: TlsLink | None = None):
         super().__init__(address_of, own_task, token)
         self._lookup = lookup
+        self._tls = tls
         self._lookups: dict[str, _Lookup] = {}
         self._lock = threading.Lock()
 
@@ -118,7 +136,8 @@ class TcpPeers(SameHostPeers):
         if endpoint is None:
             raise ChannelBroken(f"{task} announced no TCP peer-path endpoint (yet)")
         return SameHostChannel(task, address, self._token, self.calls,
-                               endpoint=endpoint)
+                               endpoint=endpoint,
+                               wrap=_tls_client(self._tls, endpoint, address))
 
     def _endpoint(self, task: str) -> tuple[str, int] | None:
         """The endpoint ``task`` announced, looked up afresh for each new
@@ -166,7 +185,7 @@ class TcpPath:
     """The TCP peer path as ``runtime.transports`` knows it."""
 
     name = "tcp"
-    plaintext = True  # nothing on it is encrypted: never beside TLS
+    plaintext = False  # TLS-wrapped in a cluster with TLS (the ``tls`` below)
 
     @staticmethod
     def usable(tls: bool) -> bool:
@@ -174,33 +193,47 @@ class TcpPath:
 
     @staticmethod
     def serve(worker_handler, master_handler, address: str, token, limits,
-              bind: str | None = None, reserved_ports=frozenset()):
+              bind: str | None = None, reserved_ports=frozenset(), *, tls):
         """The task's service on a free TCP port of ``bind`` (its gRPC
         interface) outside ``reserved_ports``; its ``endpoint`` is what it
         announces. A task bound to loopback has no peer on another host: it
-        serves none (unless ``NBDIST_PEER_TCP=always``)."""
+        serves none (unless ``NBDIST_PEER_TCP=always``). ``tls``: the task's
+        TLS configuration (its gRPC server's), or None for plaintext; no
+        default, so that no caller serves plaintext in a TLS cluster by
+        omission."""
         bind = bind or "127.0.0.1"
         if mode() != "always" and _loopback(bind.strip("[]")):
             return _NotServing()
+        wrap = None
+        if tls is not None:
+            wrap = TlsLink(tls).server_wrapper(worker_handler.worker.task_name)
         return SameHostService(worker_handler, address, token, limits,
                                master_handler=master_handler, tcp_bind=bind,
-                               reserved_ports=frozenset(reserved_ports))
+                               reserved_ports=frozenset(reserved_ports), wrap=wrap)
 
     @staticmethod
-    def peers(address_of, own_task: str, token, lookup=None) -> TcpPeers:
-        return TcpPeers(address_of, own_task, token, lookup)
+    def peers(address_of, own_task: str, token, lookup=None, *, tls) -> TcpPeers:
+        """One task's channels to its peers on other hosts (``tls``: as
+        ``serve``'s)."""
+        return TcpPeers(address_of, own_task, token, lookup,
+                        None if tls is None else TlsLink(tls))
 
     @staticmethod
-    def master_channel(address: str, token):
+    def master_channel(address: str, token, *, tls):
         """A session's channel to the master at ``address`` on another host
         (its steps, large feeds and fetches), or None: its endpoint is looked
-        up by address in the master's cluster (``token``: without TLS the
-        cluster's token, as the peer-path secret is)."""
+        up by address in the master's cluster (``token``: the peer-path
+        secret; without TLS the cluster's token). ``tls``: the client's TLS
+        configuration, or None: with it the lookup is a TLS call with the
+        token of ``NBDIST_TOKEN`` (the secret is not the token), and the
+        channel is TLS."""
         address = address.removeprefix("grpc://")
         if mode() == "off" or (mode() != "always" and _loopback(_host(address))):
             return None
         try:
-            client = transports.connect_coordination(f"grpc://{address}", token=token)
+            client = transports.connect_coordination(
+                f"grpc://{address}", token=token if tls is None else None,
+                tls=tls or False)
         except Exception:  # noqa: BLE001 - no coordination reachable: gRPC
             return None
         try:
@@ -211,7 +244,9 @@ class TcpPath:
         if lookup.endpoint is None:
             return None
         ch = SameHostChannel(None, address, token, collections.Counter(),
-                             endpoint=lookup.endpoint)
+                             endpoint=lookup.endpoint,
+                             wrap=_tls_client(tls and TlsLink(tls), lookup.endpoint,
+                                              address))
         try:
             ch.open()
         except ChannelBroken:
