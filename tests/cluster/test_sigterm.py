@@ -110,9 +110,14 @@ def test_sigterm_with_a_kernel_deaf_to_cancellation(spawn, graph):
 
 
 def test_second_signal_exits_at_once(spawn, graph):
-    p = _deaf_server(spawn, graph)
-    os.kill(p.pid, signal.SIGTERM)
-    _wait_line(p, "stopping")
+    for _attempt in range(3):
+        p = _deaf_server(spawn, graph)
+        os.kill(p.pid, signal.SIGTERM)
+        _wait_line(p, "stopping")
+        # On a starved machine the graceful stop (2.5 s) may end before this
+        # thread reads the line: then no second signal was seen; try again.
+        if p.proc.poll() is None:
+            break
     rc, took = _signal_and_wait(p, signal.SIGINT)
     print(f"\nsecond signal to exit: {took:.2f} s")
     # The graceful path would give 0, after waiting 2.5 s for the deaf kernel.
