@@ -333,7 +333,8 @@ class TimelineView(LiveView):
                            f"{_fmt_ms(s.end_us - s.start_us)} · "
                            f"{format_bytes(s.bytes)} out")
                     label = (
-                        f"<text x='{x + 2:.1f}' y='{yy + 12:.1f}' fill='#fff' "
+                        f"<text class='nbdist-op-label' x='{x + 2:.1f}' "
+                        f"y='{yy + 12:.1f}' fill='#fff' "
                         f"font-size='10' pointer-events='none'>{esc(s.op)}</text>"
                         if w > 6.5 * len(s.op) + 4 else "")
                     parts.append(

@@ -22,7 +22,10 @@ COUNTED = re.compile(r"^nbdist-(lane|lifeline|member|ps-bar|heat-cell|barrier|"
 # Texts that follow what was measured, not what is drawn: left out, with the
 # lines of measured figures (who arrived last, the round being gathered).
 _MEASURED = re.compile(r"(?i)final state at|status at|live|·\s*$")
-_MEASURED_LINES = {"nbdist-round-line", "nbdist-next-round"}
+# A bar's or an arrow's label is drawn only where it fits, which follows the
+# measured times: which ones a run labels is measured too.
+_MEASURED_LINES = {"nbdist-round-line", "nbdist-next-round", "nbdist-op-label",
+                   "nbdist-transfer-label"}
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
 _TMP = re.compile(r"/tmp/[\w.-]+")  # a run's temporary directory (a logdir)
 # "worker:# #×, worker:# #×" is one item however many workers the run named.
@@ -47,7 +50,8 @@ class _Face(HTMLParser):
         if "data-task" in attrs:  # a row, lane or square per task
             self.counts["data-task"] += 1
         for cls in (attrs.get("class") or "").split():
-            if cls.startswith("nbdist") and cls != "nbdist-face":
+            if cls.startswith("nbdist") and cls != "nbdist-face" \
+                    and cls not in _MEASURED_LINES:
                 self.kinds.add((tag, cls))
                 if COUNTED.match(cls):
                     self.counts[cls] += 1
