@@ -221,8 +221,10 @@ def test_slurm_cluster_starts_trains_and_shutdown_cancels_the_job(slurm, tmp_pat
             assert t.host == "localhost" and t.address == f"localhost:{t.port}"
             assert cluster.target(t.job, t.index) == f"grpc://{t.address}"
             assert pid_alive(t.pid)
-            assert f"{t.name} listening on 127.0.0.1:{t.port} (pid {t.pid})" in \
-                cluster.log(t.job, t.index)
+            # The task answers before srun has always written its stdout out.
+            line = f"{t.name} listening on 127.0.0.1:{t.port} (pid {t.pid})"
+            wait_for(lambda t=t, line=line: line in cluster.log(t.job, t.index), 30,
+                     f"{t.name}'s listening line in its log", interval=POLL_S)
             assert t.log.startswith(str(tmp_path))
         assert cluster.coordination_target == cluster.target("worker", 0)
         with pytest.raises(NotImplementedError, match="one step of SLURM job"):
