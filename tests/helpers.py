@@ -21,8 +21,8 @@ Nothing here is a fixture: fixtures live in ``conftest.py``.
 
 from __future__ import annotations
 
-import json
 import gc
+import json
 import os
 import queue
 import signal
@@ -471,3 +471,11 @@ def call_raw(channel, service: str, method: str, kind: str, payload: bytes,
         return channel.stream_unary(path)(iter([payload]), timeout=timeout,
                                           metadata=metadata)
     return channel.unary_unary(path)(payload, timeout=timeout, metadata=metadata)
+
+
+def tcp_calls(server) -> dict:
+    """The calls ``server`` made over the TCP peer path, by (peer, op)."""
+    for path, peers in zip(server._paths, server._router.path_peers):
+        if path.name == "tcp":
+            return dict(peers.calls)
+    return {}

@@ -15,7 +15,7 @@ import threading
 
 import numpy as np
 import pytest
-from helpers import local_cluster, wait_for
+from helpers import local_cluster, tcp_calls, wait_for
 from test_collective_fast import _in_threads
 from test_samehost import _mlp, _train
 
@@ -35,24 +35,11 @@ from nbdist.runtime.samehost.wire import (
 PS, WORKER = "/job:ps/replica:0/task:0", "/job:worker/replica:0/task:0"
 
 
-@pytest.fixture
-def tcp(monkeypatch):
-    monkeypatch.setenv("NBDIST_SAME_HOST", "0")
-    monkeypatch.setenv("NBDIST_PEER_TCP", "always")
-
-
-def _tcp_calls(server) -> dict:
-    for path, peers in zip(server._paths, server._router.path_peers):
-        if path.name == "tcp":
-            return dict(peers.calls)
-    return {}
-
-
 def _until_over_tcp(run, server, peer=PS):
     """Runs ``run()`` until ``server``'s steps reach ``peer`` over TCP: a task
     looks a peer's endpoint up when it first needs it, and the peer announces
     it once registered with the coordination service (until then: gRPC)."""
-    wait_for(lambda: (run(), _tcp_calls(server).get((peer, "run"), 0))[1], 60, f"{server.task_name} to reach {peer} over TCP", interval=0.05)
+    wait_for(lambda: (run(), tcp_calls(server).get((peer, "run"), 0))[1], 60, f"{server.task_name} to reach {peer} over TCP", interval=0.05)
 
 
 def _endpoint(server) -> tuple[str, int]:
@@ -75,7 +62,7 @@ def test_training_over_tcp_equals_training_over_grpc(servers, monkeypatch):
                 with nd.Session(worker.target) as s:
                     _until_over_tcp(lambda: s.run(one), worker)
         results[setting] = _train(worker.target, cluster, 30)
-        assert (sum(_tcp_calls(worker).values()) > 0) == (setting == "always")
+        assert (sum(tcp_calls(worker).values()) > 0) == (setting == "always")
     for on, off in zip(results["always"], results["0"]):
         np.testing.assert_allclose(on, off, rtol=0, atol=1e-6)
 
@@ -90,10 +77,10 @@ def test_a_step_is_one_exchange_each_way_over_tcp(servers, tcp):
         s.run(init)
         _until_over_tcp(lambda: s.run(train, {x: batches[0][0], y: batches[0][1]}),
                         worker)
-        w_before, ps_before = _tcp_calls(worker), _tcp_calls(ps)
+        w_before, ps_before = tcp_calls(worker), tcp_calls(ps)
         for i in range(steps):
             s.run(train, {x: batches[i % 4][0], y: batches[i % 4][1]})
-    w_after, ps_after = _tcp_calls(worker), _tcp_calls(ps)
+    w_after, ps_after = tcp_calls(worker), tcp_calls(ps)
     assert w_after[(PS, "run")] - w_before.get((PS, "run"), 0) == steps
     assert w_after[(PS, "recv")] - w_before.get((PS, "recv"), 0) == steps
     got = ps_after[(WORKER, "recv")] - ps_before.get((WORKER, "recv"), 0)
@@ -116,7 +103,7 @@ def test_a_large_tensor_crosses_byte_for_byte_in_the_frame(servers, tcp, graph):
         got = s.run(total)
     expected = np.arange(n, dtype=np.int32) * np.int32(40503) + np.int32(17)
     np.testing.assert_array_equal(got, expected)
-    assert _tcp_calls(worker).get((PS, "recv"), 0) >= 1
+    assert tcp_calls(worker).get((PS, "recv"), 0) >= 1
 
 
 def test_a_link_without_shared_memory_sends_every_tensor_in_the_frame():
@@ -157,7 +144,7 @@ def test_a_steps_deadline_and_error_come_back_over_tcp(servers, tcp, graph):
         with pytest.raises(errors.InvalidArgumentError, match="reshaped_on_the_ps"):
             s.run(bad)
         assert s.run(ok) == 2.0
-    assert _tcp_calls(worker).get((PS, "run"), 0) >= 2
+    assert tcp_calls(worker).get((PS, "run"), 0) >= 2
 
 
 def test_the_tcp_port_wants_the_token_and_survives_malformed_frames(servers, tcp,
@@ -240,7 +227,7 @@ def test_a_restarted_peer_is_found_at_its_new_port(servers, tcp, graph):
     ps.stop()
     ps = servers(cluster, "ps", 0)
     assert _endpoint(ps) != old
-    before = _tcp_calls(worker).get((PS, "run"), 0)
+    before = tcp_calls(worker).get((PS, "run"), 0)
 
     def runs_over_tcp():
         try:
@@ -248,7 +235,7 @@ def test_a_restarted_peer_is_found_at_its_new_port(servers, tcp, graph):
                 assert s.run(b) == 7.0
         except (errors.UnavailableError, errors.AbortedError):
             return False  # the step that found the old connection broken
-        return _tcp_calls(worker).get((PS, "run"), 0) > before
+        return tcp_calls(worker).get((PS, "run"), 0) > before
 
     wait_for(runs_over_tcp, 60, "a step over TCP to the restarted ps")
 
@@ -276,7 +263,7 @@ def test_an_all_reduce_over_tcp_matches_numpy(servers, tcp):
     out = _in_threads(2, member)  # names a member that hung, and why
     for got in out:
         np.testing.assert_allclose(got, xs[0] + xs[1], rtol=1e-6)
-    assert any(op == "recv" for _, op in _tcp_calls(tasks[0]))
+    assert any(op == "recv" for _, op in tcp_calls(tasks[0]))
 
 
 def test_a_session_reaches_its_master_over_tcp(servers, tcp, graph):

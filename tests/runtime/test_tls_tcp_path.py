@@ -18,7 +18,7 @@ import threading
 
 import numpy as np
 import pytest
-from helpers import local_cluster, wait_for
+from helpers import local_cluster, tcp_calls, wait_for
 from test_samehost_tls import _grpc_session, _key_and_cert
 
 import nbdist as nd
@@ -53,19 +53,6 @@ def pki():
             "stranger": TlsConfig(cert=s_cert, key=s_cert_key, ca=stranger_ca)}
 
 
-@pytest.fixture
-def tcp(monkeypatch):
-    monkeypatch.setenv("NBDIST_SAME_HOST", "0")
-    monkeypatch.setenv("NBDIST_PEER_TCP", "always")
-
-
-def _tcp_calls(server) -> dict:
-    for path, peers in zip(server._paths, server._router.path_peers):
-        if path.name == "tcp":
-            return dict(peers.calls)
-    return {}
-
-
 def _tcp_service(server):
     (service,) = [s for p, s in zip(server._paths, server._path_services)
                   if p.name == "tcp"]
@@ -96,11 +83,11 @@ def _steps_over_tcp(servers, tls, steps=4):
     with g.as_default(), nd.Session(worker.target) as sess:
         sess.run(init)
         # A task looks its peer's endpoint up when it first needs it.
-        wait_for(lambda: (sess.run(got), _tcp_calls(worker).get((PS, "run")))[1],
+        wait_for(lambda: (sess.run(got), tcp_calls(worker).get((PS, "run")))[1],
                  30, "the worker to reach the ps over TCP", interval=0.05)
-        before = _tcp_calls(worker)
+        before = tcp_calls(worker)
         values = [sess.run(got) for _ in range(steps)]
-        calls = {k: n - before.get(k, 0) for k, n in _tcp_calls(worker).items()}
+        calls = {k: n - before.get(k, 0) for k, n in tcp_calls(worker).items()}
     return values, calls, ps, worker
 
 
