@@ -155,8 +155,7 @@ class _Execution:
         """Whether chunks to and from ``peer`` are pushed (same host)."""
         got = self._pushes.get(peer)
         if got is None:
-            check = getattr(self.owner._transport, "pushes_collectives", None)
-            got = self._pushes[peer] = bool(check and check(peer))
+            got = self._pushes[peer] = self.owner._transport.pushes_collectives(peer)
         return got
 
     def put(self, dst: str, tag: str, value: np.ndarray, into=None):

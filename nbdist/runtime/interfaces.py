@@ -134,6 +134,23 @@ class TensorTransport(Protocol):
              on_cancel: Callable[[Callable[[], None]], bool] | None = None
              ) -> Any: ...
 
+    def pushes_collectives(self, task: str) -> bool:
+        """Whether collective chunks to and from ``task`` are pushed by the
+        sender (``push_collective``) rather than left for ``task`` to pull
+        (``recv_collective``). Both ends must answer alike; a transport that
+        never pushes answers False."""
+        ...
+
+    def push_collective(self, step: StepContext, dst_task: str, exec_id: int,
+                        key: str, value, t0: float, into=None
+                        ) -> Callable[[], None] | None:
+        """Pushes a collective's chunk to ``dst_task``; returns ``finish()``,
+        which waits until the peer consumed it, or None when ``dst_task`` is
+        not reachable this way (the chunk is then left for it to pull).
+        ``into``: where the peer writes its answer. Only called for a task
+        ``pushes_collectives`` said True of."""
+        ...
+
     def close(self) -> None: ...
 
 

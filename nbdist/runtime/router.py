@@ -209,16 +209,15 @@ class TappedTransport:
     def pushes_collectives(self, task: str) -> bool:
         """Whether all-reduce chunks to and from ``task`` are pushed (a peer
         path reaches it) rather than pulled."""
-        pushes = getattr(self._inner, "pushes_collectives", None)
-        return bool(pushes and pushes(task))
+        return self._inner.pushes_collectives(task)
 
     def push_collective(self, step, dst_task: str, exec_id: int, key: str, value,
                         t0: float, into=None):
         """``finish()`` of an all-reduce chunk pushed to ``dst_task`` (shown on
         the tap as a "collective" event when it was consumed), or None.
         ``into``: where the peer writes its answer (``collective_ring``)."""
-        push = getattr(self._inner, "push_collective", None)
-        finish = push and push(step, dst_task, exec_id, key, value, t0, into)
+        finish = self._inner.push_collective(step, dst_task, exec_id, key, value, t0,
+                                             into)
         if not finish or not self._tap.listening:
             return finish
         return _TappedPush(finish, self._tap, self._own_task, dst_task, exec_id,

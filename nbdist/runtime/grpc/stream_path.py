@@ -347,6 +347,14 @@ class StreamTransport:
             return self._inner.recv_collective(step, src_task, exec_id, key)
         return got[key]
 
+    def pushes_collectives(self, task: str) -> bool:
+        return self._inner.pushes_collectives(task)  # chunks are pulled here
+
+    def push_collective(self, step, dst_task: str, exec_id: int, key: str, value,
+                        t0: float, into=None):
+        return self._inner.push_collective(step, dst_task, exec_id, key, value, t0,
+                                           into)
+
     def _pull(self, step, src_task, key, siblings, step_id) -> dict | None:
         """The tensors of one exchange, or None when no stream reaches the peer."""
         path = self._path_of(src_task)

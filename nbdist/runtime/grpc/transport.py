@@ -108,6 +108,13 @@ class GrpcTensorTransport:
     def recv_collective(self, step, src_task: str, exec_id: int, key: str):
         return self._client_of(src_task).recv_tensor(step, key, step_id=exec_id)
 
+    def pushes_collectives(self, task: str) -> bool:
+        return False  # chunks are pulled over this transport
+
+    def push_collective(self, step, dst_task: str, exec_id: int, key: str, value,
+                        t0: float, into=None):
+        return None
+
     def pull(self, ref, timeout_s: float, on_cancel=None):
         client = self._client_of(task_of(ref.src_device))
         return client.pull(ref.step_id, ref.key, timeout_s, on_cancel)

@@ -182,6 +182,13 @@ class InprocTensorTransport:
     def recv_collective(self, step, src_task: str, exec_id: int, key: str):
         return self._recv(step, src_task, exec_id, key)
 
+    def pushes_collectives(self, task: str) -> bool:
+        return False  # chunks are pulled over this transport
+
+    def push_collective(self, step, dst_task: str, exec_id: int, key: str, value,
+                        t0: float, into=None):
+        return None
+
     def pull(self, ref, timeout_s: float, on_cancel=None):
         from_task = ref.src_device.split("/device:")[0]
         handler = _server_at(self._address_of(from_task)).worker_handler

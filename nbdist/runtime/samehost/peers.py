@@ -130,8 +130,7 @@ class SameHostTransport:
         path = self._path_of(task)
         if path.reached or path.channel() is not None:
             return True
-        check = getattr(self._inner, "pushes_collectives", None)
-        return bool(check and check(task))
+        return self._inner.pushes_collectives(task)
 
     def push_collective(self, step, dst_task: str, exec_id: int, key: str, value,
                         t0: float, into=None):
@@ -142,8 +141,8 @@ class SameHostTransport:
         path = self._path_of(dst_task)
         ch = path.channel(now=path.reached)
         if ch is None and not path.reached:  # the next path's, if it has one
-            push = getattr(self._inner, "push_collective", None)
-            return push(step, dst_task, exec_id, key, value, t0, into) if push else None
+            return self._inner.push_collective(step, dst_task, exec_id, key, value,
+                                               t0, into)
         if ch is None:  # reached before, unreachable now: the peer is gone
             return None
         try:

@@ -159,13 +159,12 @@ class TcpTransport(SameHostTransport):
     path is up, and here each end learns its peer's endpoint on its own."""
 
     def pushes_collectives(self, task: str) -> bool:
-        check = getattr(self._inner, "pushes_collectives", None)
-        return bool(check and check(task))
+        return self._inner.pushes_collectives(task)
 
     def push_collective(self, step, dst_task: str, exec_id: int, key: str, value,
                         t0: float, into=None):
-        push = getattr(self._inner, "push_collective", None)
-        return push(step, dst_task, exec_id, key, value, t0, into) if push else None
+        return self._inner.push_collective(step, dst_task, exec_id, key, value, t0,
+                                           into)
 
 
 class _NotServing:
