@@ -18,6 +18,11 @@ When ``--tf_python`` (default ``/work/tfvenv/bin/python``) imports TensorFlow,
 the same measurements run on TensorFlow's own servers: TF1 graph mode,
 ``CollectiveReduceV2`` (ring) in each worker's session with
 ``collective_group_leader`` set, and the same raw transfer; ``TF`` columns.
+When ``--mpi_python`` (default ``/work/mpivenv/bin/python``) imports ``mpi4py``
+and ``mpirun`` is on PATH, the same all-reduce runs as ``MPI.Allreduce`` (sum)
+across as many ranks started by Open MPI's ``mpirun`` on this host (its own
+choice of transport: shared memory; ``--mpi_btl self,tcp`` for TCP over
+loopback); ``MPI`` columns.
 
 ``NBDIST_SAME_HOST=0`` in the environment measures nbdist's gRPC-only path;
 ``BENCH_SEGMENT_BYTES``, ``BENCH_DIRECT_BYTES`` and ``BENCH__PIPELINE``
@@ -151,6 +156,59 @@ sys.stdin.readline()
 """
 
 
+_MPI_WORKER = r"""
+import json, sys, time
+import numpy as np
+from mpi4py import MPI
+comm = MPI.COMM_WORLD
+index, n = comm.Get_rank(), comm.Get_size()
+sizes, rounds = json.loads(sys.argv[1])
+out = {}
+for size in sizes:
+    x = np.full(size // 4, float(index + 1), np.float32)
+    y = np.empty_like(x)
+    comm.Allreduce(x, y, op=MPI.SUM)  # warm-up: connections, buffers
+    times, cpu = [], 0.0
+    for _ in range(rounds):
+        comm.Barrier()
+        start, cpu0 = time.perf_counter(), time.process_time()
+        comm.Allreduce(x, y, op=MPI.SUM)
+        times.append(time.perf_counter() - start)
+        cpu += time.process_time() - cpu0
+    assert abs(y[0] - n * (n + 1) / 2) < 1e-6, y[0]
+    every = comm.gather((times, cpu / rounds), root=0)
+    if index == 0:  # per round the slowest rank, then the best round
+        slowest = np.max([t for t, _ in every], axis=0)
+        out[size] = (float(slowest.min()), sum(c for _, c in every) / n)
+if index == 0:
+    print("RESULT " + json.dumps(out), flush=True)
+"""
+
+
+def _run_mpi(python: str, script: str, n: int, sizes: list[int], rounds: int,
+             btl: str) -> dict[int, tuple]:
+    """{size: (best Allreduce seconds of the slowest rank, mean CPU seconds per
+    rank and all-reduce)} over ``n`` ranks of ``mpirun``."""
+    cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(n)]
+    if btl:
+        cmd += ["--mca", "btl", btl, "--mca", "btl_tcp_if_include", "lo"]
+    proc = subprocess.run([*cmd, python, script, json.dumps([sizes, rounds])],
+                          capture_output=True, text=True, timeout=1800, check=False)
+    for line in proc.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return {int(k): tuple(v) for k, v in json.loads(line[7:]).items()}
+    raise RuntimeError(f"mpirun exited with {proc.returncode}: {proc.stderr[-2000:]}")
+
+
+def _mpi_usable(python: str) -> bool:
+    import shutil
+    if not python or not Path(python).exists() or not shutil.which("mpirun"):
+        return False
+    probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('mpi4py') is None)"
+    return subprocess.run([python, "-c", probe], capture_output=True, timeout=120,
+                          check=False).returncode == 0
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -230,6 +288,10 @@ def main():
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--tf_python", default="/work/tfvenv/bin/python",
                         help="an interpreter that imports tensorflow ('' for none)")
+    parser.add_argument("--mpi_python", default="/work/mpivenv/bin/python",
+                        help="an interpreter that imports mpi4py ('' for none)")
+    parser.add_argument("--mpi_btl", default="",
+                        help="Open MPI's byte transfer layers (default: its choice)")
     args = parser.parse_args()
     rounds = 2 if args.quick else args.rounds
     sizes = [int(s * MIB) for s in args.sizes]
@@ -237,9 +299,11 @@ def main():
                PYTHONPATH=os.pathsep.join(
                    [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
     use_tf = _tf_usable(args.tf_python)
+    use_mpi = _mpi_usable(args.mpi_python)
     with tempfile.TemporaryDirectory() as tmp:
         scripts = {}
-        for name, text in (("nbdist", _NBDIST_WORKER), ("tf", _TF_WORKER)):
+        for name, text in (("nbdist", _NBDIST_WORKER), ("tf", _TF_WORKER),
+                           ("mpi", _MPI_WORKER)):
             scripts[name] = str(Path(tmp) / f"bench_collective_{name}.py")
             Path(scripts[name]).write_text(text)
         head = (f"{'size MiB':>8}{'workers':>8}{'all-reduce MB/s':>16}{'raw MB/s':>10}"
@@ -247,6 +311,8 @@ def main():
         if use_tf:
             head += (f"{'TF all-reduce':>14}{'TF raw':>8}{'TF ratio':>9}"
                      f"{'nbdist/TF':>10}")
+        if use_mpi:
+            head += f"{'MPI all-reduce':>15}{'MPI CPU ms':>11}{'nbdist/MPI':>11}"
         print(head)
         for n in args.workers:
             ours = _run(sys.executable, scripts["nbdist"], n, sizes, rounds, env)
@@ -254,6 +320,8 @@ def main():
                            dict(os.environ, PYTHONUNBUFFERED="1",
                                 TF_CPP_MIN_LOG_LEVEL="3"), quiet=True)
                       if use_tf else {})
+            mpi = (_run_mpi(args.mpi_python, scripts["mpi"], n, sizes, rounds,
+                            args.mpi_btl) if use_mpi else {})
             for size in sizes:
                 rate, raw = (_rate(size, t) for t in ours[size][:2])
                 cpu_ms = ours[size][2] * 1000 if ours[size][2] is not None else None
@@ -267,10 +335,19 @@ def main():
                     vs_tf = rate / tf_rate if rate and tf_rate else None
                     line += (f"{_cell(tf_rate, '.0f', 14)}{_cell(tf_raw, '.0f', 8)}"
                              f"{_cell(tf_ratio, '.2f', 9)}{_cell(vs_tf, '.2f', 10)}")
+                if use_mpi:
+                    mpi_rate = _rate(size, mpi[size][0])
+                    vs_mpi = rate / mpi_rate if rate and mpi_rate else None
+                    line += (f"{_cell(mpi_rate, '.0f', 15)}"
+                             f"{_cell(mpi[size][1] * 1000, '.1f', 11)}"
+                             f"{_cell(vs_mpi, '.2f', 11)}")
                 print(line, flush=True)
     if not use_tf:
         print(f"(no TF columns: {args.tf_python or 'no interpreter'} does not "
               "import tensorflow)")
+    if not use_mpi:
+        print(f"(no MPI columns: {args.mpi_python or 'no interpreter'} does not "
+              "import mpi4py, or mpirun is not on PATH)")
 
 
 if __name__ == "__main__":
