@@ -6,8 +6,9 @@ or ``Tensor`` define: attributes and methods of the classes (and their bases
 below ``object``) and the attributes of live instances (a ``FuncGraph`` holding
 one op with one output, so per-instance state such as ``_ops_list``,
 ``_captures``, ``_attrs``, ``_dtype`` is in the list). A *reach* is an
-attribute access ``obj._name`` (read, write, call or ``del``) in a module under
-a checked package, where ``_name`` is a framework private and ``obj`` is not
+attribute access ``obj._name`` (read, write, call or ``del``), or a call
+``getattr/hasattr/setattr/delattr(obj, "_name", ...)`` with the name as a
+string literal, in a module under a checked package, where ``_name`` is a framework private and ``obj`` is not
 the name ``self`` or ``cls`` and not a name the module binds to an imported
 module (``from nbdist.framework import ops as _ops`` -> ``_ops._x`` is a module
 attribute, checked apart below). Names are read with ``ast``, so a reach in a
@@ -88,19 +89,28 @@ def _is_module(dotted: str) -> bool:
     return path.is_dir() or path.with_suffix(".py").is_file()
 
 
+_ATTR_FUNCTIONS = ("getattr", "hasattr", "setattr", "delattr")
+
+
 def reaches(source: str, privates: frozenset[str]) -> list[tuple[int, str]]:
     """``(line, text)`` of every reach into a framework private in ``source``."""
     tree = ast.parse(source)
     aliases = _module_aliases(tree)
     found = []
     for node in ast.walk(tree):
-        if not isinstance(node, ast.Attribute) or node.attr not in privates:
+        if isinstance(node, ast.Attribute):
+            base, attr = node.value, node.attr
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+              and node.func.id in _ATTR_FUNCTIONS and len(node.args) >= 2
+              and isinstance(node.args[1], ast.Constant)
+              and isinstance(node.args[1].value, str)):
+            base, attr = node.args[0], node.args[1].value
+        else:
             continue
-        base = node.value
-        if isinstance(base, ast.Name) and (base.id in ("self", "cls")
-                                           or base.id in aliases):
+        if attr not in privates or (isinstance(base, ast.Name) and (
+                base.id in ("self", "cls") or base.id in aliases)):
             continue
-        found.append((node.lineno, f"{ast.unparse(base)}.{node.attr}"))
+        found.append((node.lineno, f"{ast.unparse(base)}.{attr}"))
     return sorted(found)
 
 
@@ -156,6 +166,8 @@ def test_no_private_name_of_a_framework_module():
      [(2, "op._attrs"), (3, "g._ops_list")]),
     # A chained reach and a call of a private method.
     ("def f(t):\n    t.op._set_device('/cpu:0')\n", [(2, "t.op._set_device")]),
+    # The name as a string: getattr and friends.
+    ("def f(g):\n    return getattr(g, '_functions', {})\n", [(2, "g._functions")]),
     # self/cls, module aliases and private names the framework does not define
     # are not reaches.
     (("from nbdist.framework import ops as _ops\n"
