@@ -19,7 +19,10 @@ differ only in where the body is built and how an outside tensor is captured:
   and an outside tensor is captured on use: a variable is re-bound by name
   and device, a constant copied, a dataset op copied
   (``register_copyable_op``), a resource handle re-bound by a registered
-  re-binder (``register_rebinder``).
+  re-binder (``register_rebinder``). A trace is ``FuncGraph.for_function``,
+  ``with fg.tracing(): ...``, ``fg.finish(name)``; callers above the
+  framework (``nd.function``, ``Dataset.map``) use only these public methods
+  (``tests/project/test_private_reaches.py``).
 
 Nested arguments and results are flattened and packed with ``nbdist.framework.nest``.
 """
