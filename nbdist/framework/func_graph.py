@@ -19,7 +19,10 @@ differ only in where the body is built and how an outside tensor is captured:
   and an outside tensor is captured on use: a variable is re-bound by name
   and device, a constant copied, a dataset op copied
   (``register_copyable_op``), a resource handle re-bound by a registered
-  re-binder (``register_rebinder``).
+  re-binder (``register_rebinder``). A trace is ``FuncGraph.for_function``,
+  ``with fg.tracing(): ...``, ``fg.finish(name)``; callers above the
+  framework (``nd.function``, ``Dataset.map``) use only these public methods
+  (``tests/project/test_private_reaches.py``).
 
 Nested arguments and results are flattened and packed with ``nbdist.framework.nest``.
 """
@@ -27,13 +30,16 @@ Nested arguments and results are flattened and packed with ``nbdist.framework.ne
 from __future__ import annotations
 
 import collections
+import contextlib
 import threading
 
 import numpy as np
 
+from nbdist.framework import op_def_registry
 from nbdist.framework import ops as _ops
-from nbdist.framework.function_def import Trace
+from nbdist.framework.function_def import Trace, function_graph
 from nbdist.framework.ops import Graph, Operation, Tensor, _static_value
+from nbdist.framework.tensor_shape import TensorShape
 from nbdist.proto import function_pb2
 
 __all__ = [
@@ -231,19 +237,115 @@ CapturedVariable = collections.namedtuple(
 
 
 class FuncGraph(Graph):
-    """The graph of one traced function; captures outside tensors on use."""
+    """The graph of one traced function; captures outside tensors on use.
 
-    def __init__(self, name: str, outer_graphs=()):
+    The tracer's whole life cycle is here, so that callers (``nd.function``,
+    ``Dataset.map``) use only these methods:
+
+    >>> import nbdist as nd
+    >>> from nbdist.framework.constant_op import placeholder
+    >>> outer = nd.constant(2.0, name="two")
+    >>> fg = FuncGraph.for_function("double")
+    >>> with fg.tracing():
+    ...     x = placeholder(nd.float32, [], name="x")
+    ...     y = x * outer                    # ``outer`` is captured: a copy
+    >>> fg.finish("double")
+    >>> sorted(op.type for op in fg.get_operations())
+    ['Const', 'Mul', 'Placeholder']
+    """
+
+    def __init__(self, name: str, outer_graphs=(), capturing: bool = True):
         super().__init__()
         self.name = name
-        self._capture_fn = self._capture
+        self._capture_fn = self.capture if capturing else None
         self._captures: dict = {}
         self._var_ops: dict[str, Operation] = {}
         self._var_reads: dict[str, tuple] = {}
         self.captured_variables: list[CapturedVariable] = []
-        self._functions: dict = {}
         self._outer = list(outer_graphs)
         self._outer_ids = {id(g) for g in self._outer}
+
+    @classmethod
+    def for_function(cls, name: str) -> FuncGraph:
+        """A function graph to trace in, built from this thread's default graph:
+        it takes ops built in this thread's graphs and in the functions being
+        traced, keeps the default graph's seed, and, as TF's ``FuncGraph``,
+        reads the default graph's collections (variables, global step ...)
+        and variable stores and writes to copies of them."""
+        outer_default = _ops.get_default_graph()
+        fg = cls(name, _ops.thread_graphs() + trace_stack())
+        fg.seed = outer_default.seed
+        fg._collections = {k: list(v) for k, v in outer_default._collections.items()}
+        if "_var_store" in outer_default.__dict__:
+            fg._var_store = dict(outer_default._var_store)
+        return fg
+
+    @contextlib.contextmanager
+    def tracing(self):
+        """Traces into this graph on this thread: it is the default graph and
+        ``tracing_graph()``; on exit it stops capturing and lets go of the
+        outer graphs."""
+        stack = trace_stack()
+        stack.append(self)
+        try:
+            with self.as_default():
+                yield self
+        finally:
+            stack.pop()
+            self._capture_fn = None
+            # Do not keep outer graphs alive.
+            self._outer, self._outer_ids, self._captures = [], set(), {}
+
+    def finish(self, function_name: str):
+        """Ends a trace: checks the function created no variable, places the
+        ops that read a variable's ref with the variable, and finalizes."""
+        rebound = {id(op) for op in self._var_ops.values()}
+        for op in self._ops_list:
+            if op.type == "VariableV2" and id(op) not in rebound:
+                raise ValueError(
+                    f"nd.function cannot create variables ('{op.name}' in function "
+                    f"'{function_name}'): create them outside the function and use "
+                    "them from it")
+        self._colocate_variable_reads()
+        self.finalize()
+
+    def _colocate_variable_reads(self):
+        """Ops that read a variable's ref directly (``v.read_value()`` is an
+        ``Identity`` of it) run on the variable's task, so that they read it in
+        program order with the updates there (as TF's placer does for ref edges)."""
+        for op in self._ops_list:
+            if op.device or "_class" in op._attrs:
+                continue
+            od = op_def_registry.get_op_def(op.type)
+            refs = od.ref_inputs if od is not None else ()
+            for pos, t in enumerate(op._inputs):
+                if (pos not in refs and t.dtype.is_ref_dtype
+                        and t.op.type == "VariableV2"):
+                    op._attrs["_class"] = [b"loc:@" + t.op.name.encode()]
+                    break
+
+    @classmethod
+    def from_function_def(cls, fdef: function_pb2.FunctionDef):
+        """``(graph, inputs, outputs)``: the function ``fdef`` rebuilt as a
+        finalized function graph (argument shapes unknown, as a FunctionDef has
+        none), with the functions its nodes call in its library and its
+        ``VariableV2`` nodes as its captured variables."""
+        fg = cls(fdef.name, capturing=False)
+        _, inputs, outputs = function_graph(
+            fdef, [TensorShape(None)] * len(fdef.input_arg), graph=fg)
+        for n in fdef.node_def:
+            blob = n.attr["_fdef"].s if "_fdef" in n.attr else b""
+            if blob:
+                fg.add_function(function_pb2.FunctionDef.FromString(blob))
+            if n.op == "VariableV2":
+                op = fg.get_operation_by_name(n.name)
+                fg._var_ops[n.name] = op
+                a = op._attrs
+                fg.captured_variables.append(CapturedVariable(
+                    n.name, a["dtype"], a["shape"], op.device, a["container"],
+                    a["shared_name"]))
+        fg.finalize()
+        return fg, inputs, outputs
 
     # -- redirect rule ------------------------------------------------------------
     def _takes_ops_of(self, graph, inputs) -> bool:
@@ -253,15 +355,19 @@ class FuncGraph(Graph):
         return any(isinstance(t, Tensor) and any(t.op._graph is g for g in stack)
                    for t in inputs)
 
-    def _note_outer(self, graph):
+    def add_outer_graph(self, graph):
+        """Lets the trace take ops built in ``graph`` (e.g. a variable's graph
+        passed as an argument), as it takes those of the default graphs."""
         if id(graph) not in self._outer_ids:
             self._outer_ids.add(id(graph))
             self._outer.append(graph)
 
     # -- capturing ------------------------------------------------------------------
-    def _exact_op(self, op_type, inputs, attrs, name, device, cls=None):
-        """Builds an op named exactly ``name`` (else uniquely), on ``device``,
-        outside any control-dependency scope."""
+    def rebind_op(self, op_type, inputs, attrs, name, device, cls=None) -> Operation:
+        """Builds an op named exactly ``name`` (else uniquely), on ``device``
+        with colocation groups ``cls``, outside any control-dependency scope:
+        how a re-binder (``register_rebinder``) re-creates an outside resource
+        op in the function graph."""
         exact = name not in self._ops_by_name
         with self.control_dependencies(None):
             op = self.create_op(op_type, inputs, attrs,
@@ -275,8 +381,11 @@ class FuncGraph(Graph):
         op._device = device
         return op
 
-    def _capture(self, t: Tensor) -> Tensor:
-        self._note_outer(t.op._graph)
+    def capture(self, t: Tensor) -> Tensor:
+        """``t`` of an outer graph as a tensor of this graph: a variable re-bound
+        by name and device (its read as a fresh snapshot), a constant copied, a
+        copyable op copied, a resource re-bound; else a ValueError naming it."""
+        self.add_outer_graph(t.op._graph)
         op = t.op
         if op.type == "VariableV2":
             return self._bind_variable(op)
@@ -290,13 +399,12 @@ class FuncGraph(Graph):
         if op.type in _REBINDERS:
             got = _REBINDERS[op.type](self, op)
         elif op.type in _COPYABLE_OPS:
-            inputs = [i if i.graph is self else self._capture(i) for i in op._inputs]
+            inputs = [i if i.graph is self else self.capture(i) for i in op._inputs]
             attrs = dict(op._attrs)
             attrs.pop("_class", None)
             blob = attrs.get("_fdef")
             if blob:
-                fd = function_pb2.FunctionDef.FromString(blob)
-                self._functions[fd.name] = fd
+                self.add_function(function_pb2.FunctionDef.FromString(blob))
             with self.control_dependencies(None):
                 got = self.create_op(op.type, inputs, attrs,
                                      name=op.name).outputs[t.value_index]
@@ -320,7 +428,7 @@ class FuncGraph(Graph):
         mine = self._var_ops.get(name)
         if mine is None:
             a = var_op._attrs
-            mine = self._exact_op(
+            mine = self.rebind_op(
                 "VariableV2", [], {"shape": a["shape"], "dtype": a["dtype"],
                                    "container": a["container"],
                                    "shared_name": a["shared_name"]},
@@ -341,7 +449,7 @@ class FuncGraph(Graph):
         k = len([1 for n in self._ops_by_name
                  if n == f"{name}/read" or n.startswith(f"{name}/read_")])
         read_name = f"{name}/read" if k == 0 else f"{name}/read_{k}"
-        read = self._exact_op("Identity", [var_op.outputs[0]],
+        read = self.rebind_op("Identity", [var_op.outputs[0]],
                               {"T": var_op.outputs[0].dtype.base_dtype}, read_name,
                               var_op.device, [b"loc:@" + name.encode()])
         out = read.outputs[0]

@@ -56,6 +56,11 @@ class Operation:
     def _set_device(self, device):
         self._device = _device_string(device)
 
+    def set_device(self, device):
+        """Places the op on ``device`` (a string or ``DeviceSpec``), as a
+        ``with graph.device(...)`` around its creation would have."""
+        self._set_device(device)
+
     def _set_attr(self, name, value):
         self._attrs[name] = value
 

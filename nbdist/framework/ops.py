@@ -54,6 +54,7 @@ class Graph:
         self._gradient_override_map: dict = {}
         # nd.function sets this while tracing: a callable capturing outer tensors
         self._capture_fn = None
+        self._functions: dict = {}  # the function library (GraphDef.library)
 
     # -- per-thread scope stacks (as TF: scopes are thread-local) --------------
     def _tl(self, name, default):
@@ -128,6 +129,24 @@ class Graph:
     def as_graph_def(self, from_version=None, add_shapes=False):
         return graph_to_graph_def(self, from_version=from_version,
                                   add_shapes=add_shapes)
+
+    # -- function library --------------------------------------------------------
+    def add_function(self, fdef):
+        """Adds the ``FunctionDef`` ``fdef`` (keyed by its name) to the graph's
+        function library, which ``as_graph_def()`` writes to ``library``.
+
+        >>> from nbdist.proto import function_pb2
+        >>> g = Graph()
+        >>> g.add_function(function_pb2.FunctionDef(name="f"))
+        >>> [f.name for f in g.functions]
+        ['f']
+        """
+        self._functions[fdef.name] = fdef
+
+    @property
+    def functions(self) -> list:
+        """The graph's function library: its ``FunctionDef``s, oldest first."""
+        return list(self._functions.values())
 
     def get_operations(self) -> list[Operation]:
         return list(self._ops_list)
@@ -509,6 +528,16 @@ def __getattr__(name):
     if name == "_global_default_graph":
         return _default_graph_stack._global_default_graph
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def thread_graphs() -> list[Graph]:
+    """This thread's ``as_default`` graphs (outermost first), then its global
+    default graph if it has been made: the graphs code on this thread may be
+    building in (``nd.function`` traces take ops of them)."""
+    graphs = list(_default_graph_stack.stack)
+    if _default_graph_stack._global_default_graph is not None:
+        graphs.append(_default_graph_stack._global_default_graph)
+    return graphs
 
 
 def get_default_graph() -> Graph:

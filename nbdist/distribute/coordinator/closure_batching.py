@@ -61,7 +61,7 @@ class BatchedFunction:
                     consts = {name: g.get_tensor_by_name(f"c0/{name}:0")
                               for name in shared}
                 self._feeds.append([g.get_tensor_by_name(f"c{j}/{t.name}")
-                                    for t in concrete._inputs])
+                                    for t in concrete.inputs])
                 self._fetches.append([
                     g.get_tensor_by_name(f"c{j}/{t.name}") if isinstance(t, Tensor)
                     else g.get_operation_by_name(f"c{j}/{t.name}")

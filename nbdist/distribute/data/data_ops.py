@@ -174,11 +174,11 @@ for _t in DATASET_OPS:
 def _rebind_iterator(fg, op):
     """A captured iterator handle becomes an ``IteratorV2`` of the same resource
     (same container and shared name, same device) in the function graph."""
-    a = op._attrs
+    a = op.attrs
     attrs = {"output_types": a["output_types"], "output_shapes": a["output_shapes"],
              "container": a["container"],
              "shared_name": a["shared_name"] or op.name}
-    return fg._exact_op("IteratorV2", [], attrs, op.name, op.device,
+    return fg.rebind_op("IteratorV2", [], attrs, op.name, op.device,
                         a.get("_class")).outputs[0]
 
 
@@ -267,9 +267,8 @@ class Dataset(DatasetTransformations):
         concrete = _function.trace(fn, args, {}, leaves, fname,
                                    tensor_outputs_only=True)
         fd = concrete.to_function_def()
-        lib = _graph().__dict__.setdefault("_functions", {})
-        lib.update(concrete.graph._functions)
-        lib[fd.name] = fd
+        for inner in concrete.graph.functions + [fd]:
+            _graph().add_function(inner)
         return fd, concrete
 
     def __repr__(self):
@@ -579,7 +578,7 @@ class Iterator:
     @property
     def shared_name(self) -> str:
         op = self._handle.op
-        return op.get_attr("shared_name") if "shared_name" in op._attrs else ""
+        return op.attrs.get("shared_name", "")
 
     def get_next(self, name=None):
         g = tracing_graph() or self._handle.graph
@@ -598,7 +597,7 @@ class Iterator:
 
     def _nd_function_arg_key(self):
         op = self._handle.op
-        a = op._attrs
+        a = op.attrs
         if op.type == "AnonymousIterator":
             return ("Iterator", id(self))
         return ("Iterator", op.type, a.get("container", ""),

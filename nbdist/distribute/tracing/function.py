@@ -61,13 +61,8 @@ from nbdist.distribute.tracing.tensor_spec import TensorSpec, as_array
 from nbdist.framework import dtypes, op_def_registry
 from nbdist.framework import ops as _ops
 from nbdist.framework.constant_op import constant, identity, placeholder
-from nbdist.framework.func_graph import (
-    CapturedVariable,
-    FuncGraph,
-    trace_stack,
-    tracing_graph,
-)
-from nbdist.framework.function_def import function_graph, needed_trace, to_function_def
+from nbdist.framework.func_graph import CapturedVariable, FuncGraph, tracing_graph
+from nbdist.framework.function_def import needed_trace, to_function_def
 from nbdist.framework.nest import (
     flatten,
     flatten_up_to,
@@ -76,7 +71,6 @@ from nbdist.framework.nest import (
     pack_sequence_as,
 )
 from nbdist.framework.ops import Graph, Operation, Tensor
-from nbdist.framework.tensor_shape import TensorShape
 from nbdist.ops.variables import Variable
 from nbdist.proto import function_pb2
 
@@ -163,14 +157,6 @@ def _arg_names(python_function, args, kwargs) -> list[str]:
     return [_op_name(n) for n in names]
 
 
-def _outer_graphs() -> list:
-    outer = list(_ops._default_graph_stack.stack)
-    if _ops._global_default_graph is not None:
-        outer.append(_ops._global_default_graph)
-    outer.extend(trace_stack())
-    return outer
-
-
 def trace(python_function, args, kwargs, leaves, name=None, *,
           tensor_outputs_only=False) -> ConcreteFunction:
     """Traces ``python_function(*args, **kwargs)`` into a new ``FuncGraph``.
@@ -179,65 +165,26 @@ def trace(python_function, args, kwargs, leaves, name=None, *,
     becomes a placeholder ("tensor") or is passed through as is.
     """
     base = _op_name(name or getattr(python_function, "__name__", "fn"))
-    fname = f"{base}_{next(_ids)}"
-    outer_default = _ops.get_default_graph()
-    fg = FuncGraph(fname, _outer_graphs())
-    fg.seed = outer_default.seed
-    # As TF's FuncGraph: the function reads the default graph's collections
-    # (its variables, global step ...) and writes to copies of them.
-    fg._collections = {k: list(v) for k, v in outer_default._collections.items()}
-    if "_var_store" in outer_default.__dict__:
-        fg._var_store = dict(outer_default._var_store)
+    fg = FuncGraph.for_function(f"{base}_{next(_ids)}")
     flat = flatten((args, kwargs))
     names = _arg_names(python_function, args, kwargs)
-    stack = trace_stack()
-    stack.append(fg)
-    try:
-        with fg.as_default():
-            placeholders, new_flat = [], []
-            for x, leaf, n in zip(flat, leaves, names):
-                if leaf.kind == "tensor":
-                    ph = placeholder(leaf.spec.dtype, leaf.spec.shape, name=n)
-                    placeholders.append(ph)
-                    new_flat.append(ph)
-                else:
-                    if isinstance(x, Variable):
-                        fg._note_outer(x.graph)
-                    new_flat.append(x)
-            a, kw = pack_sequence_as((args, kwargs), new_flat)
-            result = python_function(*a, **kw)
-            structured = _normalize_outputs(fg, result, tensor_outputs_only)
-    finally:
-        stack.pop()
-        fg._capture_fn = None
-        # Do not keep outer graphs alive.
-        fg._outer, fg._outer_ids, fg._captures = [], set(), {}
-    rebound = {id(op) for op in fg._var_ops.values()}
-    for op in fg._ops_list:
-        if op.type == "VariableV2" and id(op) not in rebound:
-            raise ValueError(
-                f"nd.function cannot create variables ('{op.name}' in function "
-                f"'{base}'): create them outside the function and use them from it")
-    _colocate_variable_reads(fg)
-    fg.finalize()
+    with fg.tracing():
+        placeholders, new_flat = [], []
+        for x, leaf, n in zip(flat, leaves, names):
+            if leaf.kind == "tensor":
+                ph = placeholder(leaf.spec.dtype, leaf.spec.shape, name=n)
+                placeholders.append(ph)
+                new_flat.append(ph)
+            else:
+                if isinstance(x, Variable):
+                    fg.add_outer_graph(x.graph)
+                new_flat.append(x)
+        a, kw = pack_sequence_as((args, kwargs), new_flat)
+        result = python_function(*a, **kw)
+        structured = _normalize_outputs(fg, result, tensor_outputs_only)
+    fg.finish(base)
     return ConcreteFunction(fg, placeholders, structured, leaves, (args, kwargs),
                             base)
-
-
-def _colocate_variable_reads(fg: FuncGraph):
-    """Ops that read a variable's ref directly (``v.read_value()`` is an
-    ``Identity`` of it) run on the variable's task, so that they read it in
-    program order with the updates there (as TF's placer does for ref edges)."""
-    for op in fg._ops_list:
-        if op.device or "_class" in op._attrs:
-            continue
-        od = op_def_registry.get_op_def(op.type)
-        refs = od.ref_inputs if od is not None else ()
-        for pos, t in enumerate(op._inputs):
-            if (pos not in refs and t.dtype.is_ref_dtype
-                    and t.op.type == "VariableV2"):
-                op._attrs["_class"] = [b"loc:@" + t.op.name.encode()]
-                break
 
 
 def _normalize_outputs(fg: FuncGraph, result, tensor_only: bool):
@@ -247,7 +194,7 @@ def _normalize_outputs(fg: FuncGraph, result, tensor_only: bool):
             x = x._as_graph_element() if not isinstance(x, Variable) else x.value()
         if isinstance(x, Tensor):
             if x.graph is not fg:
-                x = fg._capture(x)
+                x = fg.capture(x)
             if x.dtype.is_ref_dtype:
                 x = identity(x)
             return x
@@ -273,7 +220,7 @@ def _normalize_outputs(fg: FuncGraph, result, tensor_only: bool):
 # -- ConcreteFunction -----------------------------------------------------------------
 def _stateful(op: Operation) -> bool:
     od = op_def_registry.get_op_def(op.type)
-    return bool(od is not None and od.stateful and op._inputs)
+    return bool(od is not None and od.stateful and op.inputs)
 
 
 class ConcreteFunction:
@@ -292,7 +239,7 @@ class ConcreteFunction:
         flat = flatten(structured_outputs)
         self._outputs = [x for x in flat if isinstance(x, Tensor)]
         out_ops = [x for x in flat if isinstance(x, Operation)]
-        targets = list(dict.fromkeys(out_ops + [op for op in graph._ops_list
+        targets = list(dict.fromkeys(out_ops + [op for op in graph.get_operations()
                                                  if _stateful(op)]))
         self._targets = targets
         self._fetches = list(dict.fromkeys(self._outputs)) + targets
@@ -333,22 +280,7 @@ class ConcreteFunction:
         """Rebuilds a function from its ``FunctionDef`` (argument shapes are not
         part of a FunctionDef, so they come back unknown). ``structured_outputs``
         may give the nesting of the outputs (any structure with as many leaves)."""
-        fg = FuncGraph(fdef.name)
-        fg._capture_fn = None
-        _, inputs, outs = function_graph(
-            fdef, [TensorShape(None)] * len(fdef.input_arg), graph=fg)
-        for n in fdef.node_def:
-            blob = n.attr["_fdef"].s if "_fdef" in n.attr else b""
-            if blob:
-                inner = function_pb2.FunctionDef.FromString(blob)
-                fg._functions[inner.name] = inner
-            if n.op == "VariableV2":
-                op = fg.get_operation_by_name(n.name)
-                fg._var_ops[n.name] = op
-                a = op._attrs
-                fg.captured_variables.append(CapturedVariable(
-                    n.name, a["dtype"], a["shape"], op.device, a["container"],
-                    a["shared_name"]))
+        fg, inputs, outs = FuncGraph.from_function_def(fdef)
         structured = (outs if structured_outputs is None
                       else pack_sequence_as(structured_outputs, outs))
         fg.finalize()
@@ -429,9 +361,9 @@ class ConcreteFunction:
     def _call_in_graph(self, graph: Graph, values, name=None):
         """Adds a ``_FunctionCall`` op of this function to ``graph``."""
         fd = self.to_function_def()
-        lib = graph.__dict__.setdefault("_functions", {})
-        lib.update(self._graph._functions)
-        lib[fd.name] = fd
+        for inner in self._graph.functions:
+            graph.add_function(inner)
+        graph.add_function(fd)
         with graph.as_default():
             inputs = []
             for v, ph in zip(values, self._inputs):
@@ -452,7 +384,7 @@ class ConcreteFunction:
         op = graph.create_op("_FunctionCall", inputs, attrs,
                              name=name or self._base_name)
         if len(devices) == 1 and not op.device:
-            op._set_device(devices.pop())
+            op.set_device(devices.pop())
         outs = dict(zip(self._outputs, op.outputs))
 
         def pick(x):

@@ -49,7 +49,7 @@ class TensorSpec:
 
     def __eq__(self, other):
         return isinstance(other, TensorSpec) and self._key() == other._key() and (
-            self._name == other._name)
+            self._name == other.name)
 
     def __hash__(self):
         return hash(self._key())
