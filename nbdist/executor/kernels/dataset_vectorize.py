@@ -116,6 +116,46 @@ class _Analysis:
         return out
 
 
+def _placed(arg_refs, nodes, analysis, on_node=None):
+    """Runs ``analysis`` over ``nodes`` in an order where inputs come first
+    (calling ``on_node(node, ranks)``); False when a node cannot be fused or
+    an input is not among ``arg_refs`` and ``nodes``."""
+    pending = list(nodes)
+    known = {r.split(":")[0] for r in arg_refs}  # nodes (and args) placed
+    for _ in range(len(pending) + 1):  # any order: bounded passes
+        if not pending:
+            return True
+        later = []
+        for node in pending:
+            if any(i.lstrip("^").split(":")[0] not in known for i in node.input):
+                later.append(node)
+                continue
+            ranks = analysis.node_outputs(node)
+            if ranks is None:
+                return False
+            for k, r in ranks.items():
+                analysis.batched[f"{node.name}:{k}"] = r
+            known.add(node.name)
+            if on_node is not None:
+                on_node(node, ranks)
+        if len(later) == len(pending):
+            return False  # a cycle or an input from elsewhere: leave it alone
+        pending = later
+    return not pending
+
+
+def vectorizable_ranks(arg_refs, nodes, output_refs):
+    """{tensor reference: element rank} of the batched tensors when ``nodes``
+    (NodeDefs) fed the scalars ``arg_refs`` stacked compute ``output_refs``
+    stacked, else None (module docstring)."""
+    an = _Analysis(arg_refs, 0)
+    if not _placed(arg_refs, nodes, an):
+        return None
+    if any(not isinstance(an.rank(o), int) for o in output_refs):
+        return None  # an output is not per element (a constant) or unusable
+    return an.batched
+
+
 def vectorized_function_def(fdef, n: int, arg_rank: int):
     """``fdef`` rewritten to take its one argument stacked ``n`` times (each
     element of rank ``arg_rank``), or None when it cannot be (module
@@ -126,28 +166,14 @@ def vectorized_function_def(fdef, n: int, arg_rank: int):
     out = function_pb2.FunctionDef()
     out.CopyFrom(fdef)
     del out.node_def[:]
-    pending = list(fdef.node_def)
-    known = set(fdef.input_arg)  # names of the nodes (and args) already placed
-    for _ in range(len(pending) + 1):  # nodes in any order: bounded passes
-        if not pending:
-            break
-        later = []
-        for node in pending:
-            if any(i.lstrip("^").split(":")[0] not in known for i in node.input):
-                later.append(node)
-                continue
-            ranks = an.node_outputs(node)
-            if ranks is None:
-                return None
-            for k, r in ranks.items():
-                an.batched[f"{node.name}:{k}"] = r
-            known.add(node.name)
-            out.node_def.add().CopyFrom(node)
-            if node.op == "Reshape" and ranks:
-                _batch_reshape(out, an, n)
-        if len(later) == len(pending):
-            return None  # a cycle or an input from outside: leave it alone
-        pending = later
+
+    def place(node, ranks):
+        out.node_def.add().CopyFrom(node)
+        if node.op == "Reshape" and ranks:
+            _batch_reshape(out, an, n)
+
+    if not _placed(list(fdef.input_arg), fdef.node_def, an, place):
+        return None
     if any(not isinstance(an.rank(o), int) for o in fdef.output):
         return None  # an output is not per element (a constant) or unusable
     return out
