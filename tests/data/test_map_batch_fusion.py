@@ -49,6 +49,12 @@ def parse(s):
             "f": p["f"] * nd.constant([2.0, 3.0]) - 1.0, "raw": s}
 
 
+def parse_runs(run_metadata):
+    """How many times a traced step ran the map function's parse node."""
+    return sum(n.node_name.endswith("/ParseExampleV2")
+               for d in run_metadata.step_stats.dev_stats for n in d.node_stats)
+
+
 def run_all(records, fn, batch, fuse, drop=False, repeat=None, take=None,
             options_first=False, options=None):
     """(batches as lists of arrays, (error type, message) or None, the number
@@ -88,9 +94,7 @@ def run_all(records, fn, batch, fuse, drop=False, repeat=None, take=None,
                         s.run(nxt)
                     break
                 finally:
-                    parses += sum(n.node_name.endswith("/ParseExampleV2")
-                                  for d in md.step_stats.dev_stats
-                                  for n in d.node_stats)
+                    parses += parse_runs(md)
     return batches, error, parses, shapes
 
 
@@ -193,3 +197,29 @@ def test_options_from_another_encoding_do_not_decide():
 
     assert options_fusion(b"\x08\x01binary proto") is None
     assert options_fusion("") is None
+
+
+def test_records_of_files_fuse_and_keep_their_element_types(tmp_path):
+    """A TFRecordDataset's elements (0-d object arrays) through the fused
+    map: the record passed through stays as the unfused batch stacks it."""
+    from nbdist.executor import tf_record
+
+    path = str(tmp_path / "r.tfrecord")
+    with tf_record.TFRecordWriter(path) as w:
+        for i in range(9):
+            w.write(example(i))
+    got, parses = {}, {}
+    for fuse in (True, False):
+        o = nd.data.Options()
+        o.experimental_optimization.map_and_batch_fusion = fuse
+        with nd.Graph().as_default():
+            ds = nd.data.TFRecordDataset([path]).map(parse).batch(4).with_options(o)
+            nxt = nd.data.make_one_shot_iterator(ds).get_next()
+            with nd.Session() as s:
+                md = nd.RunMetadata()
+                got[fuse] = [s.run(nxt, options=TRACE, run_metadata=md)]
+                got[fuse] += [s.run(nxt) for _ in range(2)]
+        parses[fuse] = parse_runs(md)
+    assert_same_batches(got[True], got[False])
+    assert got[True][0]["raw"].dtype == object
+    assert parses == {True: 1, False: 4}
