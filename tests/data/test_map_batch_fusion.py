@@ -114,10 +114,13 @@ def assert_same_batches(got, want):
     (7, 3, False, 2, None, 5),       # batches straddle the repeat's epochs
     (7, 3, True, 3, 17, 5),          # a take between the map and the batch
     (1, 5, False, None, None, 1),    # one element, smaller than a batch
+    (6, 4, False, "S", None, 2),     # records of a fixed-width bytes array
 ])
 def test_fused_batches_are_the_unfused_ones_parsed_once(n, batch, drop, repeat, take,
                                                          n_batches):
     records = [example(i) for i in range(n)]
+    if repeat == "S":
+        records, repeat = np.array(records, dtype=bytes), None
     kw = {"drop": drop, "repeat": repeat, "take": take}
     fused, err_f, parses_f, shapes_f = run_all(records, parse, batch, True, **kw)
     plain, err_p, parses_p, shapes_p = run_all(records, parse, batch, False, **kw)

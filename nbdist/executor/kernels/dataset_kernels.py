@@ -181,9 +181,9 @@ def _scalars(elems):
     column = np.empty(len(elems), dtype=object)
     for i, e in enumerate(elems):
         v = e[0]
-        if type(v) is np.ndarray and v.shape == () and v.dtype == object:
+        if type(v) is np.ndarray and v.shape == () and v.dtype.kind in "OS":
             v = v[()]
-        elif type(v) is not bytes:
+        if not isinstance(v, bytes):  # np.bytes_ too (a slice of an "S" array)
             return None
         column[i] = v
     return column
