@@ -17,6 +17,12 @@ queue is enqueued again record by record through the original enqueue op (its
 reader outputs fed), which enqueues the records before the bad one and raises
 what the one-record run raises. Anything not recognised keeps the one-record
 loop.
+
+Two differences remain, both at a stop: a thread checks the coordinator
+every k records, not every record, and a reader error inside a read (a
+corrupt TFRecord: ``DataLossError``) loses the records read before it in that
+read of k, which the one-record loop would have enqueued before stopping on
+the same error.
 """
 
 from __future__ import annotations
