@@ -420,9 +420,10 @@ def fusion_enabled(dataset) -> bool:
         if ds.fusion is not None:
             return ds.fusion
         for v in vars(ds).values():
-            for d in v if isinstance(v, (list, tuple)) else (v,):
-                if isinstance(d, DatasetValue):
-                    todo.append(d)
+            if isinstance(v, DatasetValue):
+                todo.append(v)
+            elif isinstance(v, (list, tuple)) and v and isinstance(v[0], DatasetValue):
+                todo.extend(d for d in v if isinstance(d, DatasetValue))  # zip ...
     return True
 
 
