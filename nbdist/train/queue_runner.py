@@ -194,7 +194,9 @@ class QueueRunner:
 def _batched_or_none(enqueue_op, queue):
     try:
         return batched_enqueue(enqueue_op, queue)
-    except (ValueError, TypeError) as e:  # a graph it does not expect: one record
+    # A graph it does not expect keeps the one-record loop; the vector form is
+    # an optimisation and must never keep a program from building its runner.
+    except (ValueError, TypeError, KeyError, AttributeError, errors.OpError) as e:
         _log.debug("QueueRunner: %s runs one record per run (%s)", enqueue_op.name,
                    e)
         return None
