@@ -10,10 +10,14 @@ feature of each kind) and deliver batches of 128 to ``sess.run``:
 
 - ``queue, N threads``: ``string_input_producer`` -> ``TFRecordReader.read``
   -> ``parse_single_example`` -> ``decode_raw`` -> ``shuffle_batch`` with
-  ``num_threads=N`` (N queue-runner threads enqueueing one record each run),
+  ``num_threads=N`` (N queue-runner threads; TF's enqueue one record each run,
+  nbdist's read and enqueue up to 32 per run: ``queue_runner_batched``),
   queue runners started by ``start_queue_runners``;
 - ``dataset``: ``TFRecordDataset`` -> ``map(parse_single_example,
-  decode_raw)`` -> ``repeat`` -> ``batch(128)`` and a one-shot iterator.
+  decode_raw)`` -> ``repeat`` -> ``batch(128)`` and a one-shot iterator
+  (nbdist's ``map_and_batch_fusion`` sees through the ``repeat`` and parses
+  each batch once; TF's rewrite needs the batch right after the map, and its
+  fused op still calls the function per element).
 
 The figure is records/s over ``--records`` records after a warm-up of 5
 batches, and CPU seconds per 1,000 records (the whole process, every thread:

@@ -5,6 +5,10 @@ Each enqueue op gets a thread that runs it until the queue is closed
 coordinator). With a coordinator, one more thread runs ``cancel_op`` once a
 stop is requested. ``to_proto`` / ``from_proto`` carry a runner as a
 ``QueueRunnerDef`` (TF's message, with its field numbers).
+
+An enqueue of one reader record through a parse (the TF1 input pipeline)
+runs k records per run where ``queue_runner_batched`` can build its vector
+form; the records, their order and the errors stay the one-record loop's.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from nbdist import errors
 from nbdist.framework.default_session import get_default_session
 from nbdist.framework.ops import GraphKeys, get_default_graph
 from nbdist.proto.queue_runner_pb2 import QueueRunnerDef
+from nbdist.train.queue_runner_batched import batched_enqueue
 
 _log = logging.getLogger("nbdist")
 
@@ -27,6 +32,7 @@ class QueueRunner:
     def __init__(self, queue=None, enqueue_ops=None, close_op=None, cancel_op=None,
                  queue_closed_exception_types=None, queue_runner_def=None,
                  import_scope=None, name=None):
+        self._batched = {}  # enqueue op -> its BatchedEnqueue (or None)
         if queue_runner_def is not None:
             if queue or enqueue_ops:
                 raise ValueError("queue_runner_def and queue are mutually exclusive.")
@@ -49,6 +55,9 @@ class QueueRunner:
                                 f"be a tuple of nd.errors.OpError classes, got "
                                 f"{queue_closed_exception_types!r}")
             self._queue_closed_exception_types = queue_closed_exception_types
+            for op in self._enqueue_ops:
+                if op not in self._batched:
+                    self._batched[op] = _batched_or_none(op, queue)
         self._name = name or self._queue.name
         self._lock = threading.Lock()
         self._runs_per_session = weakref.WeakKeyDictionary()
@@ -114,8 +123,10 @@ class QueueRunner:
             # As TF: one callable made for the loop (no fetch lookup per run); a
             # session-like object without make_callable is run as it is.
             make = getattr(sess, "make_callable", None)
-            enqueue = (make(enqueue_op) if make is not None
-                       else lambda: sess.run(enqueue_op))
+            batched = self._batched.get(enqueue_op) if make is not None else None
+            enqueue = (batched.make_step(sess, self._queue_closed_exception_types)
+                       if batched is not None else make(enqueue_op)
+                       if make is not None else lambda: sess.run(enqueue_op))
             while True:
                 if coord is not None and coord.should_stop():
                     break
@@ -178,6 +189,17 @@ class QueueRunner:
             if start:
                 t.start()
         return threads
+
+
+def _batched_or_none(enqueue_op, queue):
+    try:
+        return batched_enqueue(enqueue_op, queue)
+    # A graph it does not expect keeps the one-record loop; the vector form is
+    # an optimisation and must never keep a program from building its runner.
+    except (ValueError, TypeError, KeyError, AttributeError, errors.OpError) as e:
+        _log.debug("QueueRunner: %s runs one record per run (%s)", enqueue_op.name,
+                   e)
+        return None
 
 
 def add_queue_runner(qr, collection=GraphKeys.QUEUE_RUNNERS):

@@ -19,6 +19,7 @@ with ``Dataset._apply`` and trace functions with ``Dataset._trace``.
 from __future__ import annotations
 
 import copy
+import json
 import os
 
 import numpy as np
@@ -341,8 +342,14 @@ class DatasetTransformations:
         if not isinstance(options, Options):
             raise TypeError(f"with_options needs an nd.data.Options, got "
                             f"{type(options).__name__}")
-        ds = self._apply("OptionsDataset", [], name=name or "OptionsDataset")
-        ds._options = self.options().merge(options)
+        merged = self.options().merge(options)
+        # What the kernels read back (dataset_kernels.options_fusion).
+        opt = merged.experimental_optimization
+        said = {"map_and_batch_fusion": opt.map_and_batch_fusion,
+                "apply_default_optimizations": opt.apply_default_optimizations}
+        ds = self._apply("OptionsDataset", [], name=name or "OptionsDataset",
+                         attrs={"serialized_options": json.dumps(said)})
+        ds._options = merged
         return ds
 
     def options(self):

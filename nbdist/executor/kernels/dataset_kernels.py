@@ -5,29 +5,52 @@ A dataset kernel returns a ``DatasetValue``; ``iterate(ctx)`` makes a fresh
 Python iterator of element tuples. ``ctx.step`` is the step of the
 ``IteratorGetNext`` being served, so a ``MapDataset`` runs its function
 within that step (its cancellation, deadline and trace).
+
+``batch`` after ``map`` (with ``repeat``, ``take``, ``prefetch`` or options
+between them) runs the map function once per batch on the stacked input
+elements when ``dataset_vectorize`` can rewrite it (tf.data's
+``map_and_batch_fusion``, on unless the dataset's options turn it off), and
+falls back to one call per element for a batch whose fused run fails, so
+values and errors are the unfused pipeline's.
 """
 
 from __future__ import annotations
 
+import copy
 import itertools
+import json
 import threading
 
 import numpy as np
 
 from nbdist import errors
 from nbdist.executor.kernel import register_kernel
+from nbdist.executor.kernels.dataset_vectorize import (
+    argument_outputs,
+    vectorized_function_def,
+)
 from nbdist.executor.kernels.function_kernels import CompiledFunction, function_def_for
 
 
 class _Ctx:
-    __slots__ = ("step",)
+    __slots__ = ("fuse", "step")
 
     def __init__(self):
         self.step = None
+        self.fuse = True  # map_and_batch_fusion (the dataset's options)
 
 
 class DatasetValue:
-    """What a dataset op outputs; ``iterate(ctx)`` yields tuples of arrays."""
+    """What a dataset op outputs; ``iterate(ctx)`` yields tuples of arrays.
+
+    ``commutes_with_map``: a subclass with one input ``inp`` whose elements
+    are (some of) its input's, in order, whatever they are, so that a pure
+    ``map`` above it may run below it (``copy.copy`` and a new ``inp``).
+    ``fusion``: True/False where the dataset's options set
+    ``map_and_batch_fusion``."""
+
+    commutes_with_map = False
+    fusion = None
 
     def iterate(self, ctx):
         raise NotImplementedError
@@ -77,8 +100,8 @@ class _Range(DatasetValue):
 
 
 class _Map(DatasetValue):
-    def __init__(self, inp, fn):
-        self.inp, self.fn = inp, fn
+    def __init__(self, inp, fn, fused=None):
+        self.inp, self.fn, self.fused = inp, fn, fused
 
     def iterate(self, ctx):
         fn = self.fn
@@ -96,6 +119,76 @@ def groups(it, n, drop_remainder):
         yield elems
 
 
+class _FusedMap:
+    """A map function rewritten to run on a batch (``dataset_vectorize``),
+    compiled per batch size (a dataset has one, and a last smaller one)."""
+
+    _CACHED = 8
+
+    def __init__(self, fdef, node, library):
+        self.fdef, self.node, self.library = fdef, node, library
+        self.compiled = {}
+        self.passed = argument_outputs(fdef)
+
+    def fusable(self) -> bool:
+        return vectorized_function_def(self.fdef, 1, 0) is not None
+
+    def run(self, step, column, n):
+        """The function's outputs for the ``n`` stacked scalars ``column``, or
+        None (not fusable for them, or an error: the caller runs per element)."""
+        fn = self.compiled.get(n)
+        if fn is None:
+            fn = CompiledFunction(vectorized_function_def(self.fdef, n, 0), self.node,
+                                  self.library)
+            if len(self.compiled) < self._CACHED:
+                self.compiled[n] = fn
+        try:
+            out = fn.run(step, (column,))
+        except errors.OpError:
+            return None  # the elements one by one say which and how
+        if any(type(o) is not np.ndarray or o.shape[:1] != (n,) for o in out):
+            return None
+        return [_as_stacked(o) for o in out]
+
+
+def _as_stacked(column):
+    """A fused output of scalar strings as the unfused batch stacks them: each
+    element's ``bytes`` through ``np.asarray`` (a fixed-width bytes array)."""
+    if column.dtype != object or column.ndim != 1:
+        return column
+    return np.stack([np.asarray(v) for v in column])
+
+
+def _map_below(ds):
+    """(the pure ``_Map`` under ``ds``'s commuting wrappers, the same wrappers
+    over the map's input) or None."""
+    chain = []
+    while ds.commutes_with_map:
+        chain.append(ds)
+        ds = ds.inp
+    if type(ds) is not _Map or ds.fused is None:
+        return None
+    src = ds.inp
+    for w in reversed(chain):
+        w = copy.copy(w)
+        w.inp, src = src, w
+    return ds, src
+
+
+def _scalars(elems):
+    """The one component of ``elems``, stacked, when each is a scalar; None
+    otherwise."""
+    column = np.empty(len(elems), dtype=object)
+    for i, e in enumerate(elems):
+        v = e[0]
+        if type(v) is np.ndarray and v.shape == () and v.dtype.kind in "OS":
+            v = v[()]
+        if not isinstance(v, bytes):  # np.bytes_ too (a slice of an "S" array)
+            return None
+        column[i] = v
+    return column
+
+
 class _Batch(DatasetValue):
     def __init__(self, inp, n, drop, node):
         if n <= 0:
@@ -104,22 +197,43 @@ class _Batch(DatasetValue):
         self.inp, self.n, self.drop, self.node = inp, n, drop, node
 
     def iterate(self, ctx):
+        found = _map_below(self.inp) if ctx.fuse else None
+        return self._unfused(ctx) if found is None else self._fused(ctx, *found)
+
+    def _unfused(self, ctx):
         for elems in groups(self.inp.iterate(ctx), self.n, self.drop):
-            out = []
-            for k in range(len(elems[0])):
-                parts = [np.asarray(e[k]) for e in elems]
-                for j, p in enumerate(parts[1:], 1):
-                    if p.shape != parts[0].shape:
-                        raise errors.InvalidArgumentError(
-                            None, self.node, f"Cannot batch tensors with different "
-                            f"shapes in component {k}. First element had shape "
-                            f"{list(parts[0].shape)} and element {j} had shape "
-                            f"{list(p.shape)}.")
-                out.append(np.stack(parts))
+            yield self._stack(elems)
+
+    def _fused(self, ctx, mapped, src):
+        fn, fused = mapped.fn, mapped.fused
+        for records in groups(src.iterate(ctx), self.n, self.drop):
+            column = _scalars(records) if len(records[0]) == 1 else None
+            out = None if column is None else fused.run(ctx.step, column, len(records))
+            if out is None:
+                out = self._stack([fn.run(ctx.step, r) for r in records])
+            else:
+                for k in fused.passed:  # the elements as they came
+                    out[k] = self._stack([(r[0],) for r in records])[0]
             yield tuple(out)
+
+    def _stack(self, elems):
+        out = []
+        for k in range(len(elems[0])):
+            parts = [np.asarray(e[k]) for e in elems]
+            for j, p in enumerate(parts[1:], 1):
+                if p.shape != parts[0].shape:
+                    raise errors.InvalidArgumentError(
+                        None, self.node, f"Cannot batch tensors with different "
+                        f"shapes in component {k}. First element had shape "
+                        f"{list(parts[0].shape)} and element {j} had shape "
+                        f"{list(p.shape)}.")
+            out.append(np.stack(parts))
+        return tuple(out)
 
 
 class _Repeat(DatasetValue):
+    commutes_with_map = True
+
     def __init__(self, inp, count):
         self.inp, self.count = inp, count
 
@@ -168,6 +282,8 @@ class _Shuffle(DatasetValue):
 
 
 class _Take(DatasetValue):
+    commutes_with_map = True
+
     def __init__(self, inp, count):
         self.inp, self.count = inp, count
 
@@ -177,6 +293,8 @@ class _Take(DatasetValue):
 
 
 class _Prefetch(DatasetValue):
+    commutes_with_map = True
+
     def __init__(self, inp):
         self.inp = inp
 
@@ -205,7 +323,9 @@ def range_dataset_kernel(node):
 def map_dataset_kernel(node):
     fdef, library = function_def_for(node)
     fn = CompiledFunction(fdef, node, library)
-    return lambda step, ds: _Map(ds, fn)
+    fused = _FusedMap(fdef, node, library)
+    fused = fused if fused.fusable() else None
+    return lambda step, ds: _Map(ds, fn, fused)
 
 
 @register_kernel("BatchDatasetV2")
@@ -256,6 +376,7 @@ class IteratorResource:
         with self.lock:
             if only_if_new and self._it is not None:
                 return
+            self._ctx.fuse = fusion_enabled(dataset)
             self._it = iter(dataset.iterate(self._ctx))
             self.elements_produced = 0
 
@@ -285,6 +406,41 @@ class IteratorResource:
     def close_for_cleanup(self):
         with self.lock:
             self._it = None
+
+
+def fusion_enabled(dataset) -> bool:
+    """Whether ``dataset``'s options (the outermost ``with_options`` that says)
+    allow ``map_and_batch_fusion`` (TF's default: yes)."""
+    todo, seen = [dataset], set()
+    while todo:
+        ds = todo.pop(0)
+        if id(ds) in seen:
+            continue
+        seen.add(id(ds))
+        if ds.fusion is not None:
+            return ds.fusion
+        for v in vars(ds).values():
+            if isinstance(v, DatasetValue):
+                todo.append(v)
+            elif isinstance(v, (list, tuple)) and v and isinstance(v[0], DatasetValue):
+                todo.extend(d for d in v if isinstance(d, DatasetValue))  # zip ...
+    return True
+
+
+def options_fusion(serialized) -> bool | None:
+    """``map_and_batch_fusion`` from ``OptionsDataset``'s ``serialized_options``
+    (the JSON ``with_options`` writes; None when it does not say, or for
+    another encoding, such as TF's proto from an imported graph)."""
+    try:
+        opts = json.loads(serialized or "{}")
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(opts, dict):
+        return None
+    fusion = opts.get("map_and_batch_fusion")
+    if fusion is None and opts.get("apply_default_optimizations") is False:
+        return False  # a default optimisation, off with the defaults
+    return None if fusion is None else bool(fusion)
 
 
 def _iterator_factory(node):

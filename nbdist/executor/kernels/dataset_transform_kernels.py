@@ -12,7 +12,11 @@ import numpy as np
 from nbdist import errors
 from nbdist.executor import tf_record
 from nbdist.executor.kernel import register_kernel
-from nbdist.executor.kernels.dataset_kernels import DatasetValue, groups
+from nbdist.executor.kernels.dataset_kernels import (
+    DatasetValue,
+    groups,
+    options_fusion,
+)
 from nbdist.executor.kernels.function_kernels import CompiledFunction, function_def_for
 from nbdist.framework.nest import flatten
 from nbdist.framework.tensor_util import make_ndarray, make_tensor_proto
@@ -335,6 +339,20 @@ def skip_dataset_kernel(node):
     return lambda step, ds, count: _Slice(ds, int(count), 1)
 
 
+class _Options(DatasetValue):
+    """``with_options``: the same elements; ``fusion`` is what the options say
+    of ``map_and_batch_fusion``."""
+
+    commutes_with_map = True
+
+    def __init__(self, inp, fusion):
+        self.inp, self.fusion = inp, fusion
+
+    def iterate(self, ctx):
+        return self.inp.iterate(ctx)
+
+
 @register_kernel("OptionsDataset")
 def options_dataset_kernel(node):
-    return lambda step, ds: ds
+    fusion = options_fusion(node.attrs.get("serialized_options"))
+    return lambda step, ds: _Options(ds, fusion)
