@@ -1,6 +1,8 @@
-"""gRPC's glue for ``runtime.service.admission``: each call class runs on a pool
-of its own (grpc's per-method ``experimental_thread_pool``) sized by the class;
-a call beyond the class's bound is refused at once with ``RESOURCE_EXHAUSTED``
+"""gRPC's glue for ``runtime.service.admission``, which has the rules (classes,
+bounds, the refusal's words, ``queued_s``): here is only the mechanism. Each
+call class runs on a pool of its own (grpc's per-method
+``experimental_thread_pool``) sized by the class; a call the task's
+``Admission`` refuses (its class full; its ``refusal`` words) ends at once with ``RESOURCE_EXHAUSTED``
 from the interceptor, before its request is read. A call still waiting when
 its deadline passes fails with ``DEADLINE_EXCEEDED`` (its work never starts).
 """

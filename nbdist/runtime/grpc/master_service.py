@@ -31,7 +31,7 @@ class MasterServicer(ServicerBase, master_service_pb2_grpc.MasterServiceServicer
     def __init__(self, handler: MasterHandler):
         self.master_handler = handler
         self.master = handler.master
-        self._recent = handler.recent
+        self._serving = handler
 
     def CreateSession(self, request, context):
         def fn(req):

@@ -11,7 +11,8 @@ the server keeps serving. A request that does not parse is
 ``INVALID_ARGUMENT`` (it is decoded by hand, never unpickled or evaluated).
 
 Retries: a request with a nonzero ``request_id`` seen among the last 10,000
-is not executed again; the retry waits for and gets the first answer
+is not executed again (the handlers' ``Serving.once``, keyed ``(method,
+request_id)`` as on every transport of the task); the retry waits for and gets the first answer
 (responses are kept up to a total of 64 MiB; a retry whose answer was
 dropped gets ``ABORTED``). PushTensors has no request_id: the client names
 each pushed tensor with a random push id, and pushing it again replaces it.
@@ -36,7 +37,7 @@ from nbdist.runtime.grpc.wire import (
     lenient,
     status_code,
 )
-from nbdist.runtime.service.recent_requests import RecentRequests
+from nbdist.runtime.service.serving import Serving
 from nbdist.runtime.service.worker_handler import invalid
 
 _log = logging.getLogger("nbdist.server")
@@ -56,7 +57,7 @@ def to_status(e: Exception) -> StatusError:
 
 
 class ServicerBase:
-    _recent: RecentRequests
+    _serving: Serving  # the task's handler this servicer decodes calls for
 
     def _serve(self, name: str, request, context, fn):
         """Runs ``fn(request)``; errors become the RPC's status."""
@@ -65,7 +66,7 @@ class ServicerBase:
                 raise invalid(name, request.error)
             rid = getattr(request, "request_id", 0)
             if rid:
-                return self._recent.run((name, rid), lambda: self._guard(fn, request))
+                return self._serving.once(name, rid, lambda: self._guard(fn, request))
             return fn(request)
         except Exception as e:  # noqa: BLE001 - every error gets a status
             st = to_status(e)
@@ -94,7 +95,7 @@ class ServicerBase:
 
         if msg.request_id:
             try:
-                return self._recent.run((name, msg.request_id), run)
+                return self._serving.once(name, msg.request_id, run)
             except Exception as e:  # noqa: BLE001 - an answer no longer kept
                 st = to_status(e)
             context.abort(st.code, st.message[:MAX_MESSAGE_CHARS])

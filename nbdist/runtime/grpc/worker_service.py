@@ -35,7 +35,7 @@ class WorkerServicer(ServicerBase, worker_service_pb2_grpc.WorkerServiceServicer
     def __init__(self, handler: WorkerHandler):
         self.worker_handler = handler
         self.worker = handler.worker
-        self._recent = handler.recent
+        self._serving = handler
 
     def GetStatus(self, request, context):
         def fn(req):

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from nbdist.runtime.service.admission import CALL_CLASSES, Admission, CallClass
 from nbdist.runtime.service.hangup import HangupWatch
+from nbdist.runtime.service.local_master import LocalMaster
 from nbdist.runtime.service.master_handler import MasterHandler
 from nbdist.runtime.service.recent_requests import RecentRequests
+from nbdist.runtime.service.serving import Serving
 from nbdist.runtime.service.worker_handler import WorkerHandler
 
-__all__ = ["CALL_CLASSES", "Admission", "CallClass", "HangupWatch", "MasterHandler",
-           "RecentRequests", "WorkerHandler"]
+__all__ = ["CALL_CLASSES", "Admission", "CallClass", "HangupWatch", "LocalMaster",
+           "MasterHandler", "RecentRequests", "Serving", "WorkerHandler"]

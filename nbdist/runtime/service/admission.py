@@ -17,9 +17,12 @@ thread, without holding one. A call beyond that is refused at once with
 ``ResourceExhaustedError`` naming the class and its bound. Blocking calls never
 wait: a waiting barrier arrival could only be admitted once another ends, which
 may be never. One ``Admission`` serves all the transports of a task (the caps
-are the task's): gRPC runs each class on a pool of its own
-(``runtime/grpc/admission.py``), the same-host transport counts its calls into
-the same classes.
+are the task's), and these rules live here only: a codec asks ``enter(method)``
+(or ``admit(method)``) before it reads a request where it can, and
+``refused(method)`` where it can only look (gRPC's interceptor, on its poller
+thread, runs each class on a pool of its own: ``runtime/grpc/admission.py``).
+A codec that reads nothing (the in-process transport) lets the handlers admit
+(``Serving.call``).
 
 Deadlines: a call that starts after waiting learns how long it waited
 (``queued_s``): RunStep and RunGraph count their ``timeout_in_ms`` from the
@@ -117,15 +120,26 @@ class Admission:
         return (f"{method} refused: {self.task_name} already serves {c.threads} "
                 f"{c.name} calls and queues {c.waiting} more; retry later")
 
+    def refused(self, method: str) -> str | None:
+        """Why a call of ``method`` would be refused now (its class is full),
+        else None: for a codec that must answer before it may count."""
+        count = self.class_of(method)
+        return self.refusal(method, count) if count.full else None
+
+    def enter(self, method: str) -> ClassCount:
+        """Counts a call of ``method`` (``leave()`` the count it returns when
+        the call ends); ``ResourceExhaustedError`` when its class is full."""
+        count = self.class_of(method)
+        with count._lock:  # checked and counted at once: never over the bound
+            if count.in_flight < count.call_class.threads + count.call_class.waiting:
+                count.in_flight += 1
+                return count
+        raise errors.ResourceExhaustedError(None, None, self.refusal(method, count))
+
     @contextlib.contextmanager
     def admit(self, method: str):
-        """Counts a call of ``method`` while it runs (on a thread of its
-        transport's own); ``ResourceExhaustedError`` when its class is full."""
-        count = self.class_of(method)
-        if count.full:
-            raise errors.ResourceExhaustedError(None, None,
-                                                self.refusal(method, count))
-        count.enter()
+        """Counts a call of ``method`` while it runs (``enter``)."""
+        count = self.enter(method)
         try:
             yield count
         finally:
