@@ -82,7 +82,8 @@ class AdmissionInterceptor(grpc.ServerInterceptor):
 
     def __init__(self, task_name: str, classes=CALL_CLASSES,
                  admission: Admission | None = None):
-        self._admission = admission or Admission(task_name, classes)
+        self._admission = (admission if admission is not None
+                           else Admission(task_name, classes))
         prefix = f"nbdist-rpc{task_name}"
         self._pools = {id(n): _ClassPool(n, prefix) for n in self._admission.counts}
         # Per method: (handler, kind, class count, pool). A server's methods are

@@ -2,8 +2,11 @@
 
 A server holds one ``Worker`` (this task's devices, resources and registered
 graph partitions) and one ``Master`` (sessions whose target is this task),
-and serves both over gRPC. Sessions in the same process reach its master
-without RPC (``protocol.connect_master`` finds it with ``live_server_at``); the
+and serves both over gRPC (the shell, handlers included, is
+``server_lib.Server``'s; this class adds the gRPC listener, its codecs, the
+peer paths and coordination). Sessions in the same process reach its master
+without RPC, through its handler (``protocol.connect_master`` finds the
+server with ``live_server_at`` and takes its ``local_master``); the
 master reaches the other tasks of the cluster through its ``PeerRouter`` (one
 client per peer, made by ``GrpcPeers``, and the peer paths), and a ``_Recv``
 pulls tensors from them through the router's ``GrpcTensorTransport``.

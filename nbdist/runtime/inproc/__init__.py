@@ -74,11 +74,6 @@ def _request_id() -> int:
     return random.getrandbits(62) | 1
 
 
-def _outputs_nbytes(answer) -> int:
-    """Bytes a kept RunGraph answer holds (``recent``'s bound counts them)."""
-    return sum(int(getattr(v, "nbytes", 0)) for v in answer[0].values())
-
-
 class InprocWorkerClient:
     """A peer's ``WorkerInterface``: its ``WorkerHandler``, called directly.
     Each call is admitted there and carries a request id, as a remote one
@@ -91,10 +86,9 @@ class InprocWorkerClient:
     def _handler(self, timeout_s: float = 0.0) -> WorkerHandler:
         return _server_at(self._address, timeout_s).worker_handler
 
-    def _call(self, method: str, fn, *args, size_of=None):
+    def _call(self, method: str, fn, *args):
         handler = self._handler()
-        return handler.call(method, lambda: fn(handler, *args), _request_id(),
-                            size_of)
+        return handler.call(method, lambda: fn(handler, *args), _request_id())
 
     @property
     def incarnation(self) -> int:
@@ -131,7 +125,7 @@ class InprocWorkerClient:
         out, stats = self._call(
             "RunGraph", WorkerHandler.run_graph, session_handle, graph_handle,
             step_id, [(k, _copied(v)) for k, v in feeds.items()], fetch_keys, trace,
-            ms_from_seconds(timeout_s), size_of=_outputs_nbytes)
+            ms_from_seconds(timeout_s))
         return {k: _copied(v) for k, v in out.items()}, stats
 
     def abort_step(self, step_id: int, error=None) -> None:

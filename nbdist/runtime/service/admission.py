@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import threading
 import time
 from dataclasses import dataclass
 
@@ -83,24 +82,28 @@ def queued_s() -> float:
 
 
 class ClassCount:
-    """The calls of one class admitted and not yet finished."""
+    """The calls of one class admitted and not yet finished (``in_flight``)."""
 
     def __init__(self, call_class: CallClass):
         self.call_class = call_class
-        self._lock = threading.Lock()
-        self.in_flight = 0
+        self.bound = call_class.threads + call_class.waiting
+        # One entry per call: list append and pop are atomic in CPython, so a
+        # call is counted without a lock (a step's hot path counts twice).
+        self._calls: list = []
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._calls)
 
     @property
     def full(self) -> bool:
-        return self.in_flight >= self.call_class.threads + self.call_class.waiting
+        return len(self._calls) >= self.bound
 
     def enter(self) -> None:
-        with self._lock:
-            self.in_flight += 1
+        self._calls.append(None)
 
     def leave(self) -> None:
-        with self._lock:
-            self.in_flight -= 1
+        self._calls.pop()
 
 
 class Admission:
@@ -129,12 +132,14 @@ class Admission:
     def enter(self, method: str) -> ClassCount:
         """Counts a call of ``method`` (``leave()`` the count it returns when
         the call ends); ``ResourceExhaustedError`` when its class is full."""
-        count = self.class_of(method)
-        with count._lock:  # checked and counted at once: never over the bound
-            if count.in_flight < count.call_class.threads + count.call_class.waiting:
-                count.in_flight += 1
-                return count
-        raise errors.ResourceExhaustedError(None, None, self.refusal(method, count))
+        count = self._by_method.get(method, self._default)
+        calls = count._calls
+        calls.append(None)  # counted first: two racing calls never both pass
+        if len(calls) > count.bound:
+            calls.pop()
+            raise errors.ResourceExhaustedError(None, None,
+                                                self.refusal(method, count))
+        return count
 
     @contextlib.contextmanager
     def admit(self, method: str):

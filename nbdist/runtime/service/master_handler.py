@@ -56,7 +56,7 @@ class MasterHandler(Serving):
         dict (an in-process client's: no name can come twice); ``options``: a
         ``RunOptions`` (its timeout is clamped and counted from the call's
         arrival, in place) or None; ``on_step(step_id)`` as ``Master.run_step``'s."""
-        if not isinstance(feeds, dict):
+        if type(feeds) is not dict:
             if len({name for name, _ in feeds}) != len(feeds):
                 raise invalid("RunStep", "a tensor is fed twice")
             if resolve is not None:
@@ -64,9 +64,13 @@ class MasterHandler(Serving):
             feeds = dict(feeds)
         if options is not None:
             options.timeout_in_ms = step_timeout_ms(options.timeout_in_ms)
+        if type(fetches) is not list:
+            fetches = list(fetches)
+        if type(targets) is not list:
+            targets = list(targets)
         if on_hangup is None:  # nobody can go away: no watch to keep
-            return self.master.run_step(handle, feeds, list(fetches), list(targets),
-                                        options, metadata, on_step=on_step)
+            return self.master.run_step(handle, feeds, fetches, targets, options,
+                                        metadata, on_step)
         watch = HangupWatch(
             on_hangup, lambda sid, err: self.master.cancel_step(handle, sid, err))
 
@@ -75,8 +79,8 @@ class MasterHandler(Serving):
             if on_step is not None:
                 on_step(step_id)
         try:
-            return self.master.run_step(handle, feeds, list(fetches), list(targets),
-                                        options, metadata, on_step=started)
+            return self.master.run_step(handle, feeds, fetches, targets, options,
+                                        metadata, on_step=started)
         finally:
             watch.finished()
 

@@ -31,8 +31,8 @@ class Serving:
 
     def __init__(self, recent: RecentRequests | None, admission: Admission | None,
                  task_name: str = ""):
-        self.recent = recent or RecentRequests()
-        self.admission = admission or Admission(task_name)
+        self.recent = recent if recent is not None else RecentRequests()
+        self.admission = admission if admission is not None else Admission(task_name)
 
     def once(self, method: str, rid: int, fn, size_of=None):
         """``fn()``, run once per nonzero request id ``rid`` of ``method``: a
