@@ -26,7 +26,6 @@ as a wire would, so no two tasks share an array.
 
 from __future__ import annotations
 
-import random
 import threading
 
 import numpy as np
@@ -40,7 +39,7 @@ from nbdist.runtime.device_attributes import device_counts
 from nbdist.runtime.faults import owner_credential
 from nbdist.runtime.router import PeerRouter
 from nbdist.runtime.server_lib import Server
-from nbdist.runtime.service import WorkerHandler
+from nbdist.runtime.service import WorkerHandler, new_request_id
 from nbdist.runtime.timeouts import STATUS_TIMEOUT_S, ms_from_seconds, step_time_left
 from nbdist.runtime.worker import Worker
 
@@ -70,10 +69,6 @@ def _copied(value):
     return np.array(value, copy=True) if isinstance(value, np.ndarray) else value
 
 
-def _request_id() -> int:
-    return random.getrandbits(62) | 1
-
-
 class InprocWorkerClient:
     """A peer's ``WorkerInterface``: its ``WorkerHandler``, called directly.
     Each call is admitted there and carries a request id, as a remote one
@@ -88,7 +83,7 @@ class InprocWorkerClient:
 
     def _call(self, method: str, fn, *args):
         handler = self._handler()
-        return handler.call(method, lambda: fn(handler, *args), _request_id())
+        return handler.call(method, lambda: fn(handler, *args), new_request_id())
 
     @property
     def incarnation(self) -> int:

@@ -32,8 +32,9 @@ from nbdist.runtime.service.hangup import HangupWatch
 from nbdist.runtime.service.local_master import LocalMaster
 from nbdist.runtime.service.master_handler import MasterHandler
 from nbdist.runtime.service.recent_requests import RecentRequests
-from nbdist.runtime.service.serving import Serving
+from nbdist.runtime.service.serving import Serving, new_request_id
 from nbdist.runtime.service.worker_handler import WorkerHandler
 
 __all__ = ["CALL_CLASSES", "Admission", "CallClass", "HangupWatch", "LocalMaster",
-           "MasterHandler", "RecentRequests", "Serving", "WorkerHandler"]
+           "MasterHandler", "RecentRequests", "Serving", "WorkerHandler",
+           "new_request_id"]

@@ -3,8 +3,8 @@ its task's ``MasterHandler`` (the in-process codec of the MasterService).
 
 ``Session("")`` and a session on a server of this process take the same path
 as a remote session's calls, minus the encoding: the handler's validation,
-timeouts and admission (a full step class refuses an in-process RunStep with
-the words it refuses a remote one). Nothing is copied: values go and come as
+timeouts, admission and request ids (a full step class refuses an in-process
+RunStep with the words it refuses a remote one). Nothing is copied: values go and come as
 they are, as ``Master.run_step``'s.
 
 >>> from nbdist.runtime.master import Master
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from nbdist.proto import config_pb2
 from nbdist.runtime.service.master_handler import MasterHandler
+from nbdist.runtime.service.serving import new_request_id
 
 __all__ = ["LocalMaster"]
 
@@ -52,14 +53,16 @@ class LocalMaster:
 
     def create_session(self, graph_def, config=None) -> tuple[str, int]:
         return self.handler.call("CreateSession", lambda: self.handler.create_session(
-            graph_def, config))
+            graph_def, config), new_request_id())
 
     def extend_session(self, handle: str, graph_def, current_version: int) -> int:
         return self.handler.call("ExtendSession", lambda: self.handler.extend_session(
-            handle, graph_def, current_version))
+            handle, graph_def, current_version), new_request_id())
 
     def run_step(self, handle: str, feeds: dict, fetches: list, targets: list,
                  options=None, metadata=None, on_step=None) -> list:
+        """One step, admitted. No request id: nothing retries an in-process
+        step, and keeping its answer would hold the caller's fetched arrays."""
         if options is not None:  # the handler clamps it in place: not the caller's
             copied = config_pb2.RunOptions()
             copied.CopyFrom(options)
@@ -76,7 +79,8 @@ class LocalMaster:
         self.master.cancel_step(handle, step_id, error)
 
     def close_session(self, handle: str) -> None:
-        self.handler.call("CloseSession", lambda: self.handler.close_session(handle))
+        self.handler.call("CloseSession", lambda: self.handler.close_session(handle),
+                          new_request_id())
 
     def list_devices(self, config=None, session_handle: str = "") -> list:
         return self.handler.call("ListDevices", lambda: self.handler.list_devices(
@@ -84,7 +88,7 @@ class LocalMaster:
 
     def reset(self, containers=None, device_filters=None, timeout_s=None) -> None:
         self.handler.call("Reset", lambda: self.handler.reset(
-            containers or [], device_filters or []))
+            containers or [], device_filters or []), new_request_id())
 
     def close(self) -> None:
         """Closes the master's sessions (for a master this client owns)."""

@@ -20,10 +20,17 @@ nothing (the in-process transport) asks ``call``, which admits too.
 
 from __future__ import annotations
 
+import random
+
 from nbdist.runtime.service.admission import Admission
 from nbdist.runtime.service.recent_requests import RecentRequests
 
-__all__ = ["Serving"]
+__all__ = ["Serving", "new_request_id"]
+
+
+def new_request_id() -> int:
+    """A request id for a call (nonzero; random, as gRPC clients' are)."""
+    return random.getrandbits(62) | 1
 
 
 class Serving:
