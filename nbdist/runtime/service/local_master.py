@@ -23,7 +23,6 @@ they are, as ``Master.run_step``'s.
 
 from __future__ import annotations
 
-from nbdist.proto import config_pb2
 from nbdist.runtime.service.master_handler import MasterHandler
 from nbdist.runtime.service.serving import new_request_id
 
@@ -33,14 +32,17 @@ __all__ = ["LocalMaster"]
 class LocalMaster:
     """``MasterInterface`` over ``handler`` (a ``MasterHandler``) in process."""
 
-    __slots__ = ("_enter", "_run_step", "handler", "master")
+    __slots__ = ("handler", "master", "run_step")
 
     def __init__(self, handler: MasterHandler):
         self.handler = handler
         self.master = handler.master
-        # Bound once: a step is the hot path (a no-op step is ~8 us here).
-        self._enter = handler.admission.enter
-        self._run_step = handler.run_step
+        # ``run_step(handle, feeds, fetches, targets, options=None,
+        # metadata=None, on_step=None)``: the handler's own, admitted, with no
+        # frame of this class's between (a no-op step is ~8 us here). No
+        # request id: nothing retries an in-process step, and keeping its
+        # answer would hold the caller's fetched arrays.
+        self.run_step = handler.run_local_step
 
     @property
     def task_name(self) -> str:
@@ -58,22 +60,6 @@ class LocalMaster:
     def extend_session(self, handle: str, graph_def, current_version: int) -> int:
         return self.handler.call("ExtendSession", lambda: self.handler.extend_session(
             handle, graph_def, current_version), new_request_id())
-
-    def run_step(self, handle: str, feeds: dict, fetches: list, targets: list,
-                 options=None, metadata=None, on_step=None) -> list:
-        """One step, admitted. No request id: nothing retries an in-process
-        step, and keeping its answer would hold the caller's fetched arrays."""
-        if options is not None:  # the handler clamps it in place: not the caller's
-            copied = config_pb2.RunOptions()
-            copied.CopyFrom(options)
-            options = copied
-        # Admitted here (not ``handler.call``: no lambda on the hot path).
-        count = self._enter("RunStep")
-        try:
-            return self._run_step(handle, feeds, fetches, targets, options, metadata,
-                                  None, None, on_step)
-        finally:
-            count.leave()
 
     def cancel_step(self, handle: str, step_id: int, error=None) -> None:
         self.master.cancel_step(handle, step_id, error)
