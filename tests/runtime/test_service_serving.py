@@ -23,7 +23,6 @@ import uuid
 
 import grpc
 import pytest
-from helpers import local_cluster
 
 import nbdist as nd
 from nbdist import errors
@@ -107,7 +106,7 @@ def test_a_full_step_class_refuses_in_the_same_words_on_every_path(grpc_server):
 
 @pytest.mark.parametrize("where", ["local", "inproc"])
 def test_an_in_process_session_is_refused_by_its_tasks_admission(where):
-    g, init, bump, read = _counter_graph()
+    g, init, bump, _ = _counter_graph()
     server = None
     if where == "inproc":
         server = nd.Server(_inproc_cluster(worker=1), job_name="worker",
@@ -166,7 +165,7 @@ def test_an_in_process_call_to_a_peer_is_admitted_by_the_peer():
 
 
 def test_an_in_process_master_call_is_counted_while_it_runs():
-    g, init, bump, read = _counter_graph()
+    g, init, _, read = _counter_graph()
     with nd.Session(graph=g) as sess:
         sess.run(init)
         sess.run(read)

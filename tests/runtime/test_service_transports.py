@@ -14,9 +14,11 @@ this process (``nd.Server``); gRPC and same-host peers talk over real sockets.
   (the others come along as siblings; a producer lagging behind the linger may
   split one: at most one step in four), carrying all four tensors' bytes.
 * A step sent twice with the same request id runs once (the handlers'
-  ``RecentRequests``, one per task for every transport); another id runs again.
+  ``RecentRequests``, one per task for every transport, in-process calls
+  included); another id runs again.
 * Admission is the task's, not a transport's: with the step class full, a
-  RunStep is refused on gRPC and on the same-host channel alike, and answered
+  RunStep is refused on gRPC, on the same-host channel and in process alike
+  (the in-process codec's call: ``MasterHandler.call``), and answered
   again once there is room; a step whose RunGraph goes to a task whose step
   class is full fails with ``ResourceExhaustedError`` on every transport.
 """
