@@ -31,6 +31,8 @@ from nbdist.runtime.service import (
     WorkerHandler,
 )
 
+STOP_GRACE_S = 1.0  # what in-flight calls get by default when a server stops
+
 
 class Server:
     """An in-process nbdist server: one task of a cluster.
@@ -101,7 +103,7 @@ class Server:
             self._start_serving()
             self._started = True
 
-    def stop(self, grace: float = 1.0):
+    def stop(self, grace: float = STOP_GRACE_S):
         """Stops serving: in-flight calls get ``grace`` seconds, this server's
         sessions are closed and its steps cancelled. Idempotent."""
         with self._state_lock:

@@ -54,7 +54,6 @@ DEFAULT_BIND = "127.0.0.1"
 # Refusals, unknown methods and calls without the token; every admitted call
 # runs on its class's own pool (admission.CALL_CLASSES).
 _OTHER_RPC_THREADS = 8
-_STOP_GRACE_S = 1.0
 _EXIT_GRACE_S = 1.0
 _STATES_TIMEOUT_S = 5.0
 
@@ -473,11 +472,6 @@ class GrpcServer(Server):
                                          endpoint)
         self._serving = True
         self._agent.start()
-
-    def stop(self, grace: float = _STOP_GRACE_S):
-        """Stops serving: in-flight RPCs get ``grace`` seconds, this server's
-        sessions are closed and its steps cancelled. Idempotent."""
-        super().stop(grace)
 
     def _stop_listening(self):
         self._serving = False
