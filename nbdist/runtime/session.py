@@ -34,6 +34,7 @@ from nbdist.runtime import env, transports
 from nbdist.runtime.device_attributes import device_counts
 from nbdist.runtime.master import Master, tensor_value_for_client
 from nbdist.runtime.partial_run import PartialRun
+from nbdist.runtime.service import LocalMaster, MasterHandler
 from nbdist.runtime.session_fetch import (  # noqa: F401 - FeedError re-exported
     FeedError,
     FetchError,
@@ -65,7 +66,8 @@ class UnknownTargetError(errors.NotFoundError, ValueError):
 
 # -- targets ------------------------------------------------------------------------
 def _master_for(target: str, config):
-    """``(master, owned)``: a private in-process master for ``""``, else what the
+    """``(master, owned)``: a private in-process master for ``""`` (through its
+    ``MasterHandler``, as every master is served), else what the
     target's transport gives (a server of this process is reached without RPC)."""
     if not target:
         # As a server's tasks: OpenBLAS's pool of one thread per core spins after
@@ -74,7 +76,9 @@ def _master_for(target: str, config):
         if not env.blas_threads_chosen():
             blas_threads.set_threads(config.intra_op_parallelism_threads or 1)
         worker = Worker(LOCAL_TASK, **device_counts(config))
-        return Master(LOCAL_TASK, worker), True
+        # Served as a server's master is: through its handler (validation,
+        # timeouts, admission), minus the encoding.
+        return LocalMaster(MasterHandler(Master(LOCAL_TASK, worker))), True
     if "://" not in target and not target.rpartition(":")[2].isdigit():
         raise UnknownTargetError(
             None, None, f"No session factory registered for the target {target!r}: "

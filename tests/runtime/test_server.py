@@ -39,8 +39,10 @@ def test_hello_distributed_local_server():
         assert server.server_def.job_name == "localhost"
         with nd.Session(server.target) as sess:
             assert sess.run(c) == b"Hello, distributed!"
-            # Same process: the session uses the server's master without RPC.
-            assert sess._master is server._master
+            # Same process: the session uses the server's master without RPC,
+            # through its handler (validation, timeouts, admission).
+            assert sess._master is server.local_master
+            assert sess._master.master is server._master
     finally:
         server.stop()
 

@@ -14,9 +14,11 @@ this process (``nd.Server``); gRPC and same-host peers talk over real sockets.
   (the others come along as siblings; a producer lagging behind the linger may
   split one: at most one step in four), carrying all four tensors' bytes.
 * A step sent twice with the same request id runs once (the handlers'
-  ``RecentRequests``, one per task for every transport); another id runs again.
+  ``RecentRequests``, one per task for every transport, in-process calls
+  included); another id runs again.
 * Admission is the task's, not a transport's: with the step class full, a
-  RunStep is refused on gRPC and on the same-host channel alike, and answered
+  RunStep is refused on gRPC, on the same-host channel and in process alike
+  (the in-process codec's call: ``MasterHandler.call``), and answered
   again once there is room; a step whose RunGraph goes to a task whose step
   class is full fails with ``ResourceExhaustedError`` on every transport.
 """
@@ -162,6 +164,11 @@ def _peer_path_channel(transport, server):
 
 
 def _run_step_with_id(transport, server, handle, target, request_id):
+    if transport == "inproc":  # the in-process codec: the handler's own call
+        handler = server.master_handler
+        handler.call("RunStep", lambda: handler.run_step(handle, {}, [], [target]),
+                     request_id)
+        return
     address = server.target.removeprefix("grpc://")
     if transport in PEER_PATHS:
         ch = _peer_path_channel(transport, server)
@@ -182,8 +189,6 @@ def _run_step_with_id(transport, server, handle, target, request_id):
 
 
 def test_a_retried_step_runs_once(two_tasks, transport):
-    if transport == "inproc":
-        pytest.skip("in-process calls are never retried: no request ids")
     worker, _ = two_tasks
     master, handle, inc, read = _counter_session(worker)
     try:
@@ -229,8 +234,6 @@ def test_a_full_peer_refuses_run_graph_on_every_transport(two_tasks, transport):
 
 
 def test_admission_is_the_tasks_on_every_transport(two_tasks, transport):
-    if transport == "inproc":
-        pytest.skip("an in-process session calls its master directly")
     worker, _ = two_tasks
     master, handle, inc, read = _counter_session(worker)
     step_class = worker._admission_counts.class_of("RunStep")
@@ -238,7 +241,7 @@ def test_admission_is_the_tasks_on_every_transport(two_tasks, transport):
     for _ in range(bound):  # the step class is full: no call may be admitted
         step_class.enter()
     try:
-        if transport in PEER_PATHS:
+        if transport in (*PEER_PATHS, "inproc"):
             with pytest.raises(errors.ResourceExhaustedError,
                                match="RunStep refused"):
                 _run_step_with_id(transport, worker, handle, inc, 1)

@@ -18,6 +18,7 @@ from nbdist.runtime import interfaces, transports
 from nbdist.runtime.coordination import CoordinationService
 from nbdist.runtime.coordination.local import LocalCoordinationClient
 from nbdist.runtime.master import Master
+from nbdist.runtime.service import LocalMaster
 from nbdist.runtime.worker import Worker
 
 PS = "/job:ps/replica:0/task:0"
@@ -84,11 +85,12 @@ def test_every_cross_task_tensor_shows_on_the_servers_tap():
 
 
 def test_in_process_session_needs_no_rpc():
-    """``Session("")`` runs through Master and Worker without loading gRPC."""
+    """``Session("")`` runs through its MasterHandler, Master and Worker without
+    loading gRPC."""
     code = ("import sys, nbdist as nd\n"
             "with nd.Session('') as s:\n"
             "    assert s.run(nd.constant(2) * 21) == 42\n"
-            "    assert type(s._master).__name__ == 'Master'\n"
+            "    assert type(s._master).__name__ == 'LocalMaster'\n"
             "print(sorted(m for m in sys.modules if m == 'grpc' or "
             "m.startswith('nbdist.runtime.grpc')))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True,
@@ -100,7 +102,9 @@ def test_in_process_session_and_server_share_master_and_worker_code():
     server = nd.Server.create_local_server()
     try:
         with nd.Session(server.target) as remote, nd.Session("") as local:
-            assert type(remote._master) is type(local._master) is Master
+            # Both through a MasterHandler, as a remote session's calls are.
+            assert type(remote._master) is type(local._master) is LocalMaster
+            assert remote._master.master is server.master
             assert type(local._master.local_worker) is Worker
             assert isinstance(server.master.local_worker, Worker)
     finally:

@@ -1,6 +1,8 @@
-"""gRPC's glue for ``runtime.service.admission``: each call class runs on a pool
-of its own (grpc's per-method ``experimental_thread_pool``) sized by the class;
-a call beyond the class's bound is refused at once with ``RESOURCE_EXHAUSTED``
+"""gRPC's glue for ``runtime.service.admission``, which has the rules (classes,
+bounds, the refusal's words, ``queued_s``): here is only the mechanism. Each
+call class runs on a pool of its own (grpc's per-method
+``experimental_thread_pool``) sized by the class; a call the task's
+``Admission`` refuses (its class full; its ``refusal`` words) ends at once with ``RESOURCE_EXHAUSTED``
 from the interceptor, before its request is read. A call still waiting when
 its deadline passes fails with ``DEADLINE_EXCEEDED`` (its work never starts).
 """
@@ -80,7 +82,8 @@ class AdmissionInterceptor(grpc.ServerInterceptor):
 
     def __init__(self, task_name: str, classes=CALL_CLASSES,
                  admission: Admission | None = None):
-        self._admission = admission or Admission(task_name, classes)
+        self._admission = (admission if admission is not None
+                           else Admission(task_name, classes))
         prefix = f"nbdist-rpc{task_name}"
         self._pools = {id(n): _ClassPool(n, prefix) for n in self._admission.counts}
         # Per method: (handler, kind, class count, pool). A server's methods are

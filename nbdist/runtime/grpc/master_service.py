@@ -31,54 +31,55 @@ class MasterServicer(ServicerBase, master_service_pb2_grpc.MasterServiceServicer
     def __init__(self, handler: MasterHandler):
         self.master_handler = handler
         self.master = handler.master
-        self._recent = handler.recent
+        self._serving = handler
 
     def CreateSession(self, request, context):
-        def fn(req):
-            handle, version = self.master_handler.create_session(
-                req.graph_def, req.config)
-            return master_pb2.CreateSessionResponse(
-                session_handle=handle, graph_version=version
-            )
-
-        return self._serve("CreateSession", request, context, fn)
+        return self._serve(
+            "CreateSession", request, context,
+            lambda req: self.master_handler.create_session(req.graph_def, req.config),
+            lambda answer: master_pb2.CreateSessionResponse(
+                session_handle=answer[0], graph_version=answer[1]))
 
     def ExtendSession(self, request, context):
-        def fn(req):
-            version = self.master_handler.extend_session(
-                req.session_handle, req.graph_def, req.current_graph_version
-            )
-            return master_pb2.ExtendSessionResponse(new_graph_version=version)
-
-        return self._serve("ExtendSession", request, context, fn)
+        return self._serve(
+            "ExtendSession", request, context,
+            lambda req: self.master_handler.extend_session(
+                req.session_handle, req.graph_def, req.current_graph_version),
+            lambda version: master_pb2.ExtendSessionResponse(
+                new_graph_version=version))
 
     def RunStep(self, request, context):
-        def fn(req):
+        # Filled when the options ask (trace, partition graphs) or the
+        # session's config does (build_cost_model); sent only if filled. The
+        # handler's answer (what a request id keeps) is the values: a retry
+        # of a traced step gets them without the trace.
+        metadata = config_pb2.RunMetadata()
+
+        def call(req):
             msg, feeds = req
             options = msg.options if msg.HasField("options") else None
-            # Filled when the options ask (trace, partition graphs) or the
-            # session's config does (build_cost_model); sent only if filled.
-            metadata = config_pb2.RunMetadata()
-            fetches = list(msg.fetch)
-            values = self.master_handler.run_step(
+            return self.master_handler.run_step(
                 msg.session_handle,
                 feeds,
-                fetches,
+                list(msg.fetch),
                 msg.target,
                 options,
                 metadata,
                 on_hangup=context.add_callback,
                 resolve=self._resolve,
             )
+
+        def encode(req, values):
             resp = master_pb2.RunStepResponse()
             if metadata.ByteSize():
                 resp.metadata.CopyFrom(metadata)
             return coding.encode_message(
-                resp, 1, zip(fetches, values), park=self.master_handler.parked.park
+                resp, 1, zip(req[0].fetch, values),
+                park=self.master_handler.parked.park
             )
 
         return self._serve_in_body(
-            "RunStep", request, context, fn, master_pb2.RunStepResponse
+            "RunStep", request, context, call, encode, master_pb2.RunStepResponse
         )
 
     def _resolve(self, feeds):
@@ -126,11 +127,10 @@ class MasterServicer(ServicerBase, master_service_pb2_grpc.MasterServiceServicer
         return self.master_handler.push(push_id, receiver.result(), client)
 
     def CloseSession(self, request, context):
-        def fn(req):
-            self.master_handler.close_session(req.session_handle)
-            return master_pb2.CloseSessionResponse()
-
-        return self._serve("CloseSession", request, context, fn)
+        return self._serve(
+            "CloseSession", request, context,
+            lambda req: self.master_handler.close_session(req.session_handle),
+            lambda _: master_pb2.CloseSessionResponse())
 
     def ListDevices(self, request, context):
         def fn(req):
@@ -147,11 +147,10 @@ class MasterServicer(ServicerBase, master_service_pb2_grpc.MasterServiceServicer
         return self._serve("ListDevices", request, context, fn)
 
     def Reset(self, request, context):
-        def fn(req):
-            self.master_handler.reset(req.container, req.device_filters)
-            return master_pb2.ResetResponse()
-
-        return self._serve("Reset", request, context, fn)
+        return self._serve(
+            "Reset", request, context,
+            lambda req: self.master_handler.reset(req.container, req.device_filters),
+            lambda _: master_pb2.ResetResponse())
 
     def handler(self) -> grpc.GenericRpcHandler:
         m = master_pb2

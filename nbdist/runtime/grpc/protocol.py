@@ -13,7 +13,8 @@ from nbdist.runtime.grpc.server import GrpcServer, live_server_at
 
 class GrpcProtocol:
     """``grpc://host:port`` targets; a server of this process is reached in
-    process (its master, no RPC), as TF's local master."""
+    process (its master through its ``MasterHandler``, no RPC), as TF's local
+    master."""
 
     server_class = GrpcServer
 
@@ -21,7 +22,7 @@ class GrpcProtocol:
     def connect_master(target: str, config=None):
         server = live_server_at(target)
         if server is not None:
-            return server.master, False
+            return server.local_master, False
         return GrpcMasterClient(target, config), True
 
     @staticmethod

@@ -2,8 +2,11 @@
 
 A server holds one ``Worker`` (this task's devices, resources and registered
 graph partitions) and one ``Master`` (sessions whose target is this task),
-and serves both over gRPC. Sessions in the same process reach its master
-without RPC (``protocol.connect_master`` finds it with ``live_server_at``); the
+and serves both over gRPC (the shell, handlers included, is
+``server_lib.Server``'s; this class adds the gRPC listener, its codecs, the
+peer paths and coordination). Sessions in the same process reach its master
+without RPC, through its handler (``protocol.connect_master`` finds the
+server with ``live_server_at`` and takes its ``local_master``); the
 master reaches the other tasks of the cluster through its ``PeerRouter`` (one
 client per peer, made by ``GrpcPeers``, and the peer paths), and a ``_Recv``
 pulls tensors from them through the router's ``GrpcTensorTransport``.
@@ -40,15 +43,8 @@ from nbdist.runtime.grpc.master_service import MasterServicer
 from nbdist.runtime.grpc.stream_service import StreamService
 from nbdist.runtime.grpc.transport import AddressPeers, GrpcPeers, GrpcTensorTransport
 from nbdist.runtime.grpc.worker_service import WorkerServicer
-from nbdist.runtime.master import Master
 from nbdist.runtime.router import PeerRouter
 from nbdist.runtime.server_lib import Server
-from nbdist.runtime.service import (
-    Admission,
-    MasterHandler,
-    RecentRequests,
-    WorkerHandler,
-)
 from nbdist.runtime.tensor_store import ParkedTensors
 from nbdist.runtime.worker import Worker, cpu_device, new_incarnation
 
@@ -58,7 +54,6 @@ DEFAULT_BIND = "127.0.0.1"
 # Refusals, unknown methods and calls without the token; every admitted call
 # runs on its class's own pool (admission.CALL_CLASSES).
 _OTHER_RPC_THREADS = 8
-_STOP_GRACE_S = 1.0
 _EXIT_GRACE_S = 1.0
 _STATES_TIMEOUT_S = 5.0
 
@@ -250,22 +245,18 @@ class GrpcServer(Server):
         sd = _make_server_def(
             server_or_cluster_def, job_name, task_index, protocol, config
         )
-        self.task_name = task_device(sd.job_name, sd.task_index)
+        self._begin(task_device(sd.job_name, sd.task_index))
         session_config = self._session_config(sd, token, tls)
         self._limits = Limits.from_config(session_config)
         # The port is bound first: everything after it is made with the
         # cluster as it is (a port 0 resolved).
-        self._admission_counts = Admission(self.task_name)
         self._grpc = self._make_grpc_server()
         self._listen(sd)
         self._make_runtime(session_config)
         self._make_coordination_service(coordination_config)
         self._serve_handlers()
         self._agent = self._make_agent()
-        self._state_lock = threading.Lock()
-        self._started = False
         self._serving = False
-        self._stopped = threading.Event()
         _live_servers.add(self)
         _register_exit_hook()
         if start:
@@ -283,7 +274,7 @@ class GrpcServer(Server):
         return session_config
 
     def _make_runtime(self, session_config):
-        """This task's worker (pulling from peers over gRPC) and master."""
+        """This task's worker (pulling from peers over gRPC), master and handlers."""
         # Tasks share their host's cores: one BLAS thread each unless the user
         # chose (env variables, intra_op_parallelism_threads), as LocalCluster's.
         if not env.blas_threads_chosen():
@@ -313,7 +304,7 @@ class GrpcServer(Server):
         self._address_peers = AddressPeers(self._cluster, self.task_name,
                                            token=self._token, tls=self._tls or False,
                                            parking=parked)
-        self._worker = Worker(
+        worker = Worker(
             self.task_name,
             **device_counts(session_config),
             incarnation=self._incarnation,
@@ -324,22 +315,7 @@ class GrpcServer(Server):
             address_transport=GrpcTensorTransport(self._address_peers.client),
             parked=parked,
         )
-        self._master = Master(
-            self.task_name,
-            self._worker,
-            worker_for=self._worker_for,
-            cluster_tasks=self._cluster.task_names,
-            default_config=session_config,
-            worker_at=self._address_peers.client,
-        )
-        # What every transport of this task serves through: one set of handlers
-        # (one de-duplication window, one admission count).
-        recent = RecentRequests()
-        self._worker_handler = WorkerHandler(self._worker, recent,
-                                             self._admission_counts)
-        self._worker_handler.faults = self._router.faults  # one per task
-        self._master_handler = MasterHandler(self._master, recent,
-                                             self._admission_counts)
+        self._serve_task(worker, session_config, worker_at=self._address_peers.client)
 
     def _make_coordination_service(self, coordination_config):
         """The cluster's coordination service when this task is its leader."""
@@ -451,11 +427,6 @@ class GrpcServer(Server):
 
     # -- public API ----------------------------------------------------------------
     @property
-    def target(self) -> str:
-        """The session target of this server, e.g. ``grpc://localhost:2222``."""
-        return self._target
-
-    @property
     def server_def(self) -> server_def_pb2.ServerDef:
         """The ``ServerDef`` of this server, with its real port."""
         return self._server_def
@@ -464,10 +435,6 @@ class GrpcServer(Server):
     def bind_address(self) -> str:
         """The interface and port this server listens on."""
         return self._bind_address
-
-    @property
-    def cluster_spec(self) -> ClusterSpec:
-        return self._cluster
 
     @property
     def coordination_target(self) -> str:
@@ -485,61 +452,29 @@ class GrpcServer(Server):
         return self._coordination_config
 
     @property
-    def tap(self):
-        """``runtime.tap.Tap`` of this task's calls and tensors to its peers,
-        whatever transport they take: ``server.tap.subscribe(fn)``."""
-        return self._router.tap
-
-    @property
-    def faults(self):
-        """``runtime.faults.Faults`` this task injects into its calls (none
-        unless set, e.g. by ``%cluster slow``)."""
-        return self._router.faults
-
-    @property
     def peer_path_problems(self) -> list[str]:
         """Why a peer path of this task does not serve (e.g. another process
         took its same-host socket's name); also logged and published as a
         ``peer_path_problem`` event."""
         return [s.problem for s in self._path_services if s.problem]
 
-    @property
-    def master(self) -> Master:
-        """This task's master: what sessions of this process use, without RPC."""
-        return self._master
+    def _start_serving(self):
+        self._grpc.start()
+        for path, service in zip(self._paths, self._path_services):
+            service.start()
+            if service.problem:  # e.g. its same-host name is taken: say so
+                self._publish("peer_path_problem", {"path": path.name,
+                                                    "problem": service.problem})
+            endpoint = getattr(service, "endpoint", None)
+            if endpoint:  # a port of its own: peers (and sessions) look it up
+                for who in (self.task_name, "@" + self._address):
+                    self._agent.announce(transports.endpoint_key(path.name, who),
+                                         endpoint)
+        self._serving = True
+        self._agent.start()
 
-    def start(self):
-        """Starts serving (idempotent). A stopped server cannot restart."""
-        with self._state_lock:
-            if self._stopped.is_set():
-                raise errors.FailedPreconditionError(
-                    None, None, f"Server {self.task_name} has been stopped"
-                )
-            if self._started:
-                return
-            self._grpc.start()
-            for path, service in zip(self._paths, self._path_services):
-                service.start()
-                if service.problem:  # e.g. its same-host name is taken: say so
-                    self._publish("peer_path_problem", {"path": path.name,
-                                                        "problem": service.problem})
-                endpoint = getattr(service, "endpoint", None)
-                if endpoint:  # a port of its own: peers (and sessions) look it up
-                    for who in (self.task_name, "@" + self._address):
-                        self._agent.announce(transports.endpoint_key(path.name, who),
-                                             endpoint)
-            self._started = True
-            self._serving = True
-            self._agent.start()
-
-    def stop(self, grace: float = _STOP_GRACE_S):
-        """Stops serving: in-flight RPCs get ``grace`` seconds, this server's
-        sessions are closed and its steps cancelled. Idempotent."""
-        with self._state_lock:
-            if self._stopped.is_set():
-                return
-            self._stopped.set()
-            self._serving = False
+    def _stop_listening(self):
+        self._serving = False
         _live_servers.discard(self)
         for service in self._path_services:
             service.stop()
@@ -547,31 +482,18 @@ class GrpcServer(Server):
         self._coordination_servicer.stop()
         if self._coordination is not None:
             self._coordination.stop()
-        self._worker.abort_all_steps(
-            errors.CancelledError(None, None, f"Server {self.task_name} stopped"))
-        self._worker.collectives.close()
-        try:
-            self._master.close()
-        finally:
-            if not self._started:
-                self._grpc.start()  # grpc frees the port of a never-started server
-                grace = 0  # only by stopping it after a start
-            self._grpc.stop(grace).wait(grace + 5.0)
-            self._admission.shutdown()
-            if self._stream_service is not None:
-                self._stream_service.shutdown()
-            self._address_peers.close()
-            self._router.close()
 
-    def __repr__(self) -> str:
-        return f"<nbdist.Server {self.task_name} at {self._target}>"
+    def _close_transport(self, grace: float):
+        if not self._started:
+            self._grpc.start()  # grpc frees the port of a never-started server
+            grace = 0  # only by stopping it after a start
+        self._grpc.stop(grace).wait(grace + 5.0)
+        self._admission.shutdown()
+        if self._stream_service is not None:
+            self._stream_service.shutdown()
+        self._address_peers.close()
 
     # -- collaborators of the worker and master -----------------------------------------
-    def _worker_for(self, task: str):
-        if task == self.task_name:
-            return self._worker
-        return self._router.worker(task)
-
     def _publish(self, kind: str, payload: dict) -> None:
         self._agent.publish(kind, payload)
 

@@ -11,10 +11,12 @@ the server keeps serving. A request that does not parse is
 ``INVALID_ARGUMENT`` (it is decoded by hand, never unpickled or evaluated).
 
 Retries: a request with a nonzero ``request_id`` seen among the last 10,000
-is not executed again; the retry waits for and gets the first answer
-(responses are kept up to a total of 64 MiB; a retry whose answer was
-dropped gets ``ABORTED``). PushTensors has no request_id: the client names
-each pushed tensor with a random push id, and pushing it again replaces it.
+is not executed again (the handlers' ``Serving.once``, keyed ``(method,
+request_id)`` as on every transport of the task); the retry waits for and
+gets the handler's first answer, encoded again (answers are kept up to a
+total of 64 MiB; a retry whose answer was dropped gets ``ABORTED``).
+PushTensors has no request_id: the client names each pushed tensor with a
+random push id, and pushing it again replaces it.
 
 Large feeds of a client arrive by PushTensors (kept in ``PushedTensors``
 until the RunStep that names them takes them). A RunStep or RunGraph whose
@@ -36,7 +38,7 @@ from nbdist.runtime.grpc.wire import (
     lenient,
     status_code,
 )
-from nbdist.runtime.service.recent_requests import RecentRequests
+from nbdist.runtime.service.serving import Serving
 from nbdist.runtime.service.worker_handler import invalid
 
 _log = logging.getLogger("nbdist.server")
@@ -56,49 +58,38 @@ def to_status(e: Exception) -> StatusError:
 
 
 class ServicerBase:
-    _recent: RecentRequests
+    _serving: Serving  # the task's handler this servicer decodes calls for
 
-    def _serve(self, name: str, request, context, fn):
-        """Runs ``fn(request)``; errors become the RPC's status."""
+    def _serve(self, name: str, request, context, call, encode=None):
+        """``encode(call(request))`` (``call``'s answer when no ``encode``);
+        errors become the RPC's status. ``call`` asks the handler: its answer
+        is what a request id keeps (``Serving.once``), so that a retry gets it
+        whichever transport brought the first try; ``encode`` makes the
+        response of it, on every try."""
         try:
             if isinstance(request, Malformed):
                 raise invalid(name, request.error)
             rid = getattr(request, "request_id", 0)
-            if rid:
-                return self._recent.run((name, rid), lambda: self._guard(fn, request))
-            return fn(request)
+            answer = self._serving.once(name, rid, lambda: call(request))
+            return answer if encode is None else encode(answer)
         except Exception as e:  # noqa: BLE001 - every error gets a status
             st = to_status(e)
         context.abort(st.code, st.message[:MAX_MESSAGE_CHARS])
 
-    @staticmethod
-    def _guard(fn, request):
-        try:
-            return fn(request)
-        except Exception as e:  # noqa: BLE001
-            raise to_status(e) from None
-
-    def _serve_in_body(self, name: str, request, context, fn, error_response):
-        """As ``_serve`` for RunStep/RunGraph: errors go in the response body."""
+    def _serve_in_body(self, name: str, request, context, call, encode,
+                       error_response):
+        """As ``_serve`` for RunStep/RunGraph (``encode(request, answer)``):
+        errors go in the response body."""
         if isinstance(request, Malformed):
             return encoded(
                 body_error(error_response(), invalid(name, request.error))
             )
-        msg = request[0]
-
-        def run():
-            try:
-                return fn(request)
-            except Exception as e:  # noqa: BLE001
-                return encoded(body_error(error_response(), e))
-
-        if msg.request_id:
-            try:
-                return self._recent.run((name, msg.request_id), run)
-            except Exception as e:  # noqa: BLE001 - an answer no longer kept
-                st = to_status(e)
-            context.abort(st.code, st.message[:MAX_MESSAGE_CHARS])
-        return run()
+        try:
+            answer = self._serving.once(name, request[0].request_id,
+                                        lambda: call(request))
+            return encode(request, answer)
+        except Exception as e:  # noqa: BLE001
+            return encoded(body_error(error_response(), e))
 
 
 def body_error(response, e: Exception):

@@ -35,7 +35,7 @@ class WorkerServicer(ServicerBase, worker_service_pb2_grpc.WorkerServiceServicer
     def __init__(self, handler: WorkerHandler):
         self.worker_handler = handler
         self.worker = handler.worker
-        self._recent = handler.recent
+        self._serving = handler
 
     def GetStatus(self, request, context):
         def fn(req):
@@ -54,42 +54,39 @@ class WorkerServicer(ServicerBase, worker_service_pb2_grpc.WorkerServiceServicer
         return self._serve("GetStatus", request, context, fn)
 
     def CreateWorkerSession(self, request, context):
-        def fn(req):
+        def call(req):
             self.worker_handler.create_worker_session(
                 req.session_handle,
                 req.server_def if req.HasField("server_def") else None,
                 req.master_task, req.master_incarnation, req.isolate_session_state)
-            return worker_pb2.CreateWorkerSessionResponse()
 
-        return self._serve("CreateWorkerSession", request, context, fn)
+        return self._serve("CreateWorkerSession", request, context, call,
+                           lambda _: worker_pb2.CreateWorkerSessionResponse())
 
     def DeleteWorkerSession(self, request, context):
-        def fn(req):
-            self.worker_handler.delete_worker_session(req.session_handle)
-            return worker_pb2.DeleteWorkerSessionResponse()
-
-        return self._serve("DeleteWorkerSession", request, context, fn)
+        return self._serve(
+            "DeleteWorkerSession", request, context,
+            lambda req: self.worker_handler.delete_worker_session(req.session_handle),
+            lambda _: worker_pb2.DeleteWorkerSessionResponse())
 
     def RegisterGraph(self, request, context):
-        def fn(req):
-            handle = self.worker_handler.register_graph(
-                req.session_handle, req.graph_def, req.config_proto
-            )
-            return worker_pb2.RegisterGraphResponse(graph_handle=handle)
-
-        return self._serve("RegisterGraph", request, context, fn)
+        return self._serve(
+            "RegisterGraph", request, context,
+            lambda req: self.worker_handler.register_graph(
+                req.session_handle, req.graph_def, req.config_proto),
+            lambda handle: worker_pb2.RegisterGraphResponse(graph_handle=handle))
 
     def DeregisterGraph(self, request, context):
-        def fn(req):
-            self.worker_handler.deregister_graph(req.session_handle, req.graph_handle)
-            return worker_pb2.DeregisterGraphResponse()
-
-        return self._serve("DeregisterGraph", request, context, fn)
+        return self._serve(
+            "DeregisterGraph", request, context,
+            lambda req: self.worker_handler.deregister_graph(req.session_handle,
+                                                             req.graph_handle),
+            lambda _: worker_pb2.DeregisterGraphResponse())
 
     def RunGraph(self, request, context):
-        def fn(req):
+        def call(req):
             msg, feeds = req
-            out, stats = self.worker_handler.run_graph(
+            return self.worker_handler.run_graph(
                 msg.session_handle,
                 msg.graph_handle,
                 msg.step_id,
@@ -100,18 +97,21 @@ class WorkerServicer(ServicerBase, worker_service_pb2_grpc.WorkerServiceServicer
                 on_hangup=context.add_callback,
                 resolve=lambda f: self._resolve(f, context),
             )
+
+        def encode(req, answer):
+            out, stats = answer
             resp = worker_pb2.RunGraphResponse()
             if stats:
                 resp.step_stats.CopyFrom(
                     coding.stats_to_proto(stats, self.worker.task_name)
                 )
             return coding.encode_message(
-                resp, 1, [(k, out[k]) for k in msg.recv_key],
+                resp, 1, [(k, out[k]) for k in req[0].recv_key],
                 park=self.worker_handler.park,
             )
 
         return self._serve_in_body(
-            "RunGraph", request, context, fn, worker_pb2.RunGraphResponse
+            "RunGraph", request, context, call, encode, worker_pb2.RunGraphResponse
         )
 
     def _resolve(self, feeds, context):

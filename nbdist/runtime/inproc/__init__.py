@@ -37,15 +37,9 @@ from nbdist.runtime import transports
 from nbdist.runtime.cluster_spec import ClusterSpec, task_device
 from nbdist.runtime.device_attributes import device_counts
 from nbdist.runtime.faults import owner_credential
-from nbdist.runtime.master import Master
 from nbdist.runtime.router import PeerRouter
 from nbdist.runtime.server_lib import Server
-from nbdist.runtime.service import (
-    Admission,
-    MasterHandler,
-    RecentRequests,
-    WorkerHandler,
-)
+from nbdist.runtime.service import WorkerHandler, new_request_id
 from nbdist.runtime.timeouts import STATUS_TIMEOUT_S, ms_from_seconds, step_time_left
 from nbdist.runtime.worker import Worker
 
@@ -76,7 +70,9 @@ def _copied(value):
 
 
 class InprocWorkerClient:
-    """A peer's ``WorkerInterface``: its ``WorkerHandler``, called directly."""
+    """A peer's ``WorkerInterface``: its ``WorkerHandler``, called directly.
+    Each call is admitted there and carries a request id, as a remote one
+    (``Serving.call``)."""
 
     def __init__(self, task_name: str, address: str):
         self.task_name = task_name
@@ -85,52 +81,60 @@ class InprocWorkerClient:
     def _handler(self, timeout_s: float = 0.0) -> WorkerHandler:
         return _server_at(self._address, timeout_s).worker_handler
 
+    def _call(self, method: str, fn, *args):
+        handler = self._handler()
+        return handler.call(method, lambda: fn(handler, *args), new_request_id())
+
     @property
     def incarnation(self) -> int:
         return self._handler().worker.incarnation
 
     def get_status(self, timeout_s: float | None = None) -> list[tuple[str, int]]:
-        return self._handler(timeout_s or STATUS_TIMEOUT_S).get_status()
+        handler = self._handler(timeout_s or STATUS_TIMEOUT_S)
+        return handler.call("GetStatus", handler.get_status)
 
     def create_worker_session(self, session_handle: str) -> None:
-        self._handler().create_worker_session(session_handle)
+        self._call("CreateWorkerSession", WorkerHandler.create_worker_session,
+                   session_handle)
 
     def delete_worker_session(self, session_handle: str) -> None:
-        self._handler().delete_worker_session(session_handle)
+        self._call("DeleteWorkerSession", WorkerHandler.delete_worker_session,
+                   session_handle)
 
     def register_graph(self, session_handle: str, graph_def, config=None) -> str:
         cfg = config_pb2.ConfigProto()
         if config is not None:
             cfg.CopyFrom(config)
-        return self._handler().register_graph(session_handle, graph_def, cfg)
+        return self._call("RegisterGraph", WorkerHandler.register_graph,
+                          session_handle, graph_def, cfg)
 
     def deregister_graph(self, session_handle: str, graph_handle: str) -> None:
-        self._handler().deregister_graph(session_handle, graph_handle)
+        self._call("DeregisterGraph", WorkerHandler.deregister_graph, session_handle,
+                   graph_handle)
 
     def start_run_graph(self, *args):
         return None  # the master calls run_graph from a pool thread
 
     def run_graph(self, session_handle, graph_handle, step_id, feeds, fetch_keys,
                   trace=False, timeout_s=None, op_timeout_s=None):
-        handler = self._handler()
-        with handler.admission.admit("RunGraph"):
-            out, stats = handler.run_graph(
-                session_handle, graph_handle, step_id,
-                [(k, _copied(v)) for k, v in feeds.items()], fetch_keys, trace,
-                ms_from_seconds(timeout_s))
+        out, stats = self._call(
+            "RunGraph", WorkerHandler.run_graph, session_handle, graph_handle,
+            step_id, [(k, _copied(v)) for k, v in feeds.items()], fetch_keys, trace,
+            ms_from_seconds(timeout_s))
         return {k: _copied(v) for k, v in out.items()}, stats
 
     def abort_step(self, step_id: int, error=None) -> None:
-        self._handler().cleanup_graph(step_id, error)
+        self._call("CleanupGraph", WorkerHandler.cleanup_graph, step_id, error)
 
     def cleanup_graph(self, step_id: int) -> None:
-        self._handler().cleanup_graph(step_id)
+        self._call("CleanupGraph", WorkerHandler.cleanup_graph, step_id)
 
     def cleanup_all(self, containers=None) -> None:
-        self._handler().cleanup_all(list(containers or []))
+        self._call("CleanupAll", WorkerHandler.cleanup_all, list(containers or []))
 
     def set_faults(self, rules, removed: list | None = None) -> list:
-        now, before = self._handler().set_faults(list(rules), owner_credential())
+        now, before = self._call("SetFaults", WorkerHandler.set_faults, list(rules),
+                                 owner_credential())
         if removed is not None:
             removed.extend(before)
         return now
@@ -152,8 +156,9 @@ class InprocTensorTransport:
             if step.cancelled:
                 step.check()
             left = step_time_left(step)
-            value = handler.recv_tensor(step_id, key, left, min(_RECV_POLL_S, left),
-                                        siblings=siblings)
+            value = handler.call("RecvTensorUnary", lambda left=left: (
+                handler.recv_tensor(step_id, key, left, min(_RECV_POLL_S, left),
+                                    siblings=siblings)))
             if value is not None:
                 return _copied(value)
             if left <= _RECV_POLL_S:
@@ -175,8 +180,9 @@ class InprocTensorTransport:
         extras = {}
         if siblings:
             handler = _server_at(self._address_of(src_task)).worker_handler
-            extras = {k: _copied(v) for k, v in handler.take_siblings(
-                step.step_id, key, siblings).items()}
+            taken = handler.call("RecvTensorUnary", lambda: handler.take_siblings(
+                step.step_id, key, siblings))
+            extras = {k: _copied(v) for k, v in taken.items()}
         return value, extras
 
     def recv_collective(self, step, src_task: str, exec_id: int, key: str):
@@ -192,7 +198,8 @@ class InprocTensorTransport:
     def pull(self, ref, timeout_s: float, on_cancel=None):
         from_task = ref.src_device.split("/device:")[0]
         handler = _server_at(self._address_of(from_task)).worker_handler
-        return _copied(handler.recv_tensor(ref.step_id, ref.key, timeout_s))
+        return _copied(handler.call("RecvTensor", lambda: handler.recv_tensor(
+            ref.step_id, ref.key, timeout_s)))
 
     def close(self) -> None:
         pass
@@ -217,38 +224,28 @@ def _task_of(sd_or_cluster, job_name, task_index) -> tuple[ClusterSpec, str, int
 
 class InprocServer(Server):
     """``nd.Server(..., protocol="inproc")``: one task, reached by the other
-    servers and sessions of this process without sockets."""
+    servers and sessions of this process without sockets (the shell is
+    ``server_lib.Server``'s; this transport adds only its registry of servers)."""
 
     def __init__(self, server_or_cluster_def, job_name=None, task_index=None,
                  protocol=None, config=None, start=True):
         cluster, job_name, task_index = _task_of(server_or_cluster_def, job_name,
                                                  task_index)
+        self._begin(task_device(job_name, task_index))
         self._cluster = cluster
-        self.task_name = task_device(job_name, task_index)
         self._address = cluster.task_address(job_name, task_index)
+        self._target = "inproc://" + self._address
         session_config = config_pb2.ConfigProto()
         if config is not None:
             session_config.CopyFrom(config)
-        limits = Limits.from_config(session_config)
         self._router = PeerRouter(self.task_name, self._connect, [])
-        self._worker = Worker(
+        worker = Worker(
             self.task_name,
             **device_counts(session_config),
             transport=self._router.tensor_transport(
                 InprocTensorTransport(self._address_of)),
-            limits=limits)
-        self._master = Master(self.task_name, self._worker,
-                              worker_for=self._worker_for,
-                              cluster_tasks=cluster.task_names,
-                              default_config=session_config)
-        recent, admission = RecentRequests(), Admission(self.task_name)
-        self._admission_counts = admission
-        self.worker_handler = WorkerHandler(self._worker, recent, admission)
-        self.worker_handler.faults = self._router.faults  # one per task
-        self.master_handler = MasterHandler(self._master, recent, admission)
-        self._state_lock = threading.Lock()
-        self._started = False
-        self._stopped = threading.Event()
+            limits=Limits.from_config(session_config))
+        self._serve_task(worker, session_config)
         if start:
             self.start()
 
@@ -259,63 +256,19 @@ class InprocServer(Server):
     def _connect(self, task: str) -> InprocWorkerClient:
         return InprocWorkerClient(task, self._address_of(task))
 
-    def _worker_for(self, task: str):
-        return self._worker if task == self.task_name else self._router.worker(task)
+    def _start_serving(self):
+        with _servers_changed:
+            if self._address in _servers:
+                raise errors.UnknownError(
+                    None, None, f"inproc://{self._address} is already served "
+                    "in this process")
+            _servers[self._address] = self
+            _servers_changed.notify_all()
 
-    @property
-    def target(self) -> str:
-        return "inproc://" + self._address
-
-    @property
-    def cluster_spec(self) -> ClusterSpec:
-        return self._cluster
-
-    @property
-    def master(self) -> Master:
-        return self._master
-
-    @property
-    def tap(self):
-        """``runtime.tap.Tap`` of this task's calls and tensors to its peers."""
-        return self._router.tap
-
-    @property
-    def faults(self):
-        """``runtime.faults.Faults`` this task injects into its calls (none
-        unless set, e.g. by ``%cluster slow``)."""
-        return self._router.faults
-
-    def start(self):
-        with self._state_lock:
-            if self._stopped.is_set():
-                raise errors.FailedPreconditionError(
-                    None, None, f"Server {self.task_name} has been stopped")
-            if self._started:
-                return
-            with _servers_changed:
-                if self._address in _servers:
-                    raise errors.UnknownError(
-                        None, None, f"inproc://{self._address} is already served "
-                        "in this process")
-                _servers[self._address] = self
-                _servers_changed.notify_all()
-            self._started = True
-
-    def stop(self, grace: float = 0.0):
-        with self._state_lock:
-            if self._stopped.is_set():
-                return
-            self._stopped.set()
+    def _stop_listening(self):
         with _servers_changed:
             if _servers.get(self._address) is self:
                 del _servers[self._address]
-        self._worker.abort_all_steps(
-            errors.CancelledError(None, None, f"Server {self.task_name} stopped"))
-        self._master.close()
-        self._router.close()
-
-    def __repr__(self) -> str:
-        return f"<nbdist.Server {self.task_name} at {self.target}>"
 
 
 class InprocProtocol:
@@ -325,7 +278,7 @@ class InprocProtocol:
 
     @staticmethod
     def connect_master(target: str, config=None):
-        return _server_at(_address(target)).master, False
+        return _server_at(_address(target)).local_master, False
 
     @staticmethod
     def connect_worker(task: str, address: str, token=None, tls=None):

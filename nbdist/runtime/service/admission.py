@@ -17,9 +17,12 @@ thread, without holding one. A call beyond that is refused at once with
 ``ResourceExhaustedError`` naming the class and its bound. Blocking calls never
 wait: a waiting barrier arrival could only be admitted once another ends, which
 may be never. One ``Admission`` serves all the transports of a task (the caps
-are the task's): gRPC runs each class on a pool of its own
-(``runtime/grpc/admission.py``), the same-host transport counts its calls into
-the same classes.
+are the task's), and these rules live here only: a codec asks ``enter(method)``
+(or ``admit(method)``) before it reads a request where it can, and
+``refused(method)`` where it can only look (gRPC's interceptor, on its poller
+thread, runs each class on a pool of its own: ``runtime/grpc/admission.py``).
+A codec that reads nothing (the in-process transport) lets the handlers admit
+(``Serving.call``).
 
 Deadlines: a call that starts after waiting learns how long it waited
 (``queued_s``): RunStep and RunGraph count their ``timeout_in_ms`` from the
@@ -37,7 +40,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import threading
 import time
 from dataclasses import dataclass
 
@@ -80,24 +82,28 @@ def queued_s() -> float:
 
 
 class ClassCount:
-    """The calls of one class admitted and not yet finished."""
+    """The calls of one class admitted and not yet finished (``in_flight``)."""
 
     def __init__(self, call_class: CallClass):
         self.call_class = call_class
-        self._lock = threading.Lock()
-        self.in_flight = 0
+        self.bound = call_class.threads + call_class.waiting
+        # One entry per call: list append and pop are atomic in CPython, so a
+        # call is counted without a lock (a step's hot path counts twice).
+        self._calls: list = []
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._calls)
 
     @property
     def full(self) -> bool:
-        return self.in_flight >= self.call_class.threads + self.call_class.waiting
+        return len(self._calls) >= self.bound
 
     def enter(self) -> None:
-        with self._lock:
-            self.in_flight += 1
+        self._calls.append(None)
 
     def leave(self) -> None:
-        with self._lock:
-            self.in_flight -= 1
+        self._calls.pop()
 
 
 class Admission:
@@ -117,15 +123,28 @@ class Admission:
         return (f"{method} refused: {self.task_name} already serves {c.threads} "
                 f"{c.name} calls and queues {c.waiting} more; retry later")
 
-    @contextlib.contextmanager
-    def admit(self, method: str):
-        """Counts a call of ``method`` while it runs (on a thread of its
-        transport's own); ``ResourceExhaustedError`` when its class is full."""
+    def refused(self, method: str) -> str | None:
+        """Why a call of ``method`` would be refused now (its class is full),
+        else None: for a codec that must answer before it may count."""
         count = self.class_of(method)
-        if count.full:
+        return self.refusal(method, count) if count.full else None
+
+    def enter(self, method: str) -> ClassCount:
+        """Counts a call of ``method`` (``leave()`` the count it returns when
+        the call ends); ``ResourceExhaustedError`` when its class is full."""
+        count = self._by_method.get(method, self._default)
+        calls = count._calls
+        calls.append(None)  # counted first: two racing calls never both pass
+        if len(calls) > count.bound:
+            calls.pop()
             raise errors.ResourceExhaustedError(None, None,
                                                 self.refusal(method, count))
-        count.enter()
+        return count
+
+    @contextlib.contextmanager
+    def admit(self, method: str):
+        """Counts a call of ``method`` while it runs (``enter``)."""
+        count = self.enter(method)
         try:
             yield count
         finally:

@@ -1,8 +1,9 @@
 """``RecentRequests``: a retried request (same nonzero ``request_id``) among the
 last 10,000 is not executed again; the retry waits for and gets the first answer
 (answers are kept up to a total of 64 MiB; a retry whose answer was dropped gets
-``AbortedError``). Transport-neutral: a codec keeps its encoded answer here, and
-says how big an answer is with ``size_of``.
+``AbortedError``). Transport-neutral: what is kept is the handler's answer,
+before any codec encodes it (``Serving.once``), so a retry may come back by
+another transport; ``size_of`` says how big an answer is.
 
 >>> recent = RecentRequests(size_of=len)
 >>> calls = []
@@ -26,12 +27,22 @@ RECENT_REQUESTS = 10000
 _RECENT_BYTES = 64 << 20
 
 
-def message_size(response) -> int:
-    """Bytes of an answer: ``bytes``, a protobuf message, else 0."""
+def message_size(response, depth: int = 3) -> int:
+    """Bytes an answer holds: ``bytes``, a protobuf message, an array (its
+    ``nbytes``), and the lists, tuples and dicts of them (a handler's answer,
+    e.g. a RunGraph's ``(outputs, stats)``); else 0."""
     if isinstance(response, (bytes, bytearray, memoryview)):
         return len(response)
+    nbytes = getattr(response, "nbytes", None)
+    if isinstance(nbytes, int):
+        return nbytes
     size = getattr(response, "ByteSize", None)
-    return size() if size is not None else 0
+    if size is not None:
+        return size()
+    if depth and isinstance(response, (list, tuple, dict)):
+        items = response.values() if isinstance(response, dict) else response
+        return sum(message_size(v, depth - 1) for v in items)
+    return 0
 
 
 class _Done:
@@ -58,6 +69,10 @@ class RecentRequests:
         self._bytes = 0
         self._lock = threading.Lock()
         self._entries: collections.OrderedDict = collections.OrderedDict()
+
+    def __len__(self) -> int:
+        """Request ids kept (their answers, or their runs in progress)."""
+        return len(self._entries)
 
     def run(self, key, fn, size_of=None):
         """``fn()`` once per key; returns its answer (or re-raises its error).

@@ -21,6 +21,7 @@ from nbdist.runtime.faults import Faults
 from nbdist.runtime.service.admission import Admission, queued_s
 from nbdist.runtime.service.hangup import HangupWatch, OnHangup
 from nbdist.runtime.service.recent_requests import RECENT_REQUESTS, RecentRequests
+from nbdist.runtime.service.serving import Serving
 from nbdist.runtime.timeouts import clamp_ms, seconds_as_ms, seconds_from_ms
 from nbdist.runtime.worker import kept_error
 
@@ -50,21 +51,21 @@ def is_parked_key(key: str) -> bool:
     return len(parts) == 5 and parts[3].startswith("_park/")
 
 
-class WorkerHandler:
-    """Serves ``worker`` (a ``runtime.worker.Worker``) to every transport."""
+class WorkerHandler(Serving):
+    """Serves ``worker`` (a ``runtime.worker.Worker``) to every transport.
+    ``faults``: the task's injected faults (``runtime.faults.Faults``, its
+    router's, so that SetFaults reaches every call the task makes); else
+    its own."""
 
     def __init__(self, worker, recent: RecentRequests | None = None,
-                 admission: Admission | None = None):
+                 admission: Admission | None = None, faults: Faults | None = None):
+        super().__init__(recent, admission, worker.task_name)
         self.worker = worker
-        self.recent = recent or RecentRequests()
-        self.admission = admission or Admission(worker.task_name)
+        self.faults = faults if faults is not None else Faults(worker.task_name)
         self._lock = threading.Lock()
         self._op_timeouts: dict[str, float | None] = {}
         # Steps cancelled by their master; a RunGraph arriving late fails at once.
         self._cancelled: collections.OrderedDict = collections.OrderedDict()
-        # The task's injected faults (runtime.faults): the server hands over
-        # its router's, so that SetFaults reaches every call the task makes.
-        self.faults = Faults(worker.task_name)
 
     @property
     def task_name(self) -> str:
