@@ -24,7 +24,7 @@ RETRY_CONNECT_S = 2.0  # a peer that did not answer here is tried again after
 
 def went_away(task: str, what: str, e: ChannelBroken) -> errors.OpError:
     return errors.UnavailableError(
-        None, None, f"{task} went away during {what} (same-host channel: {e})")
+        None, None, f"{task} went away during {what} (its peer-path channel: {e})")
 
 
 def close_fd(fd: int) -> None:

@@ -258,16 +258,23 @@ class FramedStepPath:
 
     def abort_step(self, step_id, error) -> bool:
         """Whether the abort went out here."""
-        ch = self.channel()
-        if ch is None:
-            return False
-        try:
-            ch.call("abort", {"step": step_id, "code": int(error.error_code),
-                              "message": error.message}, timeout_s=10.0)
-            return True
-        except (ChannelBroken, errors.OpError):
-            self.forget()
-            return False
+        return abort_over(self, step_id, error, 10.0)
 
 
-__all__ = ["FramedPeers", "FramedStepPath", "FramedTransport"]
+def abort_over(path, step_id: int, error, timeout_s: float | None = None) -> bool:
+    """Sends step ``step_id``'s abort (``error``) over ``path``'s channel (a
+    step path whose channel speaks the framed calls: this module's, the gRPC
+    stream path's); whether it went out. A broken channel is dropped."""
+    ch = path.channel()
+    if ch is None:
+        return False
+    try:
+        ch.call("abort", {"step": step_id, "code": int(error.error_code),
+                          "message": error.message}, timeout_s=timeout_s)
+        return True
+    except (ChannelBroken, errors.OpError):
+        path.forget()
+        return False
+
+
+__all__ = ["FramedPeers", "FramedStepPath", "FramedTransport", "abort_over"]

@@ -35,6 +35,7 @@ import grpc
 from nbdist import errors
 from nbdist.runtime import env
 from nbdist.runtime.framed.channel import request_id
+from nbdist.runtime.framed.peers import abort_over
 from nbdist.runtime.grpc.coding import parkable, resolve_refs
 from nbdist.runtime.grpc.stream_frames import (
     STREAM_METHOD,
@@ -309,16 +310,7 @@ class StreamStepPath:
 
     def abort_step(self, step_id, error) -> bool:
         """Whether the abort went out here."""
-        ch = self.channel()
-        if ch is None:
-            return False
-        try:
-            ch.call("abort", {"step": step_id, "code": int(error.error_code),
-                              "message": error.message})
-            return True
-        except (ChannelBroken, errors.OpError):
-            self.forget()
-            return False
+        return abort_over(self, step_id, error)
 
 
 class StreamTransport(SiblingTensors):
