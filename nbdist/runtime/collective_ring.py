@@ -25,7 +25,7 @@ and Gloo choose theirs.
 
 A chunk from a peer on this host is pushed and reduced where it landed, in the
 sender's shared-memory segment, straight into the result: ``np.add(chunk,
-mine, out=result)`` (``samehost.collective_push``); from elsewhere it is pulled.
+mine, out=result)`` (``framed.collective_push``); from elsewhere it is pulled.
 What a member sends is copied as it is sent, so it may send from its result.
 """
 
@@ -37,6 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from nbdist import errors
+from nbdist.runtime.collective_buffers import fresh_flat, shared_flat, shared_span
 
 __all__ = ["all_reduce"]
 
@@ -50,13 +51,7 @@ def _result_like(owner, run, flat: np.ndarray, shared: bool = False) -> np.ndarr
     when nothing references it any more (what TF's allocator would hand back:
     memory already faulted in, which a fresh 64 MiB array pays ~40% of a
     reduction for), else a new one on transparent huge pages; ``shared``: on
-    a memfd a peer on this host can write (``collective_push.shared_flat``)."""
-    from nbdist.runtime.samehost.collective_push import (
-        fresh_flat,
-        shared_flat,
-        shared_span,
-    )
-
+    a memfd a peer on this host can write (``collective_buffers.shared_flat``)."""
     if flat.nbytes < _HUGE_BYTES and not shared:
         return np.empty_like(flat)
     key = (run.group.group_key, run.instance_key)

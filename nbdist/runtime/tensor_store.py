@@ -267,4 +267,39 @@ class StepExtras:
 MISSING = object()
 
 
-__all__ = ["MISSING", "PARK_TTL_S", "ParkedTensors", "PushedTensors", "StepExtras"]
+class SiblingTensors:
+    """The ``recv`` of a ``TensorTransport`` whose pulls bring siblings along:
+    a key an earlier pull of the step brought is taken from the step
+    (``StepExtras``), else ``self.exchange(step, src_task, key, siblings)``
+    (``(value, {sibling: value})``) pulls it, and what came along is kept.
+    A transport subclasses it and defines ``exchange``.
+
+    >>> class Two(SiblingTensors):
+    ...     def exchange(self, step, src_task, key, siblings=()):
+    ...         return 1, {"b": 2}
+    >>> class Step:
+    ...     recv_extras = None
+    ...     def add_cancel_callback(self, fn): pass
+    >>> step = Step()
+    >>> Two().recv(step, "/job:ps", "a", ["b"]), step.recv_extras
+    (1, {'b': 2})
+    >>> Two().recv(step, "/job:ps", "b"), step.recv_extras
+    (2, {})
+    """
+
+    _extras = StepExtras()  # holds no state of its own: the steps keep theirs
+
+    def recv(self, step, src_task: str, key: str, siblings=()):
+        value = self._extras.take(step, key)
+        if value is not MISSING:
+            return value
+        value, got = self.exchange(step, src_task, key, siblings)
+        self._extras.keep(step, got)
+        return value
+
+    def exchange(self, step, src_task: str, key: str, siblings=()):
+        raise NotImplementedError
+
+
+__all__ = ["MISSING", "PARK_TTL_S", "ParkedTensors", "PushedTensors", "SiblingTensors",
+           "StepExtras"]

@@ -44,7 +44,8 @@ DEFAULT_PROTOCOL = "grpc"
 _BUILT_IN = {"grpc": "nbdist.runtime.grpc.protocol",
              "inproc": "nbdist.runtime.inproc"}
 # Peer paths shipped with nbdist: name -> module that registers it when imported.
-_BUILT_IN_PATHS = {"samehost": "nbdist.runtime.samehost"}
+_BUILT_IN_PATHS = {"samehost": "nbdist.runtime.samehost",
+                   "tcp": "nbdist.runtime.tcp.path"}
 
 _protocols: dict[str, object] = {}
 _peer_paths: dict[str, object] = {}

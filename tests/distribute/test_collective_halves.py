@@ -26,9 +26,9 @@ from helpers import in_threads, local_cluster
 import nbdist as nd
 from nbdist import errors
 from nbdist.ops import collective_ops
-from nbdist.runtime import collective, samehost
-from nbdist.runtime.samehost import collective_push, wire
-from nbdist.runtime.samehost.collective_push import shared_flat, shared_span
+from nbdist.runtime import collective, collective_buffers, samehost
+from nbdist.runtime.collective_buffers import shared_flat, shared_span
+from nbdist.runtime.framed import wire
 
 LARGE = (1 << 19) + 7  # float32: just over 2 MiB, an odd number of elements
 
@@ -285,7 +285,7 @@ def _unsealed_result(nbytes):
     """A result as ``shared_flat`` makes one, but its memfd can shrink."""
     fd = os.memfd_create("unsealed", os.MFD_CLOEXEC)
     os.ftruncate(fd, nbytes)
-    m = collective_push.SharedResult(fd, nbytes)
+    m = collective_buffers.SharedResult(fd, nbytes)
     m.fd, m.result_id = fd, -7
     return m
 

@@ -69,7 +69,7 @@ _SOCKET_ERRORS = (OSError, ValueError, errors.OpError)  # ChannelClosed is an OS
 
 def _frames(*frames) -> bytes:
     """The bytes ``send_frame`` puts on the wire for ``(header, out)`` pairs."""
-    from nbdist.runtime.samehost.wire import send_frame
+    from nbdist.runtime.framed.wire import send_frame
 
     a, b = socket.socketpair()
     try:
@@ -86,7 +86,7 @@ def _frames(*frames) -> bytes:
 
 # -- the framed wire (same-host and TCP peer paths) ---------------------------------
 def _wire_seeds() -> list[bytes]:
-    from nbdist.runtime.samehost.wire import Outgoing
+    from nbdist.runtime.framed.wire import Outgoing
 
     seeds = []
     for values in ({"x:0": np.arange(6, dtype=np.float32).reshape(2, 3)},
@@ -101,7 +101,7 @@ def _wire_seeds() -> list[bytes]:
 
 
 def _wire_decode(data: bytes):
-    from nbdist.runtime.samehost.wire import check_sizes, decode_tensors, recv_frame
+    from nbdist.runtime.framed.wire import check_sizes, decode_tensors, recv_frame
 
     with _Fed(data[:1 << 16]) as sock:
         header, payload, fds = recv_frame(sock, LIMIT_BYTES)
@@ -123,7 +123,7 @@ def _server_seeds() -> list[bytes]:
 
 
 def _server_decode(data: bytes):
-    from nbdist.runtime.samehost.handshake import server_handshake
+    from nbdist.runtime.framed.handshake import server_handshake
 
     with _Fed(data[:1 << 14]) as sock:
         return server_handshake(sock, _ADDRESS, "/job:w/replica:0/task:0", 1, _KEY,
@@ -137,7 +137,7 @@ def _client_seeds() -> list[bytes]:
 
 
 def _client_decode(data: bytes):
-    from nbdist.runtime.samehost.handshake import client_handshake
+    from nbdist.runtime.framed.handshake import client_handshake
 
     with _Fed(data[:1 << 14]) as sock:
         return client_handshake(sock, _ADDRESS, _KEY)

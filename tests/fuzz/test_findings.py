@@ -25,7 +25,7 @@ from nbdist.proto import graph_pb2
 
 
 def _frame(header: dict, payload: bytes = b"") -> bytes:
-    """A frame as ``samehost.wire`` lays it out: sizes, JSON header, payload."""
+    """A frame as ``framed.wire`` lays it out: sizes, JSON header, payload."""
     head = json.dumps(header).encode()
     return struct.pack("<IQ", len(head), len(payload)) + head + payload
 

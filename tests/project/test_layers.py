@@ -43,11 +43,19 @@ LAYERS = [
 FACADE = 8
 GRPC_PACKAGE = "nbdist.runtime.grpc"
 # Transport packages (peers in ``runtime.transports``) and the libraries only
-# they may import: gRPC; the same-host path's epoll and shared-memory mappings.
+# they may import: gRPC; the TCP path's TLS.
 TRANSPORTS = {
     GRPC_PACKAGE: ("grpc",),
-    "nbdist.runtime.samehost": ("select", "mmap"),
+    "nbdist.runtime.samehost": (),
+    "nbdist.runtime.tcp": ("ssl",),
     "nbdist.runtime.inproc": (),
+}
+# Libraries of the framed codec (not a transport: the link packages import it),
+# and the modules that may import them: its epoll and shared-memory mappings,
+# and the all-reduce's result buffers a peer on this host maps.
+SHARED_LIBRARIES = {
+    "select": ("nbdist.runtime.framed",),
+    "mmap": ("nbdist.runtime.framed", "nbdist.runtime.collective_buffers"),
 }
 
 
@@ -190,15 +198,18 @@ def transports_importing_each_other(files: dict[str, Path]) -> list[str]:
 
 def transport_libraries_outside(files: dict[str, Path]) -> list[str]:
     """A transport's library imported outside its package."""
-    owner = {lib: package for package, libs in TRANSPORTS.items() for lib in libs}
+    owner = {lib: (package,) for package, libs in TRANSPORTS.items() for lib in libs}
+    owner.update(SHARED_LIBRARIES)
     out = []
     for name, path in files.items():
         if name.startswith("nbdist.proto"):
             continue
         for target, line in imported_modules(name, path, files):
             lib = target.split(".")[0]
-            if lib in owner and _package_of(name) != owner[lib]:
-                out.append(f"{name} imports {target} (of {owner[lib]}) at line {line}")
+            if lib in owner and not any(name == p or name.startswith(p + ".")
+                                        for p in owner[lib]):
+                out.append(f"{name} imports {target} (of {', '.join(owner[lib])}) "
+                           f"at line {line}")
     return out
 
 
@@ -293,11 +304,11 @@ def test_a_planted_grpc_import_is_caught(planted):
 
 
 def test_a_planted_import_between_transports_is_caught(planted):
-    service = planted / "runtime" / "samehost" / "service.py"
+    service = planted / "runtime" / "samehost" / "__init__.py"
     service.write_text(service.read_text()
                        + "\nfrom nbdist.runtime.grpc import coding\n")
     found = transports_importing_each_other(module_files(planted))
-    assert any(v.startswith("nbdist.runtime.samehost.service imports "
+    assert any(v.startswith("nbdist.runtime.samehost imports "
                             "nbdist.runtime.grpc.coding") for v in found), found
 
 
@@ -306,7 +317,7 @@ def test_a_planted_transport_library_import_is_caught(planted):
     master.write_text(master.read_text() + "\nimport select\n")
     found = transport_libraries_outside(module_files(planted))
     assert any(v.startswith("nbdist.runtime.master imports select (of "
-                            "nbdist.runtime.samehost)") for v in found), found
+                            "nbdist.runtime.framed)") for v in found), found
 
 
 def test_a_planted_long_file_is_caught(planted):

@@ -13,8 +13,8 @@ import pytest
 from helpers import local_cluster, nbdist_memfds
 
 import nbdist as nd
-from nbdist.runtime.samehost import wire
-from nbdist.runtime.samehost.wire import (
+from nbdist.runtime.framed import wire
+from nbdist.runtime.framed.wire import (
     Link,
     Outgoing,
     decode_tensors,

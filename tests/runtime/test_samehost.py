@@ -18,8 +18,8 @@ from helpers import local_cluster, nbdist_memfds
 
 import nbdist as nd
 from nbdist.runtime import samehost
-from nbdist.runtime.samehost.handshake import client_handshake, cluster_key
-from nbdist.runtime.samehost.wire import (
+from nbdist.runtime.framed.handshake import client_handshake, cluster_key
+from nbdist.runtime.framed.wire import (
     POOL_SEGMENTS,
     Link,
     Outgoing,
@@ -121,7 +121,7 @@ def test_a_step_is_one_exchange_each_way_per_task_pair(servers):
 
 def _frame_senders(monkeypatch) -> list:
     """The threads that send the same-host service's frames, as they do."""
-    from nbdist.runtime.samehost import service
+    from nbdist.runtime.framed import service
 
     senders, send = [], service.send_frame
 

@@ -19,16 +19,16 @@ from helpers import local_cluster
 import nbdist as nd
 from nbdist import errors
 from nbdist.runtime import samehost
-from nbdist.runtime.grpc.auth import TlsConfig, peer_path_secret
-from nbdist.runtime.grpc.client import GrpcMasterClient
-from nbdist.runtime.samehost.handshake import Refused, client_handshake, cluster_key
-from nbdist.runtime.samehost.wire import (
+from nbdist.runtime.framed.handshake import Refused, client_handshake, cluster_key
+from nbdist.runtime.framed.wire import (
     ChannelClosed,
     Link,
     decode_tensors,
     recv_frame,
     send_frame,
 )
+from nbdist.runtime.grpc.auth import TlsConfig, peer_path_secret
+from nbdist.runtime.grpc.client import GrpcMasterClient
 
 
 def _key_and_cert(common_name, issuer=None, is_ca=False):

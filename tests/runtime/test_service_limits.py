@@ -33,8 +33,8 @@ from nbdist.proto import config_pb2, master_pb2
 from nbdist.proto import coordination_pb2 as cpb
 from nbdist.proto import coordination_service_pb2_grpc as cgrpc
 from nbdist.runtime import samehost
+from nbdist.runtime.framed.wire import Outgoing
 from nbdist.runtime.grpc.client import GrpcMasterClient
-from nbdist.runtime.samehost.wire import Outgoing
 
 TRANSPORTS = ["grpc", "samehost", "inproc"]
 MiB = 1 << 20

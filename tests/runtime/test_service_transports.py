@@ -37,6 +37,7 @@ import nbdist as nd
 from nbdist import errors
 from nbdist.proto import master_pb2
 from nbdist.runtime import samehost
+from nbdist.runtime.tcp import TcpChannel
 
 TRANSPORTS = ["grpc", "samehost", "tcp", "inproc"]
 PEER_PATHS = ("samehost", "tcp")
@@ -157,8 +158,7 @@ def _peer_path_channel(transport, server):
         return samehost.client_channel(address, None)
     (service,) = server._path_services  # the TCP path alone
     host, _, port = service.endpoint.rpartition(":")
-    ch = samehost.SameHostChannel(None, address, None, collections.Counter(),
-                                  endpoint=(host, int(port)))
+    ch = TcpChannel(None, address, None, collections.Counter(), (host, int(port)))
     ch.open()
     return ch
 

@@ -15,8 +15,8 @@ import numpy as np
 
 from nbdist.executor.rendezvous import make_key
 from nbdist.executor.step import StepContext
+from nbdist.runtime.framed.peers import FramedTransport
 from nbdist.runtime.grpc.transport import GrpcTensorTransport
-from nbdist.runtime.samehost import SameHostTransport
 from nbdist.runtime.tensor_store import MISSING, StepExtras
 
 PS = "/job:ps/replica:0/task:0"
@@ -79,8 +79,8 @@ class _ChannelBackAfterFirstPull:
 def test_sibling_brought_over_grpc_is_found_once_the_same_host_channel_is_back():
     grpc_peers = _PsOverGrpc({W: np.float32(1.5), B: np.float32(-2.0)})
     peers = _ChannelBackAfterFirstPull()
-    transport = SameHostTransport(GrpcTensorTransport(grpc_peers.client),
-                                  lambda task: peers)
+    transport = FramedTransport(GrpcTensorTransport(grpc_peers.client),
+                                lambda task: peers, pushes=True)
     step = StepContext(7)
 
     assert transport.recv(step, PS, W, (W, B)) == np.float32(1.5)

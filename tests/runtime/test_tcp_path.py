@@ -23,8 +23,8 @@ import nbdist as nd
 from nbdist import errors
 from nbdist.ops import collective_ops
 from nbdist.runtime import transports
-from nbdist.runtime.samehost.handshake import client_handshake, cluster_key
-from nbdist.runtime.samehost.wire import (
+from nbdist.runtime.framed.handshake import client_handshake, cluster_key
+from nbdist.runtime.framed.wire import (
     Link,
     Outgoing,
     decode_tensors,
@@ -202,7 +202,7 @@ def test_the_endpoint_is_announced_and_the_path_is_off_when_asked(servers,
 def test_the_tcp_port_is_none_the_cluster_spec_names():
     # A free port the kernel hands out may be one a spec reserved for a task
     # not started yet (seen: a later task could not listen on its own port).
-    from nbdist.runtime.samehost.service import _tcp_listener
+    from nbdist.runtime.tcp import tcp_listener as _tcp_listener
 
     with socket.create_server(("127.0.0.1", 0)) as probe:
         near = probe.getsockname()[1]  # free again: the kernel may hand it out
@@ -284,7 +284,7 @@ def test_a_session_reaches_its_master_over_tcp(servers, tcp, graph):
     sess._master = GrpcMasterClient(server.target)
     with sess:
         ch = sess._master._same_host()
-        assert ch is not None and ch._endpoint == _endpoint(server)
+        assert ch is not None and ch.endpoint == _endpoint(server)
         np.testing.assert_array_equal(sess.run(doubled, {feed: values}), values * 2)
         with pytest.raises(errors.InvalidArgumentError, match="reshaped_by_the_master"):
             sess.run(bad, {feed: values[:4]})

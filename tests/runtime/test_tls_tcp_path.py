@@ -22,17 +22,17 @@ from helpers import local_cluster, tcp_calls, wait_for
 from test_samehost_tls import _grpc_session, _key_and_cert
 
 import nbdist as nd
-from nbdist.runtime.grpc.auth import TlsConfig, peer_path_secret
-from nbdist.runtime.samehost.channel import SameHostChannel
-from nbdist.runtime.samehost.handshake import Refused
-from nbdist.runtime.samehost.tls import TlsLink, TlsStream
-from nbdist.runtime.samehost.wire import (
+from nbdist.runtime.framed.handshake import Refused
+from nbdist.runtime.framed.wire import (
     Link,
     Outgoing,
     decode_tensors,
     recv_frame,
     send_frame,
 )
+from nbdist.runtime.grpc.auth import TlsConfig, peer_path_secret
+from nbdist.runtime.tcp import TcpChannel
+from nbdist.runtime.tcp.tls import TlsLink, TlsStream
 
 PS = "/job:ps/replica:0/task:0"
 # A tensor whose bytes are easy to spot on the wire: 0x5A5AA5A5 repeated.
@@ -196,17 +196,11 @@ def test_on_the_wire_a_tensor_is_encrypted_with_tls_and_plain_without(pki, secur
     assert on_the_wire is not secure
 
 
-def _channel(server, tls, token=None) -> SameHostChannel:
+def _channel(server, tls, token=None) -> TcpChannel:
     """A channel to ``server``'s TCP port made as a peer makes it."""
     address = server.target.removeprefix("grpc://")
-    host, port = _endpoint(server)
-    link = TlsLink(tls) if tls is not None else None
-
-    def wrap(sock):
-        return link.client(sock, host, address)
-
-    return SameHostChannel(None, address, token, collections.Counter(),
-                           endpoint=(host, port), wrap=wrap if link else None)
+    return TcpChannel(None, address, token, collections.Counter(), _endpoint(server),
+                      TlsLink(tls) if tls is not None else None)
 
 
 def test_a_client_without_the_right_ca_or_certificate_is_refused_and_the_server_keeps_serving(
@@ -256,7 +250,7 @@ def test_a_session_on_another_host_reaches_its_master_over_tls(servers, tcp, pki
     doubled = feed * 2
     with _grpc_session(server.target, pki["cluster"]) as sess:
         ch = sess._master._same_host()
-        assert ch is not None and ch._endpoint == _endpoint(server)
+        assert ch is not None and ch.endpoint == _endpoint(server)
         np.testing.assert_array_equal(sess.run(doubled, {feed: PATTERN}), PATTERN * 2)
         assert ch._calls[(None, "push")] + ch._calls[(None, "step")] >= 1
         assert [type(c) for c, _ in ch._idle] == [TlsStream]

@@ -27,6 +27,7 @@ from nbdist import errors
 from nbdist.framework.tensor_util import make_ndarray, make_tensor_proto
 from nbdist.proto import master_pb2
 from nbdist.runtime import samehost
+from nbdist.runtime.tcp import TcpChannel
 
 TRANSPORTS = ["grpc", "samehost", "tcp", "inproc"]
 
@@ -77,8 +78,8 @@ def _raw_step(transport, server, handle, value):
     else:
         (service,) = server._path_services  # the TCP peer port
         host, _, port = service.endpoint.rpartition(":")
-        channel = samehost.SameHostChannel(None, address, None, collections.Counter(),
-                                           endpoint=(host, int(port)))
+        channel = TcpChannel(None, address, None, collections.Counter(),
+                             (host, int(port)))
         channel.open()
     assert channel is not None, f"the {transport} path answers"
     try:

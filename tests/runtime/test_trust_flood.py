@@ -26,8 +26,8 @@ import pytest
 from helpers import local_cluster, wait_for
 
 import nbdist as nd
-from nbdist.runtime import samehost
-from nbdist.runtime.samehost.common import MAX_UNPROVEN_PER_SOURCE
+from nbdist.runtime.framed.common import MAX_UNPROVEN_PER_SOURCE
+from nbdist.runtime.tcp import TcpChannel
 
 FLOOD = 600
 
@@ -45,9 +45,8 @@ def tcp_server(monkeypatch):
 def _peer(server):
     (service,) = server._path_services  # the TCP peer port
     host, _, port = service.endpoint.rpartition(":")
-    channel = samehost.SameHostChannel(None, server.target.removeprefix("grpc://"),
-                                       "peer-token", collections.Counter(),
-                                       endpoint=(host, int(port)))
+    channel = TcpChannel(None, server.target.removeprefix("grpc://"), "peer-token",
+                         collections.Counter(), (host, int(port)))
     channel.open()
     return channel, (host, int(port))
 

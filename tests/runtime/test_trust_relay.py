@@ -27,7 +27,7 @@ from helpers import free_port
 
 import nbdist as nd
 from nbdist.runtime import samehost
-from nbdist.runtime.samehost.handshake import Refused
+from nbdist.runtime.framed.handshake import Refused
 
 _RELAY = r"""
 import socket, sys, threading

@@ -34,6 +34,8 @@ import time
 import grpc
 from nbdist import errors
 from nbdist.runtime import env
+from nbdist.runtime.framed.channel import request_id
+from nbdist.runtime.framed.peers import abort_over
 from nbdist.runtime.grpc.coding import parkable, resolve_refs
 from nbdist.runtime.grpc.stream_frames import (
     STREAM_METHOD,
@@ -42,7 +44,7 @@ from nbdist.runtime.grpc.stream_frames import (
     raise_if_error,
 )
 from nbdist.runtime.grpc.stream_service import RECV_POLL_MS
-from nbdist.runtime.tensor_store import MISSING, StepExtras
+from nbdist.runtime.tensor_store import SiblingTensors
 from nbdist.runtime.timeouts import ms_from_seconds, step_time_left, whole_ms
 from nbdist.runtime.transports import ChannelBroken
 
@@ -140,8 +142,12 @@ class StreamChannel:
             self._idle.append(stream)
 
     def send(self, op: str, header: dict, tensors=()):
-        """Sends a request on a stream of its own; ``receive`` its answer."""
+        """Sends a request on a stream of its own; ``receive`` its answer.
+        Every request carries a fresh request id (``rid``): a retry of it, any
+        way, runs once (``RecentRequests``)."""
         header["op"] = op
+        if "rid" not in header:
+            header["rid"] = request_id()
         frame = encode_frame(header, tensors)
         stream = None
         with self._lock:
@@ -304,34 +310,16 @@ class StreamStepPath:
 
     def abort_step(self, step_id, error) -> bool:
         """Whether the abort went out here."""
-        ch = self.channel()
-        if ch is None:
-            return False
-        try:
-            ch.call("abort", {"step": step_id, "code": int(error.error_code),
-                              "message": error.message})
-            return True
-        except (ChannelBroken, errors.OpError):
-            self.forget()
-            return False
+        return abort_over(self, step_id, error)
 
 
-class StreamTransport:
+class StreamTransport(SiblingTensors):
     """``TensorTransport`` over the peers' streams, ``inner`` for a peer not
     reachable this way and for parked tensors; all-reduce chunks are pulled."""
 
     def __init__(self, inner, path_of):
         self._inner = inner
         self._path_of = path_of
-        self._extras = StepExtras()
-
-    def recv(self, step, src_task: str, key: str, siblings=()):
-        value = self._extras.take(step, key)
-        if value is not MISSING:
-            return value
-        value, got = self.exchange(step, src_task, key, siblings)
-        self._extras.keep(step, got)
-        return value
 
     def exchange(self, step, src_task: str, key: str, siblings=()):
         """``(value of key, {sibling: value} that came along)``."""
@@ -382,13 +370,6 @@ class StreamTransport:
             if e.sent:  # the peer may have handed the tensor over: do not wait
                 raise went_away(ch, f"RecvTensor for {key.split(';')[3]}", e) from None
             return None
-
-    def pushes_collectives(self, task: str) -> bool:
-        return False  # the protocol's transport beneath pulls every chunk
-
-    def push_collective(self, step, dst_task: str, exec_id: int, key: str, value,
-                        t0: float, into=None):
-        return None
 
     def pull(self, ref, timeout_s: float, on_cancel=None):
         return self._inner.pull(ref, timeout_s, on_cancel)

@@ -55,11 +55,9 @@ class StreamService:
         self._incarnation = worker_handler.worker.incarnation
         admission = worker_handler.admission
         self._refusal = admission.refusal
-        self._classes = {}
-        for op, method in (*_METHODS.items(), (None, _OTHER)):
-            count = admission.class_of(method)
-            self._classes[op] = (method, count,
-                                 count.call_class.threads + count.call_class.waiting)
+        self._classes = {op: (method, admission.class_of(method)) for op, method in
+                         (*_METHODS.items(), (None, _OTHER))}
+        self._serving = worker_handler
         self._max_tensor = limits.max_tensor_bytes
         self._pool = futures.ThreadPoolExecutor(
             MAX_STREAMS, thread_name_prefix=f"nbdist-stream{self._task}")
@@ -114,8 +112,8 @@ class StreamService:
         try:
             header, tensors = decode_frame(frame, self._max_tensor)
             op = header.get("op")
-            method, count, bound = self._classes.get(op) or self._classes[None]
-            if count.in_flight >= bound:
+            method, count = self._classes.get(op) or self._classes[None]
+            if count.full:
                 return encode_frame(error_header(errors.ResourceExhaustedError(
                     None, None, self._refusal(method, count))))
             count.enter()
@@ -138,10 +136,10 @@ class StreamService:
     def _dispatch(self, op, header, tensors, on_hangup) -> bytes:
         handler = self._handler
         if op == "run":
-            out, stats = handler.run_graph(
+            out, stats = self._once("RunGraph", header, lambda: handler.run_graph(
                 str(header["session"]), str(header["graph"]), int(header["step"]),
                 tensors, [str(k) for k in header["fetch"]], bool(header.get("trace")),
-                int(header.get("timeout_ms", 0)), on_hangup=on_hangup)
+                int(header.get("timeout_ms", 0)), on_hangup=on_hangup))
             reply = {"stats": [list(s) for s in stats]} if stats else {}
             return encode_frame(reply, out.items(), handler.park)
         if op == "recv":
@@ -158,11 +156,18 @@ class StreamService:
             extras = handler.take_siblings(step_id, key, siblings) if siblings else {}
             return encode_frame({}, [(key, value), *extras.items()], handler.park)
         if op == "abort":
-            handler.cleanup_graph(int(header["step"]), errors.make_error(
-                int(header.get("code", errors.CANCELLED)),
-                str(header.get("message", ""))))
+            self._once("CleanupGraph", header, lambda: handler.cleanup_graph(
+                int(header["step"]), errors.make_error(
+                    int(header.get("code", errors.CANCELLED)),
+                    str(header.get("message", "")))) or ())
             return encode_frame({})
         if op == "hello":
             return encode_frame({"task": self._task, "incarnation": self._incarnation})
         raise errors.InvalidArgumentError(
             None, None, f"Unknown stream call {str(op)[:100]!r} to {self._task}")
+
+    def _once(self, method: str, header: dict, fn):
+        """``fn()`` (a handler's answer), once per request id ``rid``: a retry
+        gets the first answer, whichever codec brought the first try
+        (``Serving.once``: ``(method, rid)`` with gRPC's method names)."""
+        return self._serving.once(method, int(header.get("rid") or 0), fn)

@@ -12,13 +12,13 @@ What travels here: a master's ``RunGraph`` to a worker (feeds in, fetches
 out), a ``_Recv``'s pull of the tensors a peer sends it (all the keys its
 partition expects from that peer, in one exchange: ``Worker.recv`` passes them
 as ``siblings``), step aborts, and pulls of parked tensors. Frames are
-``samehost.wire``'s: small tensors inline, large ones in a memfd. The rest
+``framed.wire``'s: small tensors inline, large ones in a memfd. The rest
 (sessions, graphs, status) stays on the protocol's own client: a transport
 beside ``runtime/grpc`` (TF's ``grpc+verbs``; dask's ``comm/uds.py`` beside
 ``comm/tcp.py``), registered into ``runtime.transports`` as a *peer path*
 that servers serve and ``runtime.router`` picks per peer.
 
-Every connection starts with a handshake (``samehost.handshake``): when the
+Every connection starts with a handshake (``framed.handshake``): when the
 cluster has a secret (its token; with TLS, a key derived from the tasks' TLS
 private key and the token: ``auth.peer_path_secret``), client and server each
 prove they hold it by an HMAC over both ends' fresh challenges, compared in
@@ -28,23 +28,149 @@ a server: its peers log the refusal and use gRPC (TLS). So a TLS cluster on one
 host keeps shared memory. ``NBDIST_SAME_HOST=0`` turns the path off (both
 serving and using it).
 
-The same service, frames and handshake also listen on a TCP port for peers on
-other hosts (``samehost.tcp``, the peer path "tcp", tried after this one):
-there every tensor travels in the frame, inside TLS when the cluster has TLS.
+This package is the *link policy* (``framed.link``) of the framed protocol
+(``runtime/framed``: service, frames, handshake, channels) for that socket:
+how to listen and dial, who the peer is (``SO_PEERCRED``), and that large
+tensors move through memfd segments both ends map. The same protocol runs
+over TCP for peers on other hosts (``runtime/tcp``, the peer path "tcp",
+tried after this one).
+
+>>> socket_name("grpc://localhost:2222")
+'\\x00nbdist/localhost:2222'
 """
 
 from __future__ import annotations
 
-from nbdist.runtime import transports
-from nbdist.runtime.samehost.channel import SameHostChannel, client_channel
-from nbdist.runtime.samehost.common import ChannelBroken, enabled, socket_name
-from nbdist.runtime.samehost.peers import (
-    SameHostPeers,
-    SameHostStepPath,
-    SameHostTransport,
-)
-from nbdist.runtime.samehost.service import SameHostService
-from nbdist.runtime.samehost.tcp import TcpPath
+import collections
+import logging
+import socket
+
+from nbdist.runtime import env, transports
+from nbdist.runtime.framed.channel import FramedChannel
+from nbdist.runtime.framed.common import ChannelBroken
+from nbdist.runtime.framed.link import Dialer, ServingLink
+from nbdist.runtime.framed.peers import FramedPeers
+from nbdist.runtime.framed.service import FramedService
+
+_log = logging.getLogger("nbdist")
+NAME_PREFIX = "\0nbdist/"
+_LABEL = "same-host"
+
+
+def enabled() -> bool:
+    """Whether servers of this process serve and use the same-host path."""
+    return (env.get(env.SAME_HOST) or "1").lower() not in ("0", "off", "false", "no")
+
+
+def _bare(address: str) -> str:
+    return address.partition("://")[2] or address
+
+
+def socket_name(address: str) -> str:
+    """The abstract Unix socket of the server at ``address`` (``host:port``)."""
+    return NAME_PREFIX + _bare(address)
+
+
+def _peer_cred(sock) -> tuple[int, int]:
+    """(pid, uid) of the process at the other end of a Unix socket."""
+    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+    return int.from_bytes(creds[:4], "little"), int.from_bytes(creds[4:8], "little")
+
+
+class UnixLink(ServingLink):
+    """A task's service on the abstract socket of its address; large tensors
+    through memfd segments."""
+
+    name = "samehost"
+    label = _LABEL
+    shares_memory = True
+
+    def __init__(self, address: str):
+        self._name = socket_name(address)
+
+    def listen(self, task: str):
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            listener.bind(self._name)
+            listener.listen(128)
+        except OSError:
+            listener.close()
+            raise
+        return listener, None
+
+    def refused_listen(self, task: str, error: OSError) -> str:
+        # Another process holds our name: peers that trust it would reach it,
+        # not us (their handshake refuses it; still, say so).
+        problem = (f"{task}: no same-host path: its socket @{self._name[1:]} is "
+                   f"taken by another process ({error}); peers on this host use "
+                   "gRPC and refuse whoever holds the name")
+        _log.error("%s", problem)
+        return problem
+
+    def peer_user(self, conn) -> int:
+        return _peer_cred(conn)[1]
+
+    def client_of(self, conn) -> str:
+        return f"samehost:pid{_peer_cred(conn)[0]}"
+
+    def source_of(self, conn) -> str:
+        return f"uid:{_peer_cred(conn)[1]}"
+
+
+class UnixDialer(Dialer):
+    """Connections to the abstract socket of the task at ``address``."""
+
+    label = _LABEL
+    shares_memory = True
+
+    def __init__(self, address: str):
+        self.address = _bare(address)
+        self._name = socket_name(address)
+
+    def dial(self):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.settimeout(10.0)
+            sock.connect(self._name)
+        except BaseException:
+            sock.close()
+            raise
+        return sock
+
+    def peer_user(self, sock) -> int:
+        return _peer_cred(sock)[1]
+
+
+class SameHostChannel(FramedChannel):
+    """Connections to one peer's same-host socket (one per concurrent call);
+    ``task`` None: whichever task serves ``address`` (a session's master)."""
+
+    def __init__(self, task: str | None, address: str, token: str | None,
+                 calls: collections.Counter):
+        super().__init__(task, token, calls, UnixDialer(address))
+
+
+class SameHostPeers(FramedPeers):
+    """How one task reaches its peers on this host; all-reduce chunks are
+    pushed and consumed in place (``framed.collective_push``)."""
+
+    pushes_collectives = True
+
+    def channel(self, task: str) -> SameHostChannel:
+        return SameHostChannel(task, self._address_of(task), self._token, self.calls)
+
+
+def client_channel(address: str, token: str | None) -> SameHostChannel | None:
+    """A session's channel to the master serving ``address`` when it runs on
+    this host (for its large feeds and fetches), else None."""
+    if not enabled():
+        return None
+    ch = SameHostChannel(None, address, token, collections.Counter())
+    try:
+        ch.open()
+    except ChannelBroken:
+        return None
+    return ch
 
 
 class SameHostPath:
@@ -67,8 +193,8 @@ class SameHostPath:
         """The task's service on this host's abstract socket for ``address``
         (``start()``/``stop()``); ``tls`` does not matter here (the socket
         never leaves the host)."""
-        return SameHostService(worker_handler, address, token, limits,
-                               master_handler=master_handler)
+        return FramedService(worker_handler, address, token, limits,
+                             UnixLink(address), master_handler=master_handler)
 
     @staticmethod
     def peers(address_of, own_task: str, token, lookup=None,
@@ -84,9 +210,6 @@ class SameHostPath:
 
 
 transports.register_peer_path("samehost", SameHostPath())
-# After the same-host path: a peer this host reaches directly never goes by TCP.
-transports.register_peer_path("tcp", TcpPath())
 
 __all__ = ["ChannelBroken", "SameHostChannel", "SameHostPath", "SameHostPeers",
-           "SameHostService", "SameHostStepPath", "SameHostTransport", "TcpPath",
-           "client_channel", "enabled", "socket_name"]
+           "UnixDialer", "UnixLink", "client_channel", "enabled", "socket_name"]

@@ -22,7 +22,12 @@ from nbdist.runtime.service.admission import Admission, queued_s
 from nbdist.runtime.service.hangup import HangupWatch, OnHangup
 from nbdist.runtime.service.recent_requests import RECENT_REQUESTS, RecentRequests
 from nbdist.runtime.service.serving import Serving
-from nbdist.runtime.timeouts import clamp_ms, seconds_as_ms, seconds_from_ms
+from nbdist.runtime.timeouts import (
+    clamp_ms,
+    left_or_unbounded,
+    seconds_as_ms,
+    seconds_from_ms,
+)
 from nbdist.runtime.worker import kept_error
 
 __all__ = ["PARKED_WAIT_S", "WorkerHandler", "invalid", "step_timeout_ms"]
@@ -208,6 +213,27 @@ class WorkerHandler(Serving):
     def pull(self, ref, timeout_s: float, on_cancel=None):
         """A tensor a peer parked for this task (a large feed of a step)."""
         return self.worker.pull(ref, timeout_s, on_cancel)
+
+    def push_collective(self, exec_id: int, key: str, value, meta: dict,
+                        timeout_ms: int, on_hangup: OnHangup | None = None) -> None:
+        """A peer's all-reduce chunk ``key`` of execution ``exec_id``, left for
+        this task's collective until it consumed it (``CollectiveMailbox.
+        deliver``: its error is raised here); withdrawn (``CancelledError``)
+        when the pusher hangs up (``on_hangup``). ``timeout_ms``: what is left
+        of the pusher's step (0: no deadline)."""
+        if not key:
+            raise invalid("PushCollective", "a chunk needs its key")
+        mailbox = self.worker.collectives.mailbox
+        hung = threading.Event()
+
+        def hang_up():
+            hung.set()
+            mailbox.poke()
+
+        if on_hangup is not None and not on_hangup(hang_up):
+            hung.set()
+        mailbox.deliver(exec_id, key, value, meta,
+                        left_or_unbounded(seconds_from_ms(timeout_ms)), hung)
 
 
 def _never() -> bool:

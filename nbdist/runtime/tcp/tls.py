@@ -1,5 +1,5 @@
 """TLS on the TCP peer path: its connections wrapped with the cluster's own
-certificates when the cluster uses TLS (``samehost.tcp``).
+certificates when the cluster uses TLS (``runtime.tcp``).
 
 A ``TlsLink`` is made from the task's TLS configuration (the object its gRPC
 server and clients use: ``cert``, ``key``, ``ca``, ``client_auth``; PEM data or
@@ -8,9 +8,9 @@ certificate and, with ``client_auth``, requires a client certificate signed
 by ``ca``; the client checks the server's certificate against ``ca`` (the
 system's roots without one) and the host it dialed, and presents its own
 certificate when it has one. The frames and the handshake proving the
-cluster's secret (``samehost.handshake``) then run inside TLS, unchanged.
+cluster's secret (``framed.handshake``) then run inside TLS, unchanged.
 
-``TlsStream`` is a TCP socket with TLS as ``samehost.wire`` uses one
+``TlsStream`` is a TCP socket with TLS as ``framed.wire`` uses one
 (``sendmsg``, ``recvmsg_into``; no descriptors pass between hosts). Records
 are made and read in memory and cross the kernel in large calls; a frame's
 small parts go out as one record, each large tensor is encrypted from its
@@ -30,7 +30,7 @@ import socket
 import ssl
 import tempfile
 
-from nbdist.runtime.samehost.handshake import Refused, log_refusal
+from nbdist.runtime.framed.handshake import Refused, log_refusal
 
 _COALESCE_BYTES = 1 << 16  # parts under this go out together, in one write
 _SEND_BYTES = 1 << 20  # a large buffer is encrypted and sent this much at a time
@@ -150,7 +150,7 @@ class TlsLink:
 
 
 class TlsStream:
-    """A TCP socket with TLS, as ``samehost.wire`` uses a socket; every other
+    """A TCP socket with TLS, as ``framed.wire`` uses a socket; every other
     attribute (timeouts, ``fileno``, ``shutdown``, ``close``...) is the TCP
     socket's. The records go through memory (``ssl.SSLObject``), so that a
     frame's bytes cross the kernel in a few large calls, as in plaintext,

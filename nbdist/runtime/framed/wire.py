@@ -1,5 +1,7 @@
-"""Frames of the same-host channel: a small JSON header, raw tensor bytes, and
-shared-memory segments passed as file descriptors.
+"""Frames of the framed protocol: a small JSON header, raw tensor bytes, and
+(over a link that shares memory: the same-host socket) shared-memory segments
+passed as file descriptors; over a link that does not (TCP), every tensor is
+in the payload (``Link(shares_memory=False)``).
 
 A frame is ``u32 header length, u64 payload length, header, payload``. Tensors
 under ``SEGMENT_MIN_BYTES`` travel in the payload, read straight into the
@@ -14,8 +16,8 @@ their connection, and one over ``KEEP_SEGMENT_BYTES`` (or beyond the process's
 budget) is used for one frame only (an answer's, from 2 MiB, read in place too). A memfd has no name in ``/dev/shm``: the
 kernel frees it when its last descriptor and mapping go, so a process that dies
 leaks nothing, and only a peer it was sent to (over a connection whose ends
-proved the cluster's secret: ``samehost.handshake``) can reach it. Nothing is pickled: headers are JSON, string tensors
-travel as ``TensorProto`` bytes.
+proved the cluster's secret: ``framed.handshake``) can reach it. Nothing is
+pickled: headers are JSON, string tensors travel as ``TensorProto`` bytes.
 """
 
 from __future__ import annotations
@@ -251,7 +253,7 @@ class Link:
 
     def offer_result(self, result) -> tuple[dict, int | None]:
         """(header entry, fd to attach or None) naming ``result`` (a
-        ``collective_push.SharedResult``), its descriptor sent once per
+        ``collective_buffers.SharedResult``), its descriptor sent once per
         connection."""
         entry = {"id": result.result_id, "size": len(result)}
         if result.result_id in self._results_sent:
@@ -351,7 +353,7 @@ class Outgoing:
 
     def answer_into(self, result, offset: int, nbytes: int) -> None:
         """Asks the receiver to write its answer into ``nbytes`` at ``offset``
-        of ``result`` (a ``collective_push.SharedResult``)."""
+        of ``result`` (a ``collective_buffers.SharedResult``)."""
         self.into = (result, offset, nbytes)
 
     def add(self, name: str, value) -> None:

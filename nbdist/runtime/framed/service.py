@@ -1,12 +1,13 @@
-"""``SameHostService``: a task's handlers served on its abstract Unix socket
-(see the package's docstring); a codec over ``runtime.service``'s handlers."""
+"""``FramedService``: a task's handlers served over the framed protocol on
+the link its policy gives (``framed.link``: a Unix socket with shared memory,
+a TCP stream); a codec over ``runtime.service``'s handlers, which own
+validation, timeouts, de-duplication (one key space with gRPC: ``(method,
+request id)``) and admission."""
 
 from __future__ import annotations
 
 import fcntl
 import logging
-import os
-import select
 import socket
 import struct
 import termios
@@ -15,20 +16,19 @@ import time
 
 from nbdist import errors
 from nbdist.proto import config_pb2
-from nbdist.runtime.samehost.collective_push import serve_push
-from nbdist.runtime.samehost.common import (
+from nbdist.runtime.framed.collective_push import serve_push
+from nbdist.runtime.framed.common import (
     HELLO_DEADLINE_S,
     MAX_CONNECTIONS,
     MAX_UNPROVEN,
     MAX_UNPROVEN_PER_SOURCE,
     RECV_POLL_MS,
     close_fd,
-    socket_name,
-    tune_tcp,
 )
-from nbdist.runtime.samehost.handshake import cluster_key, peer_uid, server_handshake
-from nbdist.runtime.samehost.hello_slots import HelloSlots
-from nbdist.runtime.samehost.wire import (
+from nbdist.runtime.framed.handshake import cluster_key, server_handshake
+from nbdist.runtime.framed.hangups import Hangups
+from nbdist.runtime.framed.hello_slots import HelloSlots
+from nbdist.runtime.framed.wire import (
     ChannelClosed,
     Link,
     Outgoing,
@@ -42,89 +42,14 @@ from nbdist.runtime.service.worker_handler import PARKED_WAIT_S
 from nbdist.runtime.timeouts import UNBOUNDED_S, ms_as_seconds
 
 _log = logging.getLogger("nbdist")
-_PORT_TRIES = 16  # free ports tried for the TCP path, skipping the cluster's
 
 
-class _Hangups:
-    """Calls a connection's ``fn`` when it hangs up (its client died or gave
-    up): the step it waits for is cancelled, as a gRPC call's end cancels it.
-    A connection is watched from its hello to its end; a call only sets its
-    ``fn`` (``on_hangup``: a dict store, no system call per step). An ``fn``
-    left by a finished call is harmless: its ``HangupWatch`` has finished."""
-
-    def __init__(self):
-        self._poll = select.epoll()
-        self._wake_r, self._wake_w = os.pipe()
-        self._poll.register(self._wake_r, select.EPOLLIN)
-        self._fns: dict[int, object] = {}
-        self._gone: set[int] = set()  # watched connections that hung up
-        self._watched: set[int] = set()
-        self._lock = threading.Lock()  # taken per connection, not per call
-        self._thread = threading.Thread(target=self._run, daemon=True,
-                                        name="nbdist-samehost-hangups")
-        self._thread.start()
-
-    def watch(self, conn):
-        """Watches ``conn`` until ``unwatch``; its ``on_hangup(fn) -> True``."""
-        fd = conn.fileno()
-        fns, gone = self._fns, self._gone
-        with self._lock:
-            self._watched.add(fd)
-            gone.discard(fd)
-            self._poll.register(fd, select.EPOLLRDHUP | select.EPOLLHUP)
-
-        def on_hangup(fn) -> bool:  # False: it hung up already
-            fns[fd] = fn
-            return fd not in gone  # _run marks it gone before taking its fn
-        return on_hangup
-
-    def unwatch(self, conn) -> None:
-        """Before ``conn`` closes (its fd may be reused)."""
-        fd = conn.fileno()
-        with self._lock:
-            self._watched.discard(fd)
-            self._fns.pop(fd, None)
-            self._gone.discard(fd)
-            try:
-                self._poll.unregister(fd)
-            except (OSError, ValueError):
-                pass
-
-    def _run(self):
-        while True:
-            for fd, _ in self._poll.poll():
-                if fd == self._wake_r:
-                    os.close(self._wake_r)
-                    self._poll.close()
-                    return
-                with self._lock:
-                    if fd not in self._watched or not _hung_up(fd):
-                        # Unwatched since the poll, or its number now belongs
-                        # to a new connection (the old one closed meanwhile).
-                        continue
-                    self._gone.add(fd)
-                    fn = self._fns.pop(fd, None)
-                    try:
-                        self._poll.unregister(fd)
-                    except (OSError, ValueError):
-                        pass
-                if fn is not None:
-                    fn()
-
-    def close(self):
-        os.write(self._wake_w, b"x")
-        os.close(self._wake_w)
-
-
-# Same-host calls by the method whose admission class they count in.
-_METHODS = {"run": "RunGraph", "step": "RunStep", "recv": "RecvTensorUnary",
-            "pull": "RecvTensor", "push": "PushTensors", "abort": "CleanupGraph"}
-_OTHER = "samehost"  # what an unknown call counts as
-
-
-def _values_nbytes(answer) -> int:
-    values = answer[0].values() if isinstance(answer[0], dict) else answer[0]
-    return sum(int(getattr(v, "nbytes", 0)) for v in values)
+# Framed calls by their gRPC method: the admission class they count in, and
+# the method half of their request ids' key (one key space with gRPC's).
+METHODS = {"run": "RunGraph", "step": "RunStep", "recv": "RecvTensorUnary",
+           "pull": "RecvTensor", "push": "PushTensors", "abort": "CleanupGraph",
+           "cpush": "PushCollective"}
+_OTHER = "Unknown"  # what an unknown call counts as
 
 
 _ANSWERED = {"answered": True}  # a reply the producing thread already sent
@@ -149,39 +74,34 @@ def _recv_answer(key: str, value, extras: dict) -> tuple[dict, Outgoing]:
     return {"t": out.entries}, out
 
 
-class SameHostService:
+class FramedService:
     """Serves a task's ``WorkerHandler`` (and ``MasterHandler``: a session's
-    steps) on this host's abstract socket for ``address``: a codec over the
-    handlers, which own validation, timeouts, de-duplication and admission."""
+    steps) over the framed protocol on the link ``link`` (a
+    ``framed.link.ServingLink``) gives: a codec over the handlers, which own
+    validation, timeouts, de-duplication and admission."""
 
     def __init__(self, worker_handler, address: str, token: str | None, limits,
-                 master_handler=None, tcp_bind: str | None = None,
-                 reserved_ports: frozenset = frozenset(), wrap=None):
+                 link, master_handler=None):
         """``limits`` (``executor.limits.Limits``) bound what a request may
-        bring: its inline bytes, each tensor, all of them together. With
-        ``tcp_bind`` the service listens on a free TCP port of that interface
-        instead (``samehost.tcp``), none of ``reserved_ports`` (the cluster's
-        tasks' ports, which tasks not started yet will listen on); ``endpoint``
-        is then ``host:port``. ``wrap``: what each accepted connection is used
-        through (the TCP path's TLS, ``samehost.tls``), or None."""
+        bring: its inline bytes, each tensor, all of them together. ``token``:
+        the peer-path secret its callers prove. ``endpoint`` is what the link
+        says peers dial (announced by the server), or None."""
         self.handler = worker_handler
         self.master_handler = master_handler
         self.worker = worker_handler.worker
+        self._link = link
         self._admission = worker_handler.admission
         # Looked up once: a call costs one dict lookup and a compare to admit.
-        self._classes = {op: self._class(method) for op, method in
-                         (*_METHODS.items(), (None, _OTHER))}
-        self._recent = worker_handler.recent
+        self._classes = {op: (method, self._admission.class_of(method)) for
+                         op, method in (*METHODS.items(), (None, _OTHER))}
+        self._serving = worker_handler
         self._hangups = None
         self._key = cluster_key(token)  # the peer-path secret's HMAC key
         self._max_payload = limits.max_request_bytes
         self._max_tensor = limits.max_tensor_bytes
         self._max_total = max(limits.max_request_bytes,
                               limits.max_pushed_bytes_per_client)
-        self._address = address.removeprefix("grpc://")
-        self._tcp_bind = tcp_bind
-        self._wrap = wrap
-        self._reserved_ports = reserved_ports
+        self._address = address.partition("://")[2] or address
         self.endpoint: str | None = None
         self.problem: str | None = None  # why it could not serve, for the owner
         self._listener: socket.socket | None = None
@@ -191,45 +111,23 @@ class SameHostService:
                                     HELLO_DEADLINE_S)
         self._lock = threading.Lock()
         self._stopped = False
-        self._thread = threading.Thread(target=self._accept, daemon=True,
-                                        name=f"nbdist-samehost{self.worker.task_name}")
+        self._thread = threading.Thread(
+            target=self._accept, daemon=True,
+            name=f"nbdist-{link.name}{self.worker.task_name}")
 
     def start(self):
         """Listens (when the server starts: a server that never starts holds no
-        name). A name another process holds leaves this server on gRPC alone."""
-        if self._tcp_bind is not None:
-            try:
-                listener = _tcp_listener(self._tcp_bind.strip("[]"),
-                                         self._reserved_ports)
-            except OSError as e:
-                _log.warning("%s: no TCP peer path (cannot listen on %s: %s); peers "
-                             "on other hosts use gRPC", self.worker.task_name,
-                             self._tcp_bind, e)
-                return
-            host = self._address.rpartition(":")[0]
-            self.endpoint = f"{host}:{listener.getsockname()[1]}"
-        else:
-            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            try:
-                listener.bind(socket_name(self._address))
-                listener.listen(128)
-            except OSError as e:
-                listener.close()
-                # Another process holds our name: peers that trust it would
-                # reach it, not us (their handshake refuses it; still, say so).
-                self.problem = (f"{self.worker.task_name}: no same-host path: its "
-                                f"socket @{socket_name(self._address)[1:]} is "
-                                f"taken by another process ({e}); peers on this "
-                                "host use gRPC and refuse whoever holds the name")
-                _log.error("%s", self.problem)
-                return
+        port or name). A link that cannot listen leaves this server on its
+        protocol alone (``problem`` says why, when it matters)."""
+        task = self.worker.task_name
+        try:
+            listener, self.endpoint = self._link.listen(task)
+        except OSError as e:
+            self.problem = self._link.refused_listen(task, e)
+            return
         self._listener = listener
-        self._hangups = _Hangups()
+        self._hangups = Hangups()
         self._thread.start()
-
-    def _class(self, method: str):
-        count = self._admission.class_of(method)
-        return method, count, count.call_class.threads + count.call_class.waiting
 
     def stop(self):
         with self._lock:
@@ -252,26 +150,23 @@ class SameHostService:
                 conn, _ = self._listener.accept()
             except OSError:
                 return  # stopped
-            if self._wrap is not None:
-                conn = self._wrap(conn)  # no I/O: its handshake runs on its thread
+            conn = self._link.accepted(conn)  # no I/O (a TLS handshake: later)
             with self._lock:
                 if self._stopped or self._proven >= MAX_CONNECTIONS:
                     conn.close()
                     continue
                 self._conns.add(conn)
             try:
-                source = _source(conn)
+                source = self._link.source_of(conn)
             except OSError:  # it went away already
                 source = "gone"
             for old in self._unproven.enter(conn, source):
                 _shut(old)  # its thread ends on the closed socket
-            if conn.family != socket.AF_UNIX:
-                tune_tcp(conn)
             threading.Thread(target=self._serve, args=(conn,), daemon=True,
-                             name="nbdist-samehost-conn").start()
+                             name=f"nbdist-{self._link.name}-conn").start()
 
     def _serve(self, conn: socket.socket):
-        link = Link(shares_memory=conn.family == socket.AF_UNIX, serves=True)
+        link = Link(shares_memory=self._link.shares_memory, serves=True)
         on_hangup = None
         proven = False
         try:
@@ -306,18 +201,21 @@ class SameHostService:
             link.close()
 
     def _hello(self, conn) -> bool:
-        """The handshake (``samehost.handshake``): whether the peer proved the
+        """The handshake (``framed.handshake``): whether the peer proved the
         cluster's secret; nothing of a request is read before."""
         return server_handshake(conn, self._address, self.worker.task_name,
-                                self.worker.incarnation, self._key, _peer(conn))
+                                self.worker.incarnation, self._key,
+                                self._link.client_of(conn),
+                                uid=self._link.peer_user(conn),
+                                label=self._link.label)
 
     def _dispatch(self, header, payload, fds, conn, link, on_hangup):
         """One call, admitted in its class (refused at once when the task's
         class is full, whichever transport): its reply and tensors. Closes the
         request's fds that it did not hand to a tensor."""
         op = header.get("op")
-        method, count, bound = self._classes.get(op) or self._classes[None]
-        if count.in_flight >= bound:
+        method, count = self._classes.get(op) or self._classes[None]
+        if count.full:
             for fd in fds:
                 close_fd(fd)
             return error_header(errors.ResourceExhaustedError(
@@ -327,38 +225,38 @@ class SameHostService:
             entries = header.get("t", ())
             check_sizes(entries, self._max_tensor, self._max_total)
             if op == "push":  # before the pushed segments are mapped
-                self._admit_push(header, conn)
-            if op == "cpush":  # read in place: samehost.collective_push
+                self._master().admit_push(_entries_nbytes(entries),
+                                          self._link.client_of(conn))
+            if op == "cpush":  # read in place: framed.collective_push
                 pushed, fds = fds, ()
-                return serve_push(self.worker.collectives, header, payload, pushed,
-                                  link, on_hangup)
+                return serve_push(self.handler, header, payload, pushed, link,
+                                  on_hangup)
             tensors = decode_tensors(entries, payload, fds, header.get("seg"), link)
             fds = ()
-            if op == "step" and self.master_handler is not None:
+            if op == "step":
                 return self._step(header, tensors, on_hangup)
             if op == "run":
                 return self._run(header, tensors, on_hangup)
             if op == "recv":
                 return self._recv(header, conn, link)
             if op == "abort":
-                self.handler.cleanup_graph(int(header["step"]), errors.make_error(
-                    int(header.get("code", 1)), str(header.get("message", ""))))
-                return {}, None
+                return self._once("CleanupGraph", header, lambda: self._abort(header))
             if op == "pull":
                 return self._pull(header)
             if op == "push":
                 return self._push(header, tensors, conn)
             raise errors.InvalidArgumentError(
-                None, None, f"Unknown same-host call {str(op)[:100]!r} to "
+                None, None, f"Unknown {self._link.label} call {str(op)[:100]!r} to "
                 f"{self.worker.task_name}")
         except errors.OpError as e:
             return error_header(e), None
         except (KeyError, TypeError, ValueError) as e:
             return error_header(errors.InvalidArgumentError(
-                None, None, f"Malformed same-host {str(op)[:100]} request to "
-                f"{self.worker.task_name}: {e}")), None
+                None, None, f"Malformed {self._link.label} {str(op)[:100]} request "
+                f"to {self.worker.task_name}: {e}")), None
         except Exception as e:  # noqa: BLE001 - answered, as gRPC answers UNKNOWN
-            _log.exception("%s: same-host %s failed", self.worker.task_name, op)
+            _log.exception("%s: %s %s failed", self.worker.task_name,
+                           self._link.label, op)
             return error_header(errors.InternalError(
                 None, None, f"{str(op)[:100]} on {self.worker.task_name} failed: "
                 f"{type(e).__name__}: {e}")), None
@@ -402,14 +300,18 @@ class SameHostService:
         extras = self.handler.take_siblings(step_id, key, siblings) if siblings else {}
         return _recv_answer(key, value, extras)
 
+    def _master(self):
+        if self.master_handler is None:
+            raise errors.UnimplementedError(
+                None, None, f"{self.worker.task_name} serves no master here")
+        return self.master_handler
+
     def _once(self, method: str, header, fn):
-        """``fn()``, once per request id ``rid`` (a retried request gets the
-        answer of the first): the handlers' ``RecentRequests``, shared with
-        gRPC. This transport's own clients never retry a call that went out,
-        so they send no ``rid`` (keeping answers costs a step time and memory)
-        and their calls do not come here."""
-        return self._recent.run(("samehost/" + method, int(header["rid"])), fn,
-                                size_of=_values_nbytes)
+        """``fn()`` (a handler's answer), once per request id ``rid``: a retry
+        gets the first answer, whichever codec brought the first try
+        (``Serving.once``: ``(method, rid)`` with gRPC's method names). A
+        request without a ``rid`` (an old client) runs as it is."""
+        return self._serving.once(method, int(header.get("rid") or 0), fn)
 
     def _run(self, header, tensors, on_hangup):
         step_id = int(header["step"])
@@ -421,8 +323,7 @@ class SameHostService:
                 bool(header.get("trace")), int(header.get("timeout_ms", 0)),
                 on_hangup=on_hangup)
 
-        out_values, stats = self._once("RunGraph", header, run) if header.get(
-            "rid") else run()
+        out_values, stats = self._once("RunGraph", header, run)
         out = Outgoing()
         for k, v in out_values.items():
             out.add(k, v)
@@ -433,6 +334,7 @@ class SameHostService:
 
     def _step(self, header, tensors, on_hangup):
         """A session's RunStep (one without trace or partition graphs)."""
+        master = self._master()
         timeout_ms = int(header.get("timeout_ms", 0))
         options = None
         if timeout_ms > 0:
@@ -440,26 +342,27 @@ class SameHostService:
         args = (str(header["session"]), tensors, [str(f) for f in header["fetch"]],
                 [str(t) for t in header.get("target", ())], options, None,
                 on_hangup)
-        if header.get("rid"):
-            (values,) = self._once(
-                "RunStep", header, lambda: (self.master_handler.run_step(*args),))
-        else:
-            values = self.master_handler.run_step(*args)
+        values = self._once("RunStep", header, lambda: master.run_step(*args))
         out = Outgoing()
         for i, v in enumerate(values):
             out.add(str(i), v)
         return {"t": out.entries}, out
 
-    def _admit_push(self, header, conn):
-        nbytes = sum(int(e.get("n", 0)) for e in header.get("t", ()))
-        self.worker.pushed.admit(nbytes, _peer(conn))
+    def _abort(self, header):
+        self.handler.cleanup_graph(int(header["step"]), errors.make_error(
+            int(header.get("code", 1)), str(header.get("message", ""))))
+        return {}, None
 
     def _push(self, header, tensors, conn):
-        """A client's large feeds, kept for the RunStep naming them (as
-        PushTensors): tensor names are push ids."""
-        keys = [self.worker.pushed.put(int(name, 16), value, _peer(conn))
-                for name, value in tensors]
-        return {"keys": keys}, None
+        """A client's large feeds, kept for the RunStep naming them
+        (``MasterHandler.push``, as PushTensors): tensor names are push ids."""
+        master, client = self._master(), self._link.client_of(conn)
+
+        def push():
+            keys = [master.push(int(name, 16), value, client)
+                    for name, value in tensors]
+            return {"keys": keys}, None
+        return self._once("PushTensors", header, push)
 
     def _pull(self, header):
         step_id, key = int(header["step"]), str(header["key"])
@@ -470,47 +373,8 @@ class SameHostService:
         return {"t": out.entries}, out
 
 
-def _tcp_listener(bind: str, reserved: frozenset) -> socket.socket:
-    """A listening socket on a free port of ``bind`` that is none of
-    ``reserved`` (a free port the kernel hands out may be one a cluster spec
-    named for a task that has not started yet: it must find it free)."""
-    family = socket.AF_INET6 if ":" in bind else socket.AF_INET
-    taken = []
-    try:
-        for _ in range(_PORT_TRIES):
-            listener = socket.create_server((bind, 0), backlog=128, family=family)
-            if listener.getsockname()[1] not in reserved:
-                return listener
-            taken.append(listener)  # held, so the next try gets another port
-        raise OSError(f"no free port outside the cluster's in {_PORT_TRIES} tries")
-    finally:
-        for s in taken:
-            s.close()
-
-
-def _hung_up(fd: int) -> bool:
-    """Whether the connection on ``fd`` has hung up, now."""
-    probe = select.poll()
-    probe.register(fd, select.POLLRDHUP | select.POLLHUP)
-    return bool(probe.poll(0))
-
-
-def _peer(conn) -> str:
-    """Who pushed, for the per-client caps: the peer process (over TCP, the
-    peer's address)."""
-    if conn.family != socket.AF_UNIX:
-        return "tcp:" + str(conn.getpeername()[0])
-    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
-    pid = int.from_bytes(creds[:4], "little")
-    return f"samehost:pid{pid}"
-
-
-def _source(conn) -> str:
-    """Where an unproven connection comes from, for its slots: a TCP peer's
-    address, a Unix peer's user."""
-    if conn.family != socket.AF_UNIX:
-        return "tcp:" + str(conn.getpeername()[0])
-    return f"uid:{peer_uid(conn)}"
+def _entries_nbytes(entries) -> int:
+    return sum(int(e.get("n", 0)) for e in entries)
 
 
 def _shut(conn) -> None:
@@ -520,4 +384,4 @@ def _shut(conn) -> None:
         pass
 
 
-__all__ = ["SameHostService"]
+__all__ = ["METHODS", "FramedService"]

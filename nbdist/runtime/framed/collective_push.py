@@ -1,4 +1,4 @@
-"""All-reduce chunks pushed to a peer on this host and consumed in place.
+"""All-reduce chunks pushed to a peer over a framed link and consumed in place.
 
 A pulled chunk costs a request, a copy into the sender's staging segment, a
 copy out into a fresh array on the receiver and, there, the reduction: three
@@ -16,101 +16,31 @@ chunk.
 
 A push may also name where the receiver writes its answer: ``into``, a span of
 the sender's result on a ``shared_flat`` (a memfd, sent once per connection
-and mapped by the peer: ``wire.Link.offer_result``). Two members then each
+and mapped by the peer: ``wire.Link.offer_result``; a
+``runtime.collective_buffers.shared_flat``). Two members then each
 reduce half of the tensor and write it into both results (``collective_ring``'s
 "halves"): 3.5 passes over the tensor's bytes per member instead of 5.
 """
 
 from __future__ import annotations
 
-import fcntl
-import itertools
 import math
-import mmap
 import os
 import select
-import threading
 import time
-import weakref
 
 import numpy as np
 
 from nbdist import errors
-from nbdist.runtime.samehost.common import ChannelBroken, went_away
-from nbdist.runtime.samehost.wire import Outgoing, wire_dtype
-from nbdist.runtime.timeouts import (
-    UNBOUNDED_S,
-    ms_as_seconds,
-    ms_from_seconds,
-    step_time_left,
-    whole_ms,
-)
+from nbdist.runtime.collective_buffers import shared_span
+from nbdist.runtime.framed.common import ChannelBroken, went_away
+from nbdist.runtime.framed.wire import Outgoing, wire_dtype
+from nbdist.runtime.timeouts import ms_from_seconds, step_time_left, whole_ms
 
-__all__ = ["PushedChunk", "SharedResult", "finish_push", "fresh_flat", "serve_push",
-           "shared_flat", "shared_span", "start_push"]
+__all__ = ["PushedChunk", "finish_push", "serve_push", "start_push"]
 
 _POLL_S = 0.1
-_MADV_HUGEPAGE = getattr(mmap, "MADV_HUGEPAGE", None)
 _NUMERIC = "biuf"
-
-
-def fresh_flat(dtype: np.dtype, size: int) -> np.ndarray:
-    """A 1-d array on its own anonymous mapping (transparent huge pages when
-    the kernel has them), for a large all-reduce result. Every view of it has
-    it as its ``base``, so its reference count tells whether anything still
-    uses its memory (``collective_ring`` reuses it when nothing does)."""
-    m = mmap.mmap(-1, max(1, size * dtype.itemsize),
-                  flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-    if _MADV_HUGEPAGE is not None:
-        m.madvise(_MADV_HUGEPAGE)
-    return np.frombuffer(m, dtype=dtype, count=size)
-
-
-class SharedResult(mmap.mmap):
-    """A ``shared_flat``'s memory: a memfd mapped here, whose descriptor (kept
-    open while the mapping lives) a push hands to peers on this host. Sealed
-    against shrinking (a peer writing into it never faults past its end)."""
-
-    def __del__(self):
-        # Peers keep its descriptor for the next push naming it (a few per
-        # connection): its pages are freed now, not when they let go.
-        try:
-            self.madvise(mmap.MADV_REMOVE)
-        except (AttributeError, OSError, ValueError):
-            pass
-
-
-_result_ids = itertools.count(1)
-
-
-def shared_flat(dtype: np.dtype, size: int) -> np.ndarray:
-    """A 1-d array on a memfd a peer on this host may map and write (an
-    all-reduce result the peer fills half of). Views of it have it as their
-    ``base``, as ``fresh_flat``'s do."""
-    nbytes = max(1, size * dtype.itemsize)
-    fd = os.memfd_create("nbdist-result", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
-    try:
-        os.ftruncate(fd, nbytes)
-        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL)
-        m = SharedResult(fd, nbytes, flags=mmap.MAP_SHARED | mmap.MAP_POPULATE)
-    except BaseException:
-        os.close(fd)
-        raise
-    m.fd, m.result_id = fd, next(_result_ids)
-    weakref.finalize(m, os.close, fd)
-    arr = np.frombuffer(m, dtype=dtype, count=size)
-    m.address = arr.ctypes.data
-    return arr
-
-
-def shared_span(view: np.ndarray) -> tuple[SharedResult, int] | None:
-    """(the ``SharedResult`` under a contiguous view of a ``shared_flat``, the
-    view's byte offset in it), or None when it lies elsewhere."""
-    base = view.base if isinstance(view.base, np.ndarray) else view
-    owner = getattr(base.base, "obj", None)
-    if not isinstance(owner, SharedResult) or not view.flags.c_contiguous:
-        return None
-    return owner, view.ctypes.data - owner.address
 
 
 def start_push(ch, step, exec_id: int, key: str, value: np.ndarray, t0: float,
@@ -185,10 +115,11 @@ class PushedChunk:
             link.close()
 
 
-def serve_push(collectives, header: dict, payload: np.ndarray, fds: list, link,
+def serve_push(handler, header: dict, payload: np.ndarray, fds: list, link,
                on_hangup) -> tuple[dict, None]:
     """The receiving side of ``cpush``: the chunk as a view of the sender's
-    segment, delivered to ``collectives.mailbox``; answers once consumed."""
+    segment, handed to ``handler.push_collective`` (the task's
+    ``WorkerHandler``); answers once consumed."""
     m = None
     try:
         entries = header.get("t") or ()
@@ -219,7 +150,8 @@ def serve_push(collectives, header: dict, payload: np.ndarray, fds: list, link,
         meta = {"t0": float(header.get("t0") or 0.0)}
         if "into" in header:
             if not link.shares_memory:
-                raise ValueError("an answer into shared memory over TCP")
+                raise ValueError("an answer into shared memory over a link "
+                                 "that shares none")
             if int(header["into"]["n"]) != nbytes:
                 raise ValueError("an answer's span must be the size of its chunk")
             window, at = link.peer_result(header["into"], fds)
@@ -228,19 +160,9 @@ def serve_push(collectives, header: dict, payload: np.ndarray, fds: list, link,
     finally:
         for fd in fds:
             os.close(fd)
-    hung = threading.Event()
-    mailbox = collectives.mailbox
-
-    def hang_up():
-        hung.set()
-        mailbox.poke()
-
-    if on_hangup is not None and not on_hangup(hang_up):
-        hung.set()
-    timeout = ms_as_seconds(int(header.get("timeout_ms") or 0)) or UNBOUNDED_S
     try:
-        mailbox.deliver(int(header["exec"]), str(header["key"]), view, meta, timeout,
-                        hung)
+        handler.push_collective(int(header["exec"]), str(header["key"]), view, meta,
+                                int(header.get("timeout_ms") or 0), on_hangup)
     finally:
         del view, meta
         if m is not None and header["seg"].get("once"):

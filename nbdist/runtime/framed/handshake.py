@@ -1,5 +1,6 @@
-"""How a same-host connection proves, both ways, that its ends belong to one
-cluster, before any request is read (and before a client sends one).
+"""How a framed connection (same-host or TCP) proves, both ways, that its
+ends belong to one cluster, before any request is read (and before a client
+sends one).
 
 The abstract socket can be reached by any process of the network namespace,
 and its name can be taken by any of them before the server binds it. So
@@ -14,7 +15,7 @@ refuses an answer without the server's proof, so it sends no request, tensor
 or segment there); both sides log the refusal and the client's calls stay on
 gRPC (with TLS, then, certificates decide).
 
-The exchange (JSON frames of ``samehost.wire``)::
+The exchange (JSON frames of ``framed.wire``)::
 
     client -> server   {"op": "hello", "nonce": Nc}
     server -> client   {"challenge": Ns}                      (server with a secret)
@@ -24,17 +25,18 @@ The exchange (JSON frames of ``samehost.wire``)::
                                       incarnation)}
 
 ``B`` binds both proofs to the channel as each end sees it (``binding``): the
-transport kind and the socket's endpoints (the abstract name; over TCP, the
-server's and the client's address and port). A relay — a process that took
+socket's endpoints, server's then client's (the abstract name and an unbound
+client; over TCP, the server's and the client's address and port). A relay — a process that took
 the same-host name and passes the bytes on to the task's TCP port, or any
 process between two sockets — joins two channels that each end sees
 differently, so neither end's proof passes at the other and the relay never
 sees a request. (So does an address translation between two hosts: their
 calls stay on gRPC.)
 
-On the same-host socket both ends also check the other's user
-(``SO_PEERCRED``): an abstract name has no permission bits, so a process of
-another user could take it or call it; it is refused whatever it proves.
+Where the link tells the peer's user (the same-host socket's ``SO_PEERCRED``:
+the link policy's ``peer_user``, passed in as ``uid``) both ends also check
+it: an abstract name has no permission bits, so a process of another user
+could take it or call it; it is refused whatever it proves.
 
 Without a secret a server answers the hello with its task, address and
 incarnation at once (as before) and a client without one accepts that; a
@@ -49,13 +51,12 @@ import json
 import logging
 import os
 import secrets
-import socket
 import threading
 import time
 
 from nbdist import errors
-from nbdist.runtime.samehost.common import HELLO_BYTES, HELLO_TIMEOUT_S, close_fd
-from nbdist.runtime.samehost.wire import (
+from nbdist.runtime.framed.common import HELLO_BYTES, HELLO_TIMEOUT_S, close_fd
+from nbdist.runtime.framed.wire import (
     error_header,
     raise_if_error,
     recv_frame,
@@ -90,26 +91,20 @@ def _proof(key: bytes, *parts) -> str:
 
 def binding(sock, serving: bool) -> list:
     """The channel as this end of ``sock`` sees it, the same at both ends of
-    one connection: ``["unix", name]`` or ``["tcp", server, client]``."""
-    if sock.family == socket.AF_UNIX:
-        name = sock.getsockname() if serving else sock.getpeername()
-        return ["unix", name.decode("latin-1") if isinstance(name, bytes) else name]
-    here, there = _endpoint(sock.getsockname()), _endpoint(sock.getpeername())
-    server, client = (here, there) if serving else (there, here)
-    return ["tcp", server, client]
+    one connection: ``[server's end, client's end]``."""
+    here, there = _end(sock.getsockname()), _end(sock.getpeername())
+    return [here, there] if serving else [there, here]
 
 
-def _endpoint(addr) -> str:
-    host = str(addr[0]).removeprefix("::ffff:")  # IPv4 on a dual-stack socket
+def _end(addr) -> str:
+    """A socket's end as text: an abstract name, "" (an unbound Unix client),
+    ``host:port`` (IPv4 on a dual-stack socket as IPv4)."""
+    if isinstance(addr, bytes):
+        return addr.decode("latin-1")
+    if isinstance(addr, str):
+        return addr
+    host = str(addr[0]).removeprefix("::ffff:")
     return f"{host}:{addr[1]}"
-
-
-def peer_uid(sock) -> int | None:
-    """The user of the process at the other end of a Unix socket (else None)."""
-    if sock.family != socket.AF_UNIX:
-        return None
-    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
-    return int.from_bytes(creds[4:8], "little")
 
 
 def _matches(given, expected: str) -> bool:
@@ -133,14 +128,16 @@ def log_refusal(side: str, peer: str, message: str,
     _log.log(level, "%s", message)
 
 
-def client_handshake(sock, address: str, key: bytes | None) -> dict:
+def client_handshake(sock, address: str, key: bytes | None, uid: int | None = None,
+                     label: str = "same-host") -> dict:
     """Runs the client's half on a connected socket; the server's answer
     (``task``, ``address``, ``incarnation``) once it proved itself. Raises
     ``Refused`` (logged) when either end fails the other's check, the peer's
-    OpError for other answers, ChannelBroken-worthy OSError/ValueError."""
-    uid = peer_uid(sock)
+    OpError for other answers, ChannelBroken-worthy OSError/ValueError.
+    ``uid``: the server process's user, when the link tells; ``label``: how
+    messages name the link."""
     if uid is not None and uid != os.geteuid():
-        message = (f"The same-host socket of {address} is held by a process of "
+        message = (f"The {label} socket of {address} is held by a process of "
                    f"another user (uid {uid}): refused (gRPC instead)")
         log_refusal("client", address, message, logging.ERROR)
         raise Refused(message)
@@ -148,42 +145,42 @@ def client_handshake(sock, address: str, key: bytes | None) -> dict:
     nonce = secrets.token_hex(NONCE_BYTES)
     send_frame(sock, {"op": "hello", "nonce": nonce})
     header = _recv_small(sock)
-    _raise_refused_if_unauthenticated(header, address)
+    _raise_refused_if_unauthenticated(header, address, label)
     raise_if_error(header)
     challenge = header.get("challenge")
     if challenge is None:
         if key is not None:
-            message = (f"The same-host socket of {address} does not prove the "
+            message = (f"The {label} socket of {address} does not prove the "
                        "cluster's credentials: not used (gRPC instead)")
             log_refusal("client", address, message)
             raise Refused(message)
         return header
     if key is None:
-        raise Refused(f"The same-host socket of {address} needs the cluster's "
+        raise Refused(f"The {label} socket of {address} needs the cluster's "
                       "credentials, which this process does not hold")
     if not isinstance(challenge, str) or len(challenge) != 2 * NONCE_BYTES:
-        raise ValueError(f"malformed same-host challenge from {address}")
+        raise ValueError(f"malformed {label} challenge from {address}")
     send_frame(sock, {"op": "prove",
                       "proof": _proof(key, "client", nonce, challenge, address,
                                       channel)})
     header = _recv_small(sock)
-    _raise_refused_if_unauthenticated(header, address)
+    _raise_refused_if_unauthenticated(header, address, label)
     raise_if_error(header)
     expected = _proof(key, "server", nonce, challenge, address, channel,
                       header.get("task"), header.get("incarnation"))
     if not _matches(header.get("proof"), expected) or \
             header.get("address") != address:
-        message = (f"The same-host socket of {address} answered without the "
+        message = (f"The {label} socket of {address} answered without the "
                    "cluster's proof for this channel: not used (gRPC instead)")
         log_refusal("client", address, message, logging.ERROR)
         raise Refused(message)
     return header
 
 
-def _raise_refused_if_unauthenticated(header: dict, address: str) -> None:
+def _raise_refused_if_unauthenticated(header: dict, address: str, label: str) -> None:
     err = header.get("error")
     if isinstance(err, dict) and err.get("code") == errors.UNAUTHENTICATED:
-        message = (f"The same-host socket of {address} refused this process's "
+        message = (f"The {label} socket of {address} refused this process's "
                    f"credentials ({str(err.get('message'))[:200]}): gRPC instead")
         log_refusal("client", address, message, logging.ERROR)
         raise Refused(message)
@@ -197,19 +194,20 @@ def _recv_small(sock) -> dict:
 
 
 def server_handshake(conn, address: str, task: str, incarnation,
-                     key: bytes | None, peer: str) -> bool:
+                     key: bytes | None, peer: str, uid: int | None = None,
+                     label: str = "same-host") -> bool:
     """Runs the server's half on an accepted connection (``peer``: who, for the
     log); whether the client proved itself. A refused client gets
     ``UNAUTHENTICATED`` and nothing else; nothing of a request is read."""
     conn.settimeout(HELLO_TIMEOUT_S)  # a silent connection is not kept
-    uid = peer_uid(conn)
     if uid is not None and uid != os.geteuid():
-        return _refuse(conn, task, peer, f"a process of another user, uid {uid}")
+        return _refuse(conn, task, peer, f"a process of another user, uid {uid}",
+                       label)
     hello = _recv_small(conn)
     nonce = hello.get("nonce")
     if hello.get("op") != "hello" or (key is not None and (
             not isinstance(nonce, str) or len(nonce) != 2 * NONCE_BYTES)):
-        return _refuse(conn, task, peer, "no same-host handshake")
+        return _refuse(conn, task, peer, f"no {label} handshake", label)
     if key is None:
         conn.settimeout(None)
         send_frame(conn, {"task": task, "address": address,
@@ -224,7 +222,7 @@ def server_handshake(conn, address: str, task: str, incarnation,
             _proof(key, "client", nonce, challenge, address, channel)):
         return _refuse(conn, task, peer, "wrong credentials, or a proof made for "
                        "another channel: a relay, or an address translation "
-                       "between the two ends")
+                       "between the two ends", label)
     conn.settimeout(None)
     send_frame(conn, {"task": task, "address": address, "incarnation": incarnation,
                       "proof": _proof(key, "server", nonce, challenge, address,
@@ -232,14 +230,14 @@ def server_handshake(conn, address: str, task: str, incarnation,
     return True
 
 
-def _refuse(conn, task: str, peer: str, why: str) -> bool:
-    log_refusal("server", f"{task} {peer}", f"{task}: refused a same-host "
+def _refuse(conn, task: str, peer: str, why: str, label: str) -> bool:
+    log_refusal("server", f"{task} {peer}", f"{task}: refused a {label} "
                 f"connection from {peer} ({why}); it can use gRPC")
     send_frame(conn, error_header(errors.UnauthenticatedError(
         None, None, f"Missing or wrong nbdist token or TLS key for the "
-        f"same-host channel of {task}")))
+        f"{label} channel of {task}")))
     return False
 
 
 __all__ = ["Refused", "binding", "client_handshake", "cluster_key", "log_refusal",
-           "peer_uid", "server_handshake"]
+           "server_handshake"]

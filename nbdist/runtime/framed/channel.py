@@ -1,27 +1,20 @@
-"""``SameHostChannel``: connections to one peer's same-host socket."""
+"""``FramedChannel``: connections to one peer's framed service, over the link
+its ``framed.link.Dialer`` dials."""
 
 from __future__ import annotations
 
-import collections
 import random
-import socket
 import threading
 import weakref
 
 from nbdist import errors
-from nbdist.runtime.samehost.common import (
-    NAME_PREFIX,
-    ChannelBroken,
-    enabled,
-    socket_name,
-    tune_tcp,
-)
-from nbdist.runtime.samehost.handshake import (
+from nbdist.runtime.framed.common import ChannelBroken
+from nbdist.runtime.framed.handshake import (
     Refused,
     client_handshake,
     cluster_key,
 )
-from nbdist.runtime.samehost.wire import (
+from nbdist.runtime.framed.wire import (
     ChannelClosed,
     Link,
     Outgoing,
@@ -33,25 +26,25 @@ from nbdist.runtime.samehost.wire import (
 from nbdist.runtime.timeouts import ms_from_seconds
 
 
-class SameHostChannel:
-    """Connections to one peer's same-host socket (one per concurrent call);
-    ``task`` None: whichever task serves ``address`` (a session's master).
-    With ``endpoint`` (``(host, port)``), to the peer's TCP peer-path port
-    instead (``samehost.tcp``: a peer on another host): the same frames and
-    handshake, every tensor in the payload."""
+def request_id() -> int:
+    """A fresh nonzero 63-bit request id (TF's ``request_id``): a retry of the
+    same call, over whichever transport, is run once (``RecentRequests``)."""
+    return random.getrandbits(63) or 1
 
-    def __init__(self, task: str | None, address: str, token: str | None,
-                 calls: collections.Counter, endpoint: tuple[str, int] | None = None,
-                 wrap=None):
+
+class FramedChannel:
+    """Connections to one peer's framed service (one per concurrent call);
+    ``task`` None: whichever task serves there (a session's master).
+    ``dialer`` (a ``framed.link.Dialer``) makes each connection."""
+
+    def __init__(self, task: str | None, token: str | None, calls, dialer):
         """``token``: the peer-path secret (``auth.peer_path_secret``);
-        ``wrap``: what a connected socket is used through (the TCP path's TLS,
-        ``samehost.tls``), or None."""
+        ``calls``: a ``Counter`` of the calls sent, by (peer, op)."""
         self.task = task
-        self._endpoint = endpoint
-        self._wrap = wrap
-        self._name = socket_name(address)
+        self._dialer = dialer
+        self._address = dialer.address
         self._key = cluster_key(token)
-        self._idle: list[tuple[socket.socket, Link]] = []
+        self._idle: list[tuple[object, Link]] = []
         self._lock = threading.Lock()
         self._calls = calls
         self._closed = False
@@ -60,32 +53,28 @@ class SameHostChannel:
         # still closes its connections.
         weakref.finalize(self, _close_connections, self._idle)
 
-    def connect(self) -> tuple[socket.socket, Link]:
+    def connect(self) -> tuple[object, Link]:
         """A new authenticated connection; ChannelBroken if nobody (or somebody
         else) answers here."""
-        if self._endpoint is not None:
-            try:
-                sock = socket.create_connection(self._endpoint, timeout=10.0)
-                tune_tcp(sock)
-            except OSError as e:
-                raise ChannelBroken(str(e)) from None
-        else:
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            sock.settimeout(10.0)
-            if self._endpoint is None:
-                sock.connect(self._name)
-            if self._wrap is not None:
-                sock = self._wrap(sock)
+            sock = self._dialer.dial()
+        except Refused:
+            raise
+        except OSError as e:
+            raise ChannelBroken(str(e)) from None
+        address = self._address
+        try:
             # Both ends prove the cluster's secret before a request goes out.
-            header = client_handshake(sock, self._name[len(NAME_PREFIX):], self._key)
+            header = client_handshake(sock, address, self._key,
+                                      uid=self._dialer.peer_user(sock),
+                                      label=self._dialer.label)
             if (self.task is not None and header.get("task") != self.task) or \
-                    header.get("address") != self._name[len(NAME_PREFIX):]:
-                raise ChannelBroken(f"{self._name[1:]!r} is {header.get('task')} at "
+                    header.get("address") != address:
+                raise ChannelBroken(f"{address!r} is {header.get('task')} at "
                                     f"{header.get('address')}, not {self.task}")
             self.incarnation = header.get("incarnation")
             sock.settimeout(None)
-            return sock, Link(shares_memory=self._endpoint is None)
+            return sock, Link(shares_memory=self._dialer.shares_memory)
         except Refused:
             sock.close()
             raise
@@ -117,6 +106,8 @@ class SameHostChannel:
             conn = self.connect()
         sock, link = conn
         header["op"] = op
+        if "rid" not in header:  # (a caller may retry a call: its own rid)
+            header["rid"] = request_id()
         if link.returns:  # the peer's segments this side read in place, done with
             header["ret"] = link.take_returns()
         self._calls[(self.task, op)] += 1
@@ -167,7 +158,7 @@ class SameHostChannel:
         reply, _ = self.call("push", {"t": out.entries}, out, timeout_s)
         keys = reply.get("keys")
         if not isinstance(keys, list) or len(keys) != len(values):
-            raise errors.DataLossError(None, None, f"push to {self._name[1:]} "
+            raise errors.DataLossError(None, None, f"push to {self._address} "
                                        f"answered {keys!r:.200}")
         return [(str(k), i) for k, i in zip(keys, ids)]
 
@@ -183,7 +174,7 @@ class SameHostChannel:
         _, tensors = self.call("step", header, out,
                                timeout_s + 10.0 if timeout_s else None)
         if len(tensors) != len(fetches):
-            raise errors.DataLossError(None, None, f"RunStep on {self._name[1:]} "
+            raise errors.DataLossError(None, None, f"RunStep on {self._address} "
                                        f"answered {len(tensors)} of {len(fetches)} "
                                        "values")
         return [v for _, v in tensors]
@@ -208,17 +199,4 @@ def _close_connections(conns: list) -> None:
         link.close()
 
 
-def client_channel(address: str, token: str | None) -> SameHostChannel | None:
-    """A session's channel to the master serving ``address`` when it runs on
-    this host (for its large feeds and fetches), else None."""
-    if not enabled():
-        return None
-    ch = SameHostChannel(None, address, token, collections.Counter())
-    try:
-        ch.open()
-    except ChannelBroken:
-        return None
-    return ch
-
-
-__all__ = ["SameHostChannel", "client_channel"]
+__all__ = ["FramedChannel", "request_id"]

@@ -1,9 +1,10 @@
-"""A task's same-host paths to the other tasks of its cluster: ``SameHostPeers``
-makes each peer's ``SameHostStepPath`` (its channel when the peer is on this
-host: RunGraph, aborts and tensors; the rest of a peer's calls stay on its
-protocol's client) and the ``TensorTransport`` over them. The step paths are
-kept (and closed) by ``runtime.router.PeerRouter``, the one cache of a task's
-ways to its peers: nothing here caches a channel by task."""
+"""A task's framed paths to the other tasks of its cluster: ``FramedPeers``
+(subclassed by each link policy: ``channel(task)``) makes each peer's
+``FramedStepPath`` (its channel when the link reaches the peer: RunGraph,
+aborts and tensors; the rest of a peer's calls stay on its protocol's client)
+and the ``TensorTransport`` over them. The step paths are kept (and closed) by
+``runtime.router.PeerRouter``, the one cache of a task's ways to its peers:
+nothing here caches a channel by task."""
 
 from __future__ import annotations
 
@@ -12,26 +13,30 @@ import threading
 import time
 
 from nbdist import errors
-from nbdist.runtime.samehost.channel import SameHostChannel
-from nbdist.runtime.samehost.collective_push import PushedChunk, start_push
-from nbdist.runtime.samehost.common import (
+from nbdist.runtime.framed.channel import FramedChannel
+from nbdist.runtime.framed.collective_push import PushedChunk, start_push
+from nbdist.runtime.framed.common import (
     RECV_POLL_MS,
     RETRY_CONNECT_S,
     ChannelBroken,
     went_away,
 )
-from nbdist.runtime.samehost.handshake import Refused
-from nbdist.runtime.samehost.wire import Outgoing
-from nbdist.runtime.tensor_store import MISSING, StepExtras
+from nbdist.runtime.framed.handshake import Refused
+from nbdist.runtime.framed.wire import Outgoing
+from nbdist.runtime.tensor_store import SiblingTensors
 from nbdist.runtime.timeouts import ms_from_seconds, step_time_left, whole_ms
 
 RETRY_REFUSED_S = 60.0  # a peer that refused our credentials is tried again after
 
 
-class SameHostPeers:
-    """How one task reaches its peers on this host: ``step_path(task)`` makes
+class FramedPeers:
+    """How one task reaches its peers over one link: ``step_path(task)`` makes
     a peer's path (the router keeps it), ``tensor_transport`` carries tensors
-    over the router's paths. ``calls`` counts the calls sent, by (peer, op)."""
+    over the router's paths. ``calls`` counts the calls sent, by (peer, op).
+    A link policy's subclass says how to reach a peer (``channel``) and
+    whether all-reduce chunks are pushed (``pushes_collectives``)."""
+
+    pushes_collectives = False
 
     def __init__(self, address_of, own_task: str, token: str | None):
         self._address_of = address_of
@@ -39,34 +44,33 @@ class SameHostPeers:
         self._token = token
         self.calls: collections.Counter = collections.Counter()  # (peer, op) -> n
 
-    def step_path(self, task: str) -> SameHostStepPath:
-        return SameHostStepPath(task, lambda: SameHostChannel(
-            task, self._address_of(task), self._token, self.calls))
+    def channel(self, task: str) -> FramedChannel:
+        """A new (unopened) channel to ``task``; ChannelBroken when this link
+        does not reach it."""
+        raise NotImplementedError
 
-    def tensor_transport(self, inner, path_of) -> SameHostTransport:
+    def step_path(self, task: str) -> FramedStepPath:
+        return FramedStepPath(task, lambda: self.channel(task))
+
+    def tensor_transport(self, inner, path_of) -> FramedTransport:
         """A ``TensorTransport`` over the peers' paths (``path_of(task)``: the
-        router's ``SameHostStepPath`` of a task), ``inner`` for the rest."""
-        return SameHostTransport(inner, path_of)
+        router's ``FramedStepPath`` of a task), ``inner`` for the rest."""
+        return FramedTransport(inner, path_of, self.pushes_collectives)
 
     def close(self):
         pass  # the paths are the router's to close
 
 
-class SameHostTransport:
-    """``TensorTransport`` over same-host channels, ``inner`` for other peers."""
+class FramedTransport(SiblingTensors):
+    """``TensorTransport`` over framed channels, ``inner`` for other peers.
+    ``pushes``: all-reduce chunks go over these channels as pushes (a link
+    whose ends share memory, where a push is consumed in place), else they
+    are pulled, as ``inner`` does."""
 
-    def __init__(self, inner, path_of):
+    def __init__(self, inner, path_of, pushes: bool):
         self._inner = inner
         self._path_of = path_of
-        self._extras = StepExtras()
-
-    def recv(self, step, src_task: str, key: str, siblings=()):
-        value = self._extras.take(step, key)
-        if value is not MISSING:
-            return value
-        value, got = self.exchange(step, src_task, key, siblings)
-        self._extras.keep(step, got)
-        return value
+        self._pushes = pushes
 
     def exchange(self, step, src_task: str, key: str, siblings=()):
         """One exchange with ``src_task``: ``(value of key, {sibling: value}
@@ -127,6 +131,8 @@ class SameHostTransport:
         a peer once reached here is pushed to even while its channel is down
         (the push then reconnects or fails, never leaves the peer waiting
         for a chunk it was not sent)."""
+        if not self._pushes:
+            return self._inner.pushes_collectives(task)
         path = self._path_of(task)
         if path.reached or path.channel() is not None:
             return True
@@ -134,10 +140,13 @@ class SameHostTransport:
 
     def push_collective(self, step, dst_task: str, exec_id: int, key: str, value,
                         t0: float, into=None):
-        """Pushes an all-reduce chunk to ``dst_task`` (``samehost.collective_push``;
+        """Pushes an all-reduce chunk to ``dst_task`` (``framed.collective_push``;
         ``into``: where the peer writes its answer); returns ``finish()``, which
         waits until the peer consumed it, or None when ``dst_task`` is not
         reachable here (the caller leaves it to pull)."""
+        if not self._pushes:
+            return self._inner.push_collective(step, dst_task, exec_id, key, value,
+                                               t0, into)
         path = self._path_of(dst_task)
         ch = path.channel(now=path.reached)
         if ch is None and not path.reached:  # the next path's, if it has one
@@ -159,8 +168,8 @@ class SameHostTransport:
         self._inner.close()
 
 
-class SameHostStepPath:
-    """A peer's way over its same-host channel (``router.StepPath``), made
+class FramedStepPath:
+    """A peer's way over its framed channel (``router.StepPath``), made
     on first use (``make_channel()``); None while the peer is not reachable
     here (tried again after ``RETRY_CONNECT_S``). ``start_run_graph`` and
     ``abort_step`` answer None/False then, and the caller uses the peer's
@@ -169,14 +178,14 @@ class SameHostStepPath:
     def __init__(self, task: str, make_channel):
         self.task_name = task
         self._make_channel = make_channel
-        self._channel: SameHostChannel | None = None
+        self._channel: FramedChannel | None = None
         self._unreachable_until = 0.0
         self._lock = threading.Lock()
         # Connected once: the peer is on this host (a fact a broken channel,
         # dropped for a while, does not change).
         self.reached = False
 
-    def channel(self, now: bool = False) -> SameHostChannel | None:
+    def channel(self, now: bool = False) -> FramedChannel | None:
         """The channel, connecting if needed; None while the peer is not
         reachable (``now``: try again even within ``RETRY_CONNECT_S``)."""
         ch = self._channel
@@ -249,16 +258,23 @@ class SameHostStepPath:
 
     def abort_step(self, step_id, error) -> bool:
         """Whether the abort went out here."""
-        ch = self.channel()
-        if ch is None:
-            return False
-        try:
-            ch.call("abort", {"step": step_id, "code": int(error.error_code),
-                              "message": error.message}, timeout_s=10.0)
-            return True
-        except (ChannelBroken, errors.OpError):
-            self.forget()
-            return False
+        return abort_over(self, step_id, error, 10.0)
 
 
-__all__ = ["SameHostPeers", "SameHostStepPath", "SameHostTransport"]
+def abort_over(path, step_id: int, error, timeout_s: float | None = None) -> bool:
+    """Sends step ``step_id``'s abort (``error``) over ``path``'s channel (a
+    step path whose channel speaks the framed calls: this module's, the gRPC
+    stream path's); whether it went out. A broken channel is dropped."""
+    ch = path.channel()
+    if ch is None:
+        return False
+    try:
+        ch.call("abort", {"step": step_id, "code": int(error.error_code),
+                          "message": error.message}, timeout_s=timeout_s)
+        return True
+    except (ChannelBroken, errors.OpError):
+        path.forget()
+        return False
+
+
+__all__ = ["FramedPeers", "FramedStepPath", "FramedTransport", "abort_over"]

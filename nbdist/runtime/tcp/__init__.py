@@ -1,5 +1,6 @@
-"""The TCP peer path: the same-host path's service, frames and handshake over a
-TCP port, for peers on other hosts.
+"""The TCP peer path: the framed protocol (``runtime/framed``: its service,
+frames and handshake) over a TCP port, for peers on other hosts; this package
+is its link policy (``framed.link``).
 
 Across hosts every call went through grpcio, whose Python per-call cost (a
 unary call ~0.75 ms of CPU on each side) is most of a small step's time. Here
@@ -8,7 +9,7 @@ one frame each way on a connection kept open (one per concurrent call, as the
 same-host path): a JSON header and the tensors' raw bytes, sent from the
 arrays and received into one buffer the tensors are views of. There is no
 shared memory between hosts, so every tensor travels in the frame
-(``wire.Link(shares_memory=False)``).
+(``shares_memory`` False).
 
 A server listens on a free port of the interface its gRPC port is bound to and
 announces ``host:port`` under ``nbdist/peer_path/tcp/<task>`` (and
@@ -21,7 +22,7 @@ steps, large feeds and fetches). Tasks on one host keep the same-host path (or g
 ``NBDIST_PEER_TCP=always`` uses this path for them too, ``0`` turns it off.
 
 In a cluster with TLS every connection here is TLS with the cluster's own
-certificates (``samehost.tls``: the server's checked against the CA and the
+certificates (``tcp.tls``: the server's checked against the CA and the
 host dialed, the client's required with mutual TLS, as gRPC does), and inside
 it the handshake makes both ends prove the peer-path secret (derived from the
 task's key and the token); without TLS the frames go in plaintext and the
@@ -29,27 +30,35 @@ handshake proves the cluster's token when it has one. A client whose
 certificate or CA does not pass is refused (both ends log it) and stays on
 gRPC. A session on another host reaches its master the same way (its
 lookup then takes the cluster's token from ``NBDIST_TOKEN``).
+
+>>> same_host("grpc://127.0.0.1:2222", "localhost:2223")
+True
 """
 
 from __future__ import annotations
 
 import collections
+import logging
+import socket
 import threading
 
 from nbdist.runtime import env, transports
-from nbdist.runtime.samehost.channel import SameHostChannel
-from nbdist.runtime.samehost.common import ChannelBroken
-from nbdist.runtime.samehost.peers import (
-    SameHostPeers,
-    SameHostStepPath,
-    SameHostTransport,
-)
-from nbdist.runtime.samehost.service import SameHostService
-from nbdist.runtime.samehost.tls import TlsLink
+from nbdist.runtime.framed.channel import FramedChannel
+from nbdist.runtime.framed.common import ChannelBroken
+from nbdist.runtime.framed.link import Dialer, ServingLink
+from nbdist.runtime.framed.peers import FramedPeers
+from nbdist.runtime.framed.service import FramedService
+from nbdist.runtime.tcp.tls import TlsLink
+from nbdist.runtime.timeouts import whole_ms
 
-__all__ = ["TcpPath", "TcpPeers", "TcpTransport", "mode", "same_host"]
+__all__ = ["TcpChannel", "TcpLink", "TcpPath", "TcpPeers", "mode", "same_host",
+           "tune_tcp"]
 
+_log = logging.getLogger("nbdist")
 LOOKUP_WAIT_S = 0.5  # a step waits this long for an endpoint before using gRPC
+TCP_DEAD_AFTER_S = 30  # a link silent this long is broken (as gRPC's keepalive)
+_PORT_TRIES = 16  # free ports tried, skipping the cluster's
+_LABEL = "TCP peer-path"
 
 
 def mode() -> str:
@@ -60,8 +69,12 @@ def mode() -> str:
     return "always" if value == "always" else "other_hosts"
 
 
+def _bare(address: str) -> str:
+    return address.partition("://")[2] or address
+
+
 def _host(address: str) -> str:
-    return address.removeprefix("grpc://").rpartition(":")[0].strip("[]").lower()
+    return _bare(address).rpartition(":")[0].strip("[]").lower()
 
 
 def _loopback(host: str) -> bool:
@@ -101,18 +114,111 @@ class _Lookup:
             self.done.set()
 
 
-def _tls_client(tls: TlsLink | None, endpoint: tuple[str, int], address: str):
-    """What a channel to the task at ``address`` (listening at ``endpoint``)
-    wraps its connections with: TLS checking that host, or None (plaintext)."""
-    if tls is None:
-        return None
-    return lambda sock: tls.client(sock, endpoint[0], address)
+def tune_tcp(sock) -> None:
+    """A peer-path connection: no Nagle delay (frames are whole messages), and
+    a peer cut off without a reset (a dead host, a cut link) is noticed within
+    ``TCP_DEAD_AFTER_S``, as gRPC's keepalive would, instead of never."""
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, TCP_DEAD_AFTER_S // 2)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, 5)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, 3)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT,
+                    whole_ms(TCP_DEAD_AFTER_S))
 
 
-class TcpPeers(SameHostPeers):
+def tcp_listener(bind: str, reserved: frozenset) -> socket.socket:
+    """A listening socket on a free port of ``bind`` that is none of
+    ``reserved`` (a free port the kernel hands out may be one a cluster spec
+    named for a task that has not started yet: it must find it free)."""
+    family = socket.AF_INET6 if ":" in bind else socket.AF_INET
+    taken = []
+    try:
+        for _ in range(_PORT_TRIES):
+            listener = socket.create_server((bind, 0), backlog=128, family=family)
+            if listener.getsockname()[1] not in reserved:
+                return listener
+            taken.append(listener)  # held, so the next try gets another port
+        raise OSError(f"no free port outside the cluster's in {_PORT_TRIES} tries")
+    finally:
+        for s in taken:
+            s.close()
+
+
+class TcpLink(ServingLink):
+    """A task's service on a free TCP port of ``bind`` (none of ``reserved``);
+    every tensor inline; each connection TLS-wrapped with ``wrap`` (a
+    ``TlsLink.server_wrapper``) when the cluster has TLS."""
+
+    name = "tcp"
+    label = _LABEL
+    shares_memory = False
+
+    def __init__(self, bind: str, address: str, reserved: frozenset, wrap=None):
+        self._bind = bind
+        self._host = _bare(address).rpartition(":")[0]
+        self._reserved = reserved
+        self._wrap = wrap
+
+    def listen(self, task: str):
+        listener = tcp_listener(self._bind.strip("[]"), self._reserved)
+        return listener, f"{self._host}:{listener.getsockname()[1]}"
+
+    def refused_listen(self, task: str, error: OSError) -> None:
+        _log.warning("%s: no TCP peer path (cannot listen on %s: %s); peers on "
+                     "other hosts use gRPC", task, self._bind, error)
+
+    def accepted(self, conn):
+        tune_tcp(conn)
+        return conn if self._wrap is None else self._wrap(conn)
+
+    def client_of(self, conn) -> str:
+        return "tcp:" + str(conn.getpeername()[0])
+
+
+class TcpDialer(Dialer):
+    """Connections to the TCP peer-path port ``endpoint`` (``(host, port)``)
+    of the task at ``address``, TLS-wrapped by ``tls`` (a ``TlsLink``) or
+    plaintext (None)."""
+
+    label = _LABEL
+    shares_memory = False
+
+    def __init__(self, address: str, endpoint: tuple[str, int], tls=None):
+        self.address = _bare(address)
+        self._endpoint = endpoint
+        self._tls = tls
+
+    def dial(self):
+        sock = socket.create_connection(self._endpoint, timeout=10.0)
+        try:
+            tune_tcp(sock)
+            sock.settimeout(10.0)
+            if self._tls is not None:  # its certificate checked against the host
+                sock = self._tls.client(sock, self._endpoint[0], self.address)
+        except BaseException:
+            sock.close()
+            raise
+        return sock
+
+
+class TcpChannel(FramedChannel):
+    """Connections to one peer's TCP peer-path port (``endpoint``); ``tls``: a
+    ``TlsLink``, or None for plaintext."""
+
+    def __init__(self, task: str | None, address: str, token: str | None,
+                 calls: collections.Counter, endpoint: tuple[str, int], tls=None):
+        super().__init__(task, token, calls, TcpDialer(address, endpoint, tls))
+        self.endpoint = endpoint
+
+
+class TcpPeers(FramedPeers):
     """How one task reaches its peers on other hosts over TCP: a peer's step
     path connects to the endpoint the peer announced (``lookup(key)``: the
-    coordination service's value of ``key``, or None)."""
+    coordination service's value of ``key``, or None). All-reduce chunks are
+    pulled (over the channel when it is up), never pushed: a push needs both
+    ends to agree that the path is up, and here each end learns its peer's
+    endpoint on its own."""
 
     def __init__(self, address_of, own_task: str, token: str | None, lookup=None,
                  tls: TlsLink | None = None):
@@ -122,22 +228,14 @@ class TcpPeers(SameHostPeers):
         self._lookups: dict[str, _Lookup] = {}
         self._lock = threading.Lock()
 
-    def step_path(self, task: str) -> SameHostStepPath:
-        return SameHostStepPath(task, lambda: self._channel(task))
-
-    def tensor_transport(self, inner, path_of) -> TcpTransport:
-        return TcpTransport(inner, path_of)
-
-    def _channel(self, task: str) -> SameHostChannel:
+    def channel(self, task: str) -> TcpChannel:
         address = self._address_of(task)
         if mode() != "always" and same_host(address, self._address_of(self._own_task)):
             raise ChannelBroken(f"{task} is on this host")
         endpoint = self._endpoint(task)
         if endpoint is None:
             raise ChannelBroken(f"{task} announced no TCP peer-path endpoint (yet)")
-        return SameHostChannel(task, address, self._token, self.calls,
-                               endpoint=endpoint,
-                               wrap=_tls_client(self._tls, endpoint, address))
+        return TcpChannel(task, address, self._token, self.calls, endpoint, self._tls)
 
     def _endpoint(self, task: str) -> tuple[str, int] | None:
         """The endpoint ``task`` announced, looked up afresh for each new
@@ -151,20 +249,6 @@ class TcpPeers(SameHostPeers):
                     self._lookup, transports.endpoint_key("tcp", task))
         pending.done.wait(LOOKUP_WAIT_S)
         return pending.endpoint if pending.done.is_set() else None
-
-
-class TcpTransport(SameHostTransport):
-    """Tensors over TCP channels; all-reduce chunks are pulled (over the channel
-    when it is up), never pushed: a push needs both ends to agree that the
-    path is up, and here each end learns its peer's endpoint on its own."""
-
-    def pushes_collectives(self, task: str) -> bool:
-        return self._inner.pushes_collectives(task)
-
-    def push_collective(self, step, dst_task: str, exec_id: int, key: str, value,
-                        t0: float, into=None):
-        return self._inner.push_collective(step, dst_task, exec_id, key, value, t0,
-                                           into)
 
 
 class _NotServing:
@@ -206,9 +290,9 @@ class TcpPath:
         wrap = None
         if tls is not None:
             wrap = TlsLink(tls).server_wrapper(worker_handler.worker.task_name)
-        return SameHostService(worker_handler, address, token, limits,
-                               master_handler=master_handler, tcp_bind=bind,
-                               reserved_ports=frozenset(reserved_ports), wrap=wrap)
+        link = TcpLink(bind, address, frozenset(reserved_ports), wrap)
+        return FramedService(worker_handler, address, token, limits, link,
+                             master_handler=master_handler)
 
     @staticmethod
     def peers(address_of, own_task: str, token, lookup=None, *, tls) -> TcpPeers:
@@ -226,26 +310,23 @@ class TcpPath:
         configuration, or None: with it the lookup is a TLS call with the
         token of ``NBDIST_TOKEN`` (the secret is not the token), and the
         channel is TLS."""
-        address = address.removeprefix("grpc://")
         if mode() == "off" or (mode() != "always" and _loopback(_host(address))):
             return None
-        try:
+        try:  # (the scheme of ``address``; a bare one is the default protocol's)
             client = transports.connect_coordination(
-                f"grpc://{address}", token=token if tls is None else None,
-                tls=tls or False)
+                address, token=token if tls is None else None, tls=tls or False)
         except Exception:  # noqa: BLE001 - no coordination reachable: gRPC
             return None
         try:
-            lookup = _Lookup(client.try_get, transports.endpoint_key("tcp", "@" + address))
+            lookup = _Lookup(client.try_get,
+                             transports.endpoint_key("tcp", "@" + _bare(address)))
             lookup.done.wait(LOOKUP_WAIT_S)
         finally:
             client.close()
         if lookup.endpoint is None:
             return None
-        ch = SameHostChannel(None, address, token, collections.Counter(),
-                             endpoint=lookup.endpoint,
-                             wrap=_tls_client(tls and TlsLink(tls), lookup.endpoint,
-                                              address))
+        ch = TcpChannel(None, address, token, collections.Counter(), lookup.endpoint,
+                        None if tls is None else TlsLink(tls))
         try:
             ch.open()
         except ChannelBroken:
