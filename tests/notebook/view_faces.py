@@ -24,8 +24,9 @@ COUNTED = re.compile(r"^nbdist-(lane|lifeline|member|ps-bar|heat-cell|barrier|"
 _MEASURED = re.compile(r"(?i)final state at|status at|live|·\s*$")
 # A bar's or an arrow's label is drawn only where it fits, which follows the
 # measured times: which ones a run labels is measured too.
+# A task's steps/s and CPU (ClusterView) are measured, "–" where not running.
 _MEASURED_LINES = {"nbdist-round-line", "nbdist-next-round", "nbdist-op-label",
-                   "nbdist-transfer-label"}
+                   "nbdist-transfer-label", "nbdist-task-load"}
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
 _TMP = re.compile(r"/tmp/[\w.-]+")  # a run's temporary directory (a logdir)
 # "worker:# #×, worker:# #×" is one item however many workers the run named.
