@@ -36,7 +36,7 @@ __all__ = ["TaskLoad", "heartbeat_reader", "load_cells_html", "load_figures_html
 
 UNKNOWN = "–"
 _WINDOW_S = 2.0  # rates over about the last two seconds of heartbeats
-_HISTORY = 40  # points of a sparkline; older ones are merged two by two
+_HISTORY = 20  # a sparkline has 20 to 39 points; older ones merged two by two
 _STEPS_COLOR = "#0969da"
 _CPU_COLOR = "#8250df"
 
@@ -192,11 +192,10 @@ def load_strip_html(rows, running) -> str:
 
 def load_strip_text(rows, running) -> dict[str, str]:
     """The compact strip in words, per job: "steps/s 3.1–11 (slowest
-    worker:7) · CPU 12–97% (busiest ps:0)"; jobs with nothing measured left
-    out."""
+    worker:7) · CPU 12–97% (busiest ps:0)" ("–": nothing measured)."""
     return {job: f"steps/s {_spread(steps, _number, 'slowest', min)}"
                  f" · CPU {_spread(cpus, _percent, 'busiest', max)}"
-            for job, _, steps, cpus in _job_loads(rows, running) if steps or cpus}
+            for job, _, steps, cpus in _job_loads(rows, running)}
 
 
 def _spread(values: dict, fmt, word: str, pick) -> str:

@@ -598,7 +598,7 @@ class ClusterView(LiveView):
         box = w.HTML() if compact else w.GridBox(
             grid,
             layout=w.Layout(
-                grid_template_columns="90px 170px 70px 130px 60px 110px 110px "
+                grid_template_columns="90px 170px 70px 130px 60px 160px 160px "
                 "96px 96px",
                 grid_gap="0px 4px",
                 align_items="center",
