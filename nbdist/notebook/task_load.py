@@ -37,6 +37,9 @@ __all__ = ["TaskLoad", "heartbeat_reader", "load_cells_html", "load_figures_html
 UNKNOWN = "–"
 _WINDOW_S = 2.0  # rates over about the last two seconds of heartbeats
 _HISTORY = 20  # a sparkline has 20 to 39 points; older ones merged two by two
+# A CPU sparkline is scaled to its largest value (its shape shows; the number
+# says how busy), but never below 10 %: an idle task's bars stay low.
+_CPU_FLOOR = 10.0
 _STEPS_COLOR = "#0969da"
 _CPU_COLOR = "#8250df"
 
@@ -141,7 +144,7 @@ def load_figures_html(load: TaskLoad, running: bool) -> tuple[str, str]:
     """steps/s and CPU, each a number and its sparkline over the task's run."""
     steps = [s for s, _ in load.history]
     cpus = [c for _, c in load.history]
-    cpu_top = max(100.0, max((c for c in cpus if c is not None), default=0))
+    cpu_top = max(_CPU_FLOOR, max((c for c in cpus if c is not None), default=0))
     return (f"{esc(load.steps_text(running))}{spark_html(steps, _STEPS_COLOR)}",
             f"{esc(load.cpu_text(running))}{spark_html(cpus, _CPU_COLOR, cpu_top)}")
 
@@ -177,7 +180,7 @@ def load_strip_html(rows, running) -> str:
     (now), and the spread in words: the slowest and the busiest task named."""
     lines = []
     for job, members, steps, cpus in _job_loads(rows, running):
-        cpu_top = max(100.0, max(cpus.values(), default=0))
+        cpu_top = max(_CPU_FLOOR, max(cpus.values(), default=0))
         lines.append(
             f"<div class='nbdist-load-job' data-job='{esc(job)}' style='margin:2px 0'>"
             f"<b style='display:inline-block;width:64px'>{esc(job)}</b>steps/s "

@@ -111,7 +111,7 @@ def test_the_cpu_field_round_trips_over_grpc_and_an_old_peer_is_unknown():
         assert rows["ps:0"].load.steps_per_s <= 25  # ≤ 20/s, with timer slack
         line = next(x for x in repr(view).splitlines() if x.startswith("  ps:0 "))
         assert re.search(r"running +0 +\d+(\.\d)? +–$", line), line
-        assert re.search(r"^  worker:0 .* \d+%$", repr(view), re.M)
+        assert re.search(r"^  worker:0 .* \d+%$", repr(view), re.MULTILINE)
     finally:
         if view is not None:
             view.close()
@@ -174,7 +174,7 @@ def test_a_real_cluster_shows_the_slow_worker_and_each_tasks_cpu():
                 assert 0 <= rows[name].load.cpu_pct <= cores * 100, name
             text = repr(view)
             for name in ("worker:0", "worker:1"):
-                assert re.search(rf"  {name} .* \d+(\.\d)? +\d+%$", text, re.M), text
+                assert re.search(rf"  {name} .* \d+(\.\d)? +\d+%$", text, re.MULTILINE), text
             html = view._repr_html_()
             assert html.count("class='nbdist-task-load'") == 6
 
@@ -246,7 +246,7 @@ def test_measured_figures_leave_the_faces_structure_and_nbvals_text_alike(tasks)
     spec = nd.train.ClusterSpec({"ps": ["localhost:2000"], "worker": [
         f"localhost:{3000 + i}" for i in range(workers)]})
     cfg = (ROOT / "tests" / "nbval_sanitize.cfg").read_text()
-    sanitizers = re.findall(r"^regex: (.*)$\n^replace: (.*)$", cfg, flags=re.M)
+    sanitizers = re.findall(r"^regex: (.*)$\n^replace: (.*)$", cfg, flags=re.MULTILINE)
 
     def sanitized(s):
         for regex, replace in sanitizers:

@@ -28,6 +28,8 @@ _MEASURED = re.compile(r"(?i)final state at|status at|live|·\s*$")
 _MEASURED_LINES = {"nbdist-round-line", "nbdist-next-round", "nbdist-op-label",
                    "nbdist-transfer-label", "nbdist-task-load"}
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
+# A counted noun's plural follows the count ("redone 1 step" / "3 steps").
+_COUNTED_PLURAL = re.compile(r"(# \w+?)s\b")
 _TMP = re.compile(r"/tmp/[\w.-]+")  # a run's temporary directory (a logdir)
 # "worker:# #×, worker:# #×" is one item however many workers the run named.
 _REPEATS = re.compile(r"([^,;()]+?)(?:, \1)+")
@@ -65,6 +67,7 @@ class _Face(HTMLParser):
         text = " ".join(data.split())
         if text and not any(self._open) and not _MEASURED.search(text):
             text = _NUMBER.sub("#", _TMP.sub("/tmp/TMP", text))
+            text = _COUNTED_PLURAL.sub(r"\1", text)
             self.words.add(_REPEATS.sub(r"\1", text))
 
 
