@@ -37,8 +37,8 @@ FACES = {
         ("%cluster timeline z", "svg"),
         ("%cluster status", r"1 running"),
         # Each task's steps/s and CPU: measured numbers (or "–"), drawn.
-        ("%cluster status", r"steps/s\s+CPU\s+localhost:0\s+\S+\s+\d+\s+running\s+"
-                            r"\d+\s+(\d+(\.\d)?|–)\s+(\d+%|–)"),
+        ("%cluster status", (r"steps/s\s+CPU\s+localhost:0\s+\S+\s+\d+\s+running\s+"
+                             r"\d+\s+(\d+(\.\d)?|–)\s+(\d+%|–)")),
     ],
     "02-cluster-and-placement": [
         ("%cluster start", r"Cluster · 4 tasks: 4 stopped"),
