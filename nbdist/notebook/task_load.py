@@ -127,17 +127,22 @@ def heartbeat_reader(source):
 
 
 def spark_html(values, color: str, top: float | None = None, height: int = 14) -> str:
-    """A sparkline of bars (no script, no svg: a static render shows it as a
-    browser does); None values leave a gap."""
+    """A sparkline: a bar (a 2 px stroke, 3 px apart) per value, in one svg
+    path (a static render draws it without script; a few bytes a bar); None
+    values leave a gap, 0 a 1 px stub.
+
+    >>> spark_html([2, None, 4], "red")  # doctest: +NORMALIZE_WHITESPACE
+    "<svg width='9' height='14' style='vertical-align:middle;margin-left:4px'>\
+<path d='M1 14v-7M7 14v-14' stroke='red' stroke-width='2'/></svg>"
+    """
     known = [v for v in values if v is not None]
     top = top or max(known, default=0) or 1.0
     bars = "".join(
-        f"<span style='display:inline-block;width:2px;margin-right:1px;"
-        f"height:{max(1, round(height * min(v, top) / top)) if v else 1}px;"
-        f"background:{color if v is not None else 'transparent'}'></span>"
-        for v in values)
-    return (f"<span style='display:inline-block;height:{height}px;line-height:0;"
-            f"vertical-align:middle;margin-left:4px'>{bars}</span>")
+        f"M{3 * i + 1} {height}v-{max(1, round(height * min(v, top) / top))}"
+        for i, v in enumerate(values) if v is not None)
+    return (f"<svg width='{3 * len(values)}' height='{height}' "
+            f"style='vertical-align:middle;margin-left:4px'>"
+            f"<path d='{bars}' stroke='{color}' stroke-width='2'/></svg>")
 
 
 def load_figures_html(load: TaskLoad, running: bool) -> tuple[str, str]:
