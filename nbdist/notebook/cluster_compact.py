@@ -77,8 +77,9 @@ def grouped_history(rows, clock=clock) -> list[tuple[str, str]]:
     return [(task, line) for _, task, line in sorted(out)]
 
 
-def job_counts_text(rows) -> list[str]:
-    """Per job: "worker  32: 31 running, 1 killed (worker:7)"."""
+def job_counts_text(rows, extra=None) -> list[str]:
+    """Per job: "worker  32: 31 running, 1 killed (worker:7)", then
+    ``extra[job]`` (its steps/s and CPU) after " · " where given."""
     jobs: dict[str, list] = {}
     for r in rows:
         jobs.setdefault(r.job, []).append(r)
@@ -94,7 +95,8 @@ def job_counts_text(rows) -> list[str]:
             who = "" if state == common else f" ({', '.join(names[:6])}" + (
                 ", …)" if len(names) > 6 else ")")
             parts.append(f"{len(names)} {state}{who}")
-        out.append(f"  {job.ljust(width)}  {len(members):3d}: {', '.join(parts)}")
+        more = f" · {extra[job]}" if extra and job in extra else ""
+        out.append(f"  {job.ljust(width)}  {len(members):3d}: {', '.join(parts)}{more}")
     return out
 
 

@@ -1,11 +1,14 @@
 """``ClusterView``: the tasks of a cluster, live — address, pid, state, steps
-served — with kill and restart buttons (the code of ``%cluster kill/restart``).
+served, steps/s and CPU — with kill and restart buttons (the code of
+``%cluster kill/restart``).
 
 State comes from two places: the processes of a ``LocalCluster`` (polled, so a
 SIGKILL shows at once) and the coordination service's events (``task_state``:
 connected, silent, back after a restart; ``step``: one more step served).
 Each task's changes (started, killed, failed by heartbeat, restarted, with
-times) are kept as its history, drawn under the table.
+times) are kept as its history, drawn under the table. Each task's steps/s
+and CPU come from its heartbeats (``task_load``), read with the tasks' states
+every ``load_poll_s``.
 """
 
 from __future__ import annotations
@@ -23,8 +26,16 @@ from nbdist.notebook.cluster_compact import (
     grouped_history,
     job_counts_text,
 )
-from nbdist.notebook.live_view import STATE_COLORS, LiveView, clock, esc, short_task
 from nbdist.notebook.events import cluster_gone
+from nbdist.notebook.live_view import STATE_COLORS, LiveView, clock, esc, short_task
+from nbdist.notebook.task_load import (
+    TaskLoad,
+    heartbeat_reader,
+    load_cells_html,
+    load_figures_html,
+    load_strip_html,
+    load_strip_text,
+)
 from nbdist.notebook.widget_story import FailureStory
 
 __all__ = ["ClusterView"]
@@ -56,6 +67,7 @@ class TaskRow:
     restarts: int = 0
     reason: str = ""  # why it ended, as its cluster says (SLURM: the node's Reason)
     history: list = field(default_factory=list)  # (wall time, what happened)
+    load: TaskLoad = field(default_factory=TaskLoad)  # steps/s and CPU
 
     @property
     def name(self) -> str:
@@ -174,6 +186,19 @@ class ClusterState:
         noted |= self.story.sync_history(self.rows.values())
         return changed or noted
 
+    def apply_heartbeats(self, records) -> bool:
+        """Takes the tasks' last heartbeats (``task_states()`` records:
+        ``steps_served``, ``cpu_seconds``, ``last_heartbeat_wall``); returns
+        whether a task's steps/s or CPU changed."""
+        changed = False
+        for rec in records:
+            row = self.rows.get(short_task(rec.task))  # rows come from events
+            if row is not None and rec.last_heartbeat_wall:
+                changed |= row.load.add(rec.last_heartbeat_wall, rec.steps_served,
+                                        rec.cpu_seconds,
+                                        rec.incarnation)
+        return changed
+
     def sorted_rows(self) -> list[TaskRow]:
         return sorted(
             self.rows.values(), key=lambda r: (_JOB_ORDER.get(r.job, 9), r.job, r.index)
@@ -218,13 +243,18 @@ class ClusterView(LiveView):
     ...                                live=False)
     >>> print(view)
     ClusterView: 1 task: 1 unknown
-      task      address         pid  state    steps
-      worker:0  localhost:2223  -    unknown  0
+      task      address         pid  state    steps  steps/s  CPU
+      worker:0  localhost:2223  -    unknown  0      –        –
+
+    While a cluster runs, steps/s and CPU (100 % is one core) are each task's
+    over its last two seconds, from its heartbeats; "–": not running, or a
+    peer that does not report its CPU time.
     """
 
     kinds = ("task_state", "step", "recovery")
     face_class = "nbdist-cluster-view"  # the static face, as the widget
     poll_s = 0.25
+    load_poll_s = 0.5  # the tasks' heartbeats (steps/s, CPU) read this often
 
     def __init__(
         self, cluster, *, source=None, follower=None, target=None, live: bool = True
@@ -234,11 +264,14 @@ class ClusterView(LiveView):
         self.message = ""
         self.snapshot_at: float | None = None
         self._poll_stop = threading.Event()
+        self._load_polled = 0.0
         super().__init__(
             cluster, source=source, follower=follower, target=target, live=live
         )
+        self._heartbeats = heartbeat_reader(
+            self.follower.source if self.follower is not None else None)
         self._poll()
-        if live and self._pollable():
+        if live and (self._pollable() or self._heartbeats is not None):
             self._poller = threading.Thread(
                 target=self._poll_loop, daemon=True, name="nbdist-ClusterView-poll"
             )
@@ -264,13 +297,28 @@ class ClusterView(LiveView):
             tasks = self._processes()
         except Exception:  # noqa: BLE001 - a cluster being torn down
             return False
+        records = self._poll_heartbeats()
         with self._lock:
             changed = self._state.update_processes(tasks)
+            changed |= self._state.apply_heartbeats(records)
             if changed:
                 self._state_changed.notify_all()
         if changed:
             self._changed()
         return changed
+
+    def _poll_heartbeats(self) -> list:
+        """The tasks' last heartbeats, at most every ``load_poll_s`` ([] in
+        between, or when the service does not answer)."""
+        now = time.monotonic()
+        if (self._heartbeats is None or self._closed
+                or now - self._load_polled < self.load_poll_s):
+            return []
+        self._load_polled = now
+        try:
+            return self._heartbeats(timeout_s=1.0)
+        except Exception:  # noqa: BLE001 - the service restarting or gone
+            return []
 
     def _poll_loop(self):
         gone_since = None
@@ -409,17 +457,19 @@ class ClusterView(LiveView):
         rows = self._state.sorted_rows()
         if len(rows) > COMPACT_AT:
             return self._compact_text(rows)
-        table = [("task", "address", "pid", "state", "steps")] + [
+        table = [("task", "address", "pid", "state", "steps", "steps/s", "CPU")] + [
             (
                 r.name,
                 r.address or "-",
                 str(r.pid) if r.pid else "-",
                 f"{r.state} ({r.reason})" if r.reason else r.state,
                 f"{r.steps} {_restarts(r)}".rstrip(),
+                r.load.steps_text(_running(r)),
+                r.load.cpu_text(_running(r)),
             )
             for r in rows
         ]
-        widths = [max(len(line[i]) for line in table) for i in range(5)]
+        widths = [max(len(line[i]) for line in table) for i in range(7)]
         lines = [f"ClusterView: {self._state.summary()}"]
         for line in table:
             lines.append(
@@ -441,7 +491,8 @@ class ClusterView(LiveView):
     def _compact_text(self, rows) -> str:
         """Many tasks: a line per job (how many in each state) and the
         history grouped across tasks."""
-        lines = [f"ClusterView: {self._state.summary()}", *job_counts_text(rows)]
+        lines = [f"ClusterView: {self._state.summary()}",
+                 *job_counts_text(rows, load_strip_text(rows, _running))]
         history = grouped_history(rows)
         if history:
             lines.append("history:")
@@ -493,19 +544,21 @@ class ClusterView(LiveView):
         tasks = self._state.sorted_rows()
         msg = f"<div class='muted'>{esc(self.message)}</div>" if self.message else ""
         if len(tasks) > COMPACT_AT:
-            return (f"{self._header_html()}{compact_grid_html(tasks)}"
+            return (f"{self._header_html()}{_compact_html(tasks)}"
                     f"{self._history_html()}{self._story_html()}{msg}")
         rows = "".join(
             f"<tr class='nbdist-task' data-task='{esc(r.name)}'>"
             f"<td><b>{esc(r.name)}</b></td><td><code>{esc(r.address or '-')}</code></td>"
             f"<td class='pid'>{esc(r.pid or '-')}</td>"
             f"<td>{_state_html(r.state, r.reason)}</td>"
-            f"<td class='steps'>{r.steps}</td><td class='muted'>{_restarts(r)}</td></tr>"
+            f"<td class='steps'>{r.steps}</td><td class='muted'>{_restarts(r)}</td>"
+            f"{load_cells_html(r.load, _running(r))}</tr>"
             for r in tasks
         )
         return (
             f"{self._header_html()}<table><tr><th>task</th><th>address</th>"
-            f"<th>pid</th><th>state</th><th>steps</th><th></th></tr>{rows}"
+            f"<th>pid</th><th>state</th><th>steps</th><th></th><th>steps/s</th>"
+            f"<th>CPU</th></tr>{rows}"
             f"</table>{self._history_html()}{self._story_html()}{msg}"
         )
 
@@ -519,7 +572,7 @@ class ClusterView(LiveView):
             value=STYLE + f"<div class='nbdist'>{self._header_html()}</div>"
         )
         grid = []
-        labels = ("task", "address", "pid", "state", "steps", "", "")
+        labels = ("task", "address", "pid", "state", "steps", "steps/s", "CPU", "", "")
         for label in labels:
             grid.append(
                 w.HTML(value=f"<div class='nbdist'><b class='muted'>{label}</b></div>")
@@ -527,7 +580,7 @@ class ClusterView(LiveView):
         self._buttons = {}
         compact = len(self._state.sorted_rows()) > COMPACT_AT
         for r in ([] if compact else self._state.sorted_rows()):
-            cells = [w.HTML() for _ in range(5)]
+            cells = [w.HTML() for _ in range(7)]
             self._cells[r.name] = cells
             grid.extend(cells)
             for action, icon in (("kill", "skull"), ("restart", "redo")):
@@ -545,7 +598,8 @@ class ClusterView(LiveView):
         box = w.HTML() if compact else w.GridBox(
             grid,
             layout=w.Layout(
-                grid_template_columns="90px 170px 70px 130px 60px 96px 96px",
+                grid_template_columns="90px 170px 70px 130px 60px 160px 160px "
+                "96px 96px",
                 grid_gap="0px 4px",
                 align_items="center",
             ),
@@ -568,7 +622,7 @@ class ClusterView(LiveView):
 
         grid = getattr(self, "_grid", None)
         if grid is not None:
-            value = f"<div class='nbdist'>{compact_grid_html(self._state.sorted_rows())}"
+            value = f"<div class='nbdist'>{_compact_html(self._state.sorted_rows())}"
             value += "</div>"
             if grid.value != value:
                 grid.value = value
@@ -582,6 +636,7 @@ class ClusterView(LiveView):
                 esc(r.pid or "-"),
                 _state_html(r.state, r.reason),
                 f"{r.steps} <span class='muted'>{_restarts(r)}</span>",
+                *_load_spans(r),
             )
             for cell, v in zip(cells, values):
                 v = f"<div class='nbdist'>{v}</div>"
@@ -613,3 +668,21 @@ class ClusterView(LiveView):
 
 def _restarts(r: TaskRow) -> str:
     return f"↻{r.restarts}" if r.restarts else ""
+
+
+def _running(r: TaskRow) -> bool:
+    """Whether ``r``'s steps/s and CPU are shown (else "–"): they are the last
+    seconds' of a task that runs."""
+    return r.state == "running"
+
+
+def _compact_html(rows) -> str:
+    """Many tasks: the grid of cells, then a bar per task for steps/s and CPU."""
+    return compact_grid_html(rows) + load_strip_html(rows, _running)
+
+
+def _load_spans(r: TaskRow) -> tuple[str, str]:
+    """The widget's steps/s and CPU cells (the static face's, out of a table)."""
+    steps, cpu = load_figures_html(r.load, _running(r))
+    return (f"<span class='nbdist-task-load'>{steps}</span>",
+            f"<span class='nbdist-task-load'>{cpu}</span>")

@@ -29,7 +29,7 @@ class CoordinationConfig(_message.Message):
     def __init__(self, heartbeat_interval_ms: _Optional[int] = ..., heartbeat_timeout_ms: _Optional[int] = ..., max_events: _Optional[int] = ...) -> None: ...
 
 class TaskStateInfo(_message.Message):
-    __slots__ = ("task", "state", "incarnation", "address", "pid", "error_message", "last_heartbeat_us", "steps_served")
+    __slots__ = ("task", "state", "incarnation", "address", "pid", "error_message", "last_heartbeat_us", "steps_served", "cpu_seconds")
     TASK_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     INCARNATION_FIELD_NUMBER: _ClassVar[int]
@@ -38,6 +38,7 @@ class TaskStateInfo(_message.Message):
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     LAST_HEARTBEAT_US_FIELD_NUMBER: _ClassVar[int]
     STEPS_SERVED_FIELD_NUMBER: _ClassVar[int]
+    CPU_SECONDS_FIELD_NUMBER: _ClassVar[int]
     task: str
     state: TaskState
     incarnation: int
@@ -46,7 +47,8 @@ class TaskStateInfo(_message.Message):
     error_message: str
     last_heartbeat_us: int
     steps_served: int
-    def __init__(self, task: _Optional[str] = ..., state: _Optional[_Union[TaskState, str]] = ..., incarnation: _Optional[int] = ..., address: _Optional[str] = ..., pid: _Optional[int] = ..., error_message: _Optional[str] = ..., last_heartbeat_us: _Optional[int] = ..., steps_served: _Optional[int] = ...) -> None: ...
+    cpu_seconds: float
+    def __init__(self, task: _Optional[str] = ..., state: _Optional[_Union[TaskState, str]] = ..., incarnation: _Optional[int] = ..., address: _Optional[str] = ..., pid: _Optional[int] = ..., error_message: _Optional[str] = ..., last_heartbeat_us: _Optional[int] = ..., steps_served: _Optional[int] = ..., cpu_seconds: _Optional[float] = ...) -> None: ...
 
 class RegisterTaskRequest(_message.Message):
     __slots__ = ("task", "incarnation", "address", "pid")
@@ -69,14 +71,16 @@ class RegisterTaskResponse(_message.Message):
     def __init__(self, leader_incarnation: _Optional[int] = ..., config: _Optional[_Union[CoordinationConfig, _Mapping]] = ...) -> None: ...
 
 class HeartbeatRequest(_message.Message):
-    __slots__ = ("task", "incarnation", "steps_served")
+    __slots__ = ("task", "incarnation", "steps_served", "cpu_seconds")
     TASK_FIELD_NUMBER: _ClassVar[int]
     INCARNATION_FIELD_NUMBER: _ClassVar[int]
     STEPS_SERVED_FIELD_NUMBER: _ClassVar[int]
+    CPU_SECONDS_FIELD_NUMBER: _ClassVar[int]
     task: str
     incarnation: int
     steps_served: int
-    def __init__(self, task: _Optional[str] = ..., incarnation: _Optional[int] = ..., steps_served: _Optional[int] = ...) -> None: ...
+    cpu_seconds: float
+    def __init__(self, task: _Optional[str] = ..., incarnation: _Optional[int] = ..., steps_served: _Optional[int] = ..., cpu_seconds: _Optional[float] = ...) -> None: ...
 
 class HeartbeatResponse(_message.Message):
     __slots__ = ("leader_incarnation",)

@@ -1,6 +1,7 @@
 """The views' static faces in Debian's Chromium (no JupyterLab, no kernel:
 each face set as the page's content), measured from the DOM: a ClusterView of
-2 ps + 32 workers fits in 900 px of height; TimelineView's transfer labels and
+2 ps + 32 workers fits in 900 px of height, with its strip of each task's
+steps/s and CPU (a bar per task); TimelineView's transfer labels and
 CollectiveView's member names, as the browser lays them out, overlap nothing
 they must not. The 32-task faces are the screenshots ``cluster-32.png``,
 ``barrier-32.png`` and ``traffic-32.png`` (``NBDIST_UPDATE_SCREENSHOTS=1``).
@@ -36,6 +37,9 @@ def _faces():
     for i, row in enumerate(cluster.state.sorted_rows()):
         row.process, row.pid = "running", 1000 + i
         row.note("started", 1_800_000_000.0 + 0.03 * i)
+        for k in range(3):  # heartbeats: worker:5 the slowest, 10-12 steps/s else
+            rate = 2 if row.name == "worker:5" else 10 + i % 3
+            row.load.add(100.0 + k, rate * k, 0.4 * k * (1 + i % 2))
     workers = [f"worker:{i}" for i in range(32)]
     rounds = RoundTracker()
     for step_id, w in enumerate(workers):
@@ -79,6 +83,17 @@ def test_faces_at_32_workers_fit_and_labels_do_not_overlap(
                 face = page.locator("body > div").first
                 box = face.bounding_box()
                 assert box and box["height"] <= 900, (name, box)
+                if name == "cluster":  # a bar per task, drawn, under the grid
+                    strip = page.locator(".nbdist-load-job")
+                    assert strip.count() == 2
+                    spark = strip.first.locator(".nbdist-task-load svg").first
+                    box = spark.bounding_box()  # 32 bars, 3 px apart
+                    assert box["width"] == 96 and box["height"] == 14
+                    bars = page.evaluate(
+                        "(p) => p.getTotalLength()",
+                        spark.locator("path").element_handle())
+                    assert bars > 32  # drawn: at least a 1 px stub per worker
+                    assert "slowest worker:5" in strip.first.inner_text()
                 face.screenshot(path=str(shots / f"{name}-32.png"))
             assert page.locator(".nbdist-heat-cell").count() == 64  # the last face
 

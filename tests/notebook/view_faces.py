@@ -24,9 +24,12 @@ COUNTED = re.compile(r"^nbdist-(lane|lifeline|member|ps-bar|heat-cell|barrier|"
 _MEASURED = re.compile(r"(?i)final state at|status at|live|·\s*$")
 # A bar's or an arrow's label is drawn only where it fits, which follows the
 # measured times: which ones a run labels is measured too.
+# A task's steps/s and CPU (ClusterView) are measured, "–" where not running.
 _MEASURED_LINES = {"nbdist-round-line", "nbdist-next-round", "nbdist-op-label",
-                   "nbdist-transfer-label"}
+                   "nbdist-transfer-label", "nbdist-task-load"}
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
+# A counted noun's plural follows the count ("redone 1 step" / "3 steps").
+_COUNTED_PLURAL = re.compile(r"(# \w+?)s\b")
 _TMP = re.compile(r"/tmp/[\w.-]+")  # a run's temporary directory (a logdir)
 # "worker:# #×, worker:# #×" is one item however many workers the run named.
 _REPEATS = re.compile(r"([^,;()]+?)(?:, \1)+")
@@ -64,6 +67,7 @@ class _Face(HTMLParser):
         text = " ".join(data.split())
         if text and not any(self._open) and not _MEASURED.search(text):
             text = _NUMBER.sub("#", _TMP.sub("/tmp/TMP", text))
+            text = _COUNTED_PLURAL.sub(r"\1", text)
             self.words.add(_REPEATS.sub(r"\1", text))
 
 

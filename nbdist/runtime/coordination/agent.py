@@ -125,9 +125,13 @@ class CoordinationAgent:
 
     def _heartbeat(self):
         steps = int(self._steps_served() or 0)
+        # This process's CPU time (every thread, user + system): a viewer's CPU %
+        # is its change between two heartbeats. Tasks sharing a process (servers
+        # in one Python) report the same figure.
         inc = self._client.heartbeat(
             self.task, self.incarnation, steps,
-            timeout_s=max(0.2, min(self._timeout_s / 2, 2.0)), retry_connect=False)
+            timeout_s=max(0.2, min(self._timeout_s / 2, 2.0)), retry_connect=False,
+            cpu_seconds=time.process_time())
         if inc != self.leader_incarnation:
             self.registered = False  # the leader restarted: register again
 

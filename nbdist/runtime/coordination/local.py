@@ -34,8 +34,9 @@ class LocalCoordinationClient:
         return self.service.register_task(task, incarnation, address, pid), 0
 
     def heartbeat(self, task: str, incarnation: int, steps_served: int = 0,
-                  timeout_s: float | None = None, retry_connect: bool = True) -> int:
-        return self.service.heartbeat(task, incarnation, steps_served)
+                  timeout_s: float | None = None, retry_connect: bool = True,
+                  cpu_seconds: float | None = None) -> int:
+        return self.service.heartbeat(task, incarnation, steps_served, cpu_seconds)
 
     def report_error(self, task: str, code: int, message: str) -> None:
         self.service.report_error(task, code, message)

@@ -112,6 +112,9 @@ class TaskRecord:
     last_heartbeat: float = 0.0  # monotonic
     last_heartbeat_wall: float = 0.0
     steps_served: int = 0
+    # The task's process CPU seconds at its last heartbeat; None: not told
+    # (a peer older than the field, or no heartbeat since it registered).
+    cpu_seconds: float | None = None
 
 
 @dataclass
@@ -287,6 +290,7 @@ class CoordinationService:
             rec.incarnation, rec.address, rec.pid = incarnation, address, pid
             rec.error_message = ""
             rec.steps_served = 0 if restarted else rec.steps_served
+            rec.cpu_seconds = None if restarted else rec.cpu_seconds
             self._touch(rec)
             if rec.state != CONNECTED or restarted:
                 self._set_state(rec, CONNECTED, restarted=restarted)
@@ -296,7 +300,10 @@ class CoordinationService:
         rec.last_heartbeat = time.monotonic()
         rec.last_heartbeat_wall = time.time()
 
-    def heartbeat(self, task: str, incarnation: int, steps_served: int = 0) -> int:
+    def heartbeat(self, task: str, incarnation: int, steps_served: int = 0,
+                  cpu_seconds: float | None = None) -> int:
+        """A task is alive; ``steps_served`` and ``cpu_seconds`` (its process's
+        CPU time, None when it does not say) are kept for ``task_states``."""
         with self._lock:
             rec = self._record(task)
             if rec.incarnation == 0:
@@ -309,6 +316,7 @@ class CoordinationService:
                     "restarted and must register again")
             self._touch(rec)
             rec.steps_served = steps_served
+            rec.cpu_seconds = cpu_seconds
             if rec.state == DISCONNECTED:
                 self._set_state(rec, CONNECTED, restarted=False)
             return self.incarnation
@@ -329,7 +337,8 @@ class CoordinationService:
                 r = self._record(t)
                 out.append(TaskRecord(r.task, r.state, r.incarnation, r.address, r.pid,
                                       r.error_message, r.last_heartbeat,
-                                      r.last_heartbeat_wall, r.steps_served))
+                                      r.last_heartbeat_wall, r.steps_served,
+                                      r.cpu_seconds))
             return out
 
     def _check_heartbeats(self):

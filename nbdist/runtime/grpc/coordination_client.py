@@ -199,10 +199,11 @@ class GrpcCoordinationClient:
 
     def heartbeat(self, task: str, incarnation: int, steps_served: int = 0,
                   timeout_s: float = CONTROL_TIMEOUT_S,
-                  retry_connect: bool = True) -> int:
+                  retry_connect: bool = True,
+                  cpu_seconds: float | None = None) -> int:
         resp = self._call("Heartbeat", pb.HeartbeatRequest(
-            task=task, incarnation=incarnation, steps_served=steps_served), timeout_s,
-            retry_connect=retry_connect)
+            task=task, incarnation=incarnation, steps_served=steps_served,
+            cpu_seconds=cpu_seconds), timeout_s, retry_connect=retry_connect)
         return resp.leader_incarnation
 
     def report_error(self, task: str, code: int, message: str):
@@ -214,12 +215,13 @@ class GrpcCoordinationClient:
         """Every task's (or the given tasks') ``TaskRecord``: ``task``, ``state``
         ("CONNECTED", "DISCONNECTED", "ERROR", "UNSPECIFIED"), ``incarnation``,
         ``address``, ``pid``, ``error_message``, ``last_heartbeat_wall`` (seconds
-        since the epoch), ``steps_served``."""
+        since the epoch), ``steps_served``, ``cpu_seconds`` (None: not told)."""
         resp = self._call("GetTaskState", pb.GetTaskStateRequest(task=list(tasks or [])),
                           timeout_s or CONTROL_TIMEOUT_S)
         return [logic.TaskRecord(
             t.task, PB_TO_STATE.get(t.state, logic.UNKNOWN), t.incarnation, t.address,
-            t.pid, t.error_message, 0.0, t.last_heartbeat_us / 1e6, t.steps_served)
+            t.pid, t.error_message, 0.0, t.last_heartbeat_us / 1e6, t.steps_served,
+            t.cpu_seconds if t.HasField("cpu_seconds") else None)
             for t in resp.task_state]
 
     # -- barriers ----------------------------------------------------------------

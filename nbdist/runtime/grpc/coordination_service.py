@@ -123,7 +123,9 @@ class CoordinationServicer:
 
     def Heartbeat(self, request, context):
         def fn(req, ctx):
-            inc = self.service.heartbeat(req.task, req.incarnation, req.steps_served)
+            cpu = req.cpu_seconds if req.HasField("cpu_seconds") else None
+            inc = self.service.heartbeat(req.task, req.incarnation, req.steps_served,
+                                         cpu)
             return pb.HeartbeatResponse(leader_incarnation=inc)
 
         return self._serve("Heartbeat", request, context, fn)
@@ -144,7 +146,7 @@ class CoordinationServicer:
                     incarnation=r.incarnation, address=r.address, pid=r.pid,
                     error_message=r.error_message,
                     last_heartbeat_us=int(r.last_heartbeat_wall * 1e6),
-                    steps_served=r.steps_served)
+                    steps_served=r.steps_served, cpu_seconds=r.cpu_seconds)
             return resp
 
         return self._serve("GetTaskState", request, context, fn)
