@@ -10,8 +10,6 @@ values, a chunked ``RecvTensor`` stream for large ones and for parked references
 
 from __future__ import annotations
 
-import threading
-
 from nbdist import errors
 from nbdist.framework.device import DeviceSpec
 from nbdist.runtime.cluster_spec import ClusterSpec
@@ -53,29 +51,11 @@ class GrpcPeers:
 
 class AddressPeers(GrpcPeers):
     """Worker clients named by their addresses: the tasks of a session's
-    propagated cluster (``ConfigProto.cluster_def``), one cached client per
-    address (the router does not know these tasks), closed by ``close``."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self._clients: dict[str, GrpcWorkerClient] = {}
-        self._lock = threading.Lock()
+    propagated cluster (``ConfigProto.cluster_def``); a new one per call,
+    cached by the router (``PeerRouter(connect_address=...)``)."""
 
     def address(self, task: str) -> str:
         return task
-
-    def client(self, task: str) -> GrpcWorkerClient:
-        with self._lock:
-            client = self._clients.get(task)
-            if client is None:
-                client = self._clients[task] = super().client(task)
-            return client
-
-    def close(self):
-        with self._lock:
-            clients, self._clients = list(self._clients.values()), {}
-        for client in clients:
-            client.close()
 
 
 class GrpcTensorTransport:
