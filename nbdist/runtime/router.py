@@ -33,8 +33,8 @@ from nbdist.runtime.interfaces import WorkerInterface
 from nbdist.runtime.tap import CONTROL, Tap, TapEvent, nbytes_of
 from nbdist.runtime.tensor_store import MISSING, StepExtras
 
-__all__ = ["OFF_PATH", "MasterPath", "PeerRouter", "RoutedWorker", "StepPath",
-           "TappedTransport"]
+__all__ = ["OFF_PATH", "MasterPath", "PeerRouter", "RoutedWorker", "SiblingTensors",
+           "StepPath", "TappedTransport"]
 
 _PATH_RETRY_FIRST_S = 1.0  # a session without a peer path looks again after
 _PATH_RETRY_MAX_S = 60.0  # ... doubling up to this
@@ -195,6 +195,24 @@ def _delayed(finish, delay_s: float):
     return delayed_finish
 
 
+class SiblingTensors:
+    """A transport's ``recv`` over its ``exchange(step, src_task, key,
+    siblings) -> (value, {sibling: value})``: a tensor that came along with
+    an earlier exchange of its step is answered from the step's extras
+    (``tensor_store.StepExtras``), without an exchange."""
+
+    def __init__(self, exchange):
+        self._exchange = exchange
+        self._extras = StepExtras()
+
+    def recv(self, step, src_task: str, key: str, siblings=()):
+        value = self._extras.take(step, key)
+        if value is MISSING:
+            value, extras = self._exchange(step, src_task, key, siblings)
+            self._extras.keep(step, extras)
+        return value
+
+
 class TappedTransport:
     """A ``TensorTransport`` whose every exchange shows on ``tap``: a ``_Recv``
     whose tensor came along with an earlier one of its step (a sibling) is
@@ -204,31 +222,30 @@ class TappedTransport:
         self._inner = inner
         self._tap = tap
         self._own_task = own_task
-        self._extras = StepExtras()
         self._faults = faults or Faults(own_task)
+        self._siblings = SiblingTensors(self.exchange)
+
+    def recv(self, step, src_task: str, key: str, siblings=()):
+        return self._siblings.recv(step, src_task, key, siblings)
 
     def _emit(self, kind: str, src: str, step_id: int, value, start: float):
         self._tap.emit(TapEvent(kind, src, self._own_task, step_id,
                                 int(getattr(value, "nbytes", 0)), start,
                                 time.monotonic()))
 
-    def recv(self, step, src_task: str, key: str, siblings=()):
-        value = self._extras.take(step, key)
-        if value is not MISSING:
-            return value
+    def exchange(self, step, src_task: str, key: str, siblings=()):
+        """``inner``'s exchange, through the fault rules and the tap."""
         if self._faults.active:
             self._faults.before_call(src_task)
         if not self._tap.listening:
-            value, extras = self._inner.exchange(step, src_task, key, siblings)
-        else:
-            start = time.monotonic()
-            value, extras = self._inner.exchange(step, src_task, key, siblings)
-            self._tap.emit(TapEvent(
-                "RecvTensor", src_task, self._own_task, step.step_id,
-                int(getattr(value, "nbytes", 0)) + nbytes_of(extras.values()),
-                start, time.monotonic()))
-        self._extras.keep(step, extras)
-        return value
+            return self._inner.exchange(step, src_task, key, siblings)
+        start = time.monotonic()
+        value, extras = self._inner.exchange(step, src_task, key, siblings)
+        self._tap.emit(TapEvent(
+            "RecvTensor", src_task, self._own_task, step.step_id,
+            int(getattr(value, "nbytes", 0)) + nbytes_of(extras.values()),
+            start, time.monotonic()))
+        return value, extras
 
     def recv_collective(self, step, src_task: str, exec_id: int, key: str):
         if self._faults.active:

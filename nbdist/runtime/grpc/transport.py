@@ -16,7 +16,7 @@ from nbdist.runtime.cluster_spec import ClusterSpec
 from nbdist.runtime.grpc.client import GrpcWorkerClient
 from nbdist.runtime.interfaces import TensorParking
 from nbdist.runtime.partition import task_of
-from nbdist.runtime.tensor_store import MISSING, StepExtras
+from nbdist.runtime.router import SiblingTensors
 
 
 class GrpcPeers:
@@ -64,18 +64,13 @@ class GrpcTensorTransport:
 
     def __init__(self, client_of):
         self._client_of = client_of
-        self._extras = StepExtras()
-
-    def recv(self, step, src_task: str, key: str, siblings=()):
         # TF pulls each tensor with its own call; here the first pull of a step
         # from a task brings the others that are ready (RecvTensorRequest.
         # sibling_key).
-        value = self._extras.take(step, key)
-        if value is not MISSING:
-            return value
-        value, extras = self.exchange(step, src_task, key, siblings)
-        self._extras.keep(step, extras)
-        return value
+        self._siblings = SiblingTensors(self.exchange)
+
+    def recv(self, step, src_task: str, key: str, siblings=()):
+        return self._siblings.recv(step, src_task, key, siblings)
 
     def exchange(self, step, src_task: str, key: str, siblings=()):
         """One RecvTensorUnary: ``(value of key, {sibling: value} that came
