@@ -519,6 +519,9 @@ class GrpcMasterClient:
     ``Session("grpc://host:port")`` creates one when no server of this process
     serves that target. ``config.auth_token`` (else ``NBDIST_TOKEN``) is sent
     with every call; TLS comes from ``tls`` or the ``NBDIST_TLS_*`` variables.
+    Plain steps, large feeds and fetches go over a peer path when
+    ``router.MasterPath`` finds one to the master; this client encodes the
+    rest for gRPC.
     """
 
     def __init__(self, target: str, config=None, tls=None, token: str | None = None):
