@@ -125,7 +125,12 @@ class ChunkMailbox:
     def take(self, step, exec_id: int, key: str, consume, what: str):
         """``consume(value, meta)`` of the chunk pushed under ``(exec_id, key)``,
         waited for under ``step``'s cancellation and deadlines; the pusher is
-        answered when it returns (with its error if it raised)."""
+        answered when it returns (with its error if it raised).
+
+        Raises:
+          DeadlineExceededError: the step's time ran out first: it names
+            ``what`` (the collective and the peer) and the chunk's ``key``.
+        """
         name = (exec_id, key)
         with self._cond:
             slot = self._slots.pop(name, None)
@@ -136,9 +141,12 @@ class ChunkMailbox:
                 # (one thread hand-off less on the ring's critical path).
                 taker = self._takers[name] = _Taker(consume, what)
                 try:
+                    # Bounded by the step: its deadline, its op timeout, its
+                    # cancellation (the watchdog's, when a member died), or
+                    # this execution's abort (a pusher hung up).
                     step.wait(lambda: taker.done or (
                         exec_id in self._aborted and name in self._takers),
-                        what, self._cond.wait)
+                        f"{what} (collective chunk {key})", self._cond.wait)
                 finally:
                     if self._takers.get(name) is taker:
                         del self._takers[name]

@@ -10,22 +10,34 @@ step aborts): a path that does not answer (the peer is on another host, or
 its socket answers with another token) leaves the call on the protocol.
 Nothing here imports a transport: the server hands the router its protocol's
 ``connect(task)`` and its peer paths' ``peers`` objects. Every peer client and
-the tensor transport go through the router's ``tap.Tap``.
+the tensor transport go through the router's ``tap.Tap`` and ``faults.Faults``:
+steps and tensors, control calls (``"control"`` tap events) and the tasks of a
+session's propagated cluster (``address_worker``) alike.
+
+A session's way to its master is chosen here too: ``MasterPath`` tries the
+registry's peer paths (backing off while none reaches the master) and says
+when the protocol must carry a call.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from typing import Callable, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
 from nbdist import errors
+from nbdist.runtime import transports
 from nbdist.runtime.faults import Faults
 from nbdist.runtime.interfaces import WorkerInterface
-from nbdist.runtime.tap import Tap, TapEvent, nbytes_of
+from nbdist.runtime.tap import CONTROL, Tap, TapEvent, nbytes_of
 from nbdist.runtime.tensor_store import MISSING, StepExtras
 
-__all__ = ["PeerRouter", "RoutedWorker", "StepPath", "TappedTransport"]
+__all__ = ["OFF_PATH", "MasterPath", "PeerRouter", "RoutedWorker", "SiblingTensors",
+           "StepPath", "TappedTransport"]
+
+_PATH_RETRY_FIRST_S = 1.0  # a session without a peer path looks again after
+_PATH_RETRY_MAX_S = 60.0  # ... doubling up to this
 
 
 class StepPath(Protocol):
@@ -69,22 +81,42 @@ class RoutedWorker:
     def incarnation(self):
         return self._client.incarnation
 
-    def get_status(self, timeout_s: float | None = None) -> list[tuple[str, int]]:
-        return self._client.get_status(timeout_s)
+    # Control calls: each passes the fault rules and shows on the tap as a
+    # "control" event (for subscribers that asked for those).
+    def _control(self, method: str, call, *args, step: int = 0, nbytes: int = 0,
+                 **kwargs):
+        if self._faults.active:
+            self._faults.before_call(self.task_name)
+        if not self._tap.listening_control:
+            return call(*args, **kwargs)
+        start = time.monotonic()
+        try:
+            return call(*args, **kwargs)
+        finally:
+            self._tap.emit(TapEvent(CONTROL, self._own_task, self.task_name, step,
+                                    nbytes, start, time.monotonic(), method))
 
-    def create_worker_session(self, session_handle: str) -> None:
-        self._faults.before_call(self.task_name)
-        self._client.create_worker_session(session_handle)
+    def get_status(self, timeout_s: float | None = None) -> list[tuple[str, int]]:
+        return self._control("GetStatus", self._client.get_status, timeout_s)
+
+    def create_worker_session(self, session_handle: str, **propagated) -> None:
+        """``propagated``: a propagated cluster's ``server_def``,
+        ``master_task``, ... (``GrpcWorkerClient.create_worker_session``)."""
+        self._control("CreateWorkerSession", self._client.create_worker_session,
+                      session_handle, **propagated)
 
     def delete_worker_session(self, session_handle: str) -> None:
-        self._client.delete_worker_session(session_handle)
+        self._control("DeleteWorkerSession", self._client.delete_worker_session,
+                      session_handle)
 
     def register_graph(self, session_handle: str, graph_def, config=None) -> str:
-        self._faults.before_call(self.task_name)
-        return self._client.register_graph(session_handle, graph_def, config)
+        return self._control(
+            "RegisterGraph", self._client.register_graph, session_handle, graph_def,
+            config, nbytes=graph_def.ByteSize() if self._tap.listening_control else 0)
 
     def deregister_graph(self, session_handle: str, graph_handle: str) -> None:
-        self._client.deregister_graph(session_handle, graph_handle)
+        self._control("DeregisterGraph", self._client.deregister_graph,
+                      session_handle, graph_handle)
 
     def start_run_graph(self, *args):
         if self._faults.active and self._paths:
@@ -135,10 +167,11 @@ class RoutedWorker:
         self._client.abort_step(step_id, error)
 
     def cleanup_graph(self, step_id: int) -> None:
-        self._client.cleanup_graph(step_id)
+        self._control("CleanupGraph", self._client.cleanup_graph, step_id,
+                      step=step_id)
 
     def cleanup_all(self, containers=None) -> None:
-        self._client.cleanup_all(containers)
+        self._control("CleanupAll", self._client.cleanup_all, containers)
 
     def close(self) -> None:
         for path in self._paths:
@@ -146,7 +179,8 @@ class RoutedWorker:
         self._client.close()
 
     def set_faults(self, rules) -> list:
-        """The peer's ``WorkerHandler.set_faults`` (``runtime.faults``)."""
+        """The peer's ``WorkerHandler.set_faults`` (``runtime.faults``): not
+        subject to this task's rules (a heal must get through a cut link)."""
         return self._client.set_faults(rules)
 
 
@@ -161,6 +195,24 @@ def _delayed(finish, delay_s: float):
     return delayed_finish
 
 
+class SiblingTensors:
+    """A transport's ``recv`` over its ``exchange(step, src_task, key,
+    siblings) -> (value, {sibling: value})``: a tensor that came along with
+    an earlier exchange of its step is answered from the step's extras
+    (``tensor_store.StepExtras``), without an exchange."""
+
+    def __init__(self, exchange):
+        self._exchange = exchange
+        self._extras = StepExtras()
+
+    def recv(self, step, src_task: str, key: str, siblings=()):
+        value = self._extras.take(step, key)
+        if value is MISSING:
+            value, extras = self._exchange(step, src_task, key, siblings)
+            self._extras.keep(step, extras)
+        return value
+
+
 class TappedTransport:
     """A ``TensorTransport`` whose every exchange shows on ``tap``: a ``_Recv``
     whose tensor came along with an earlier one of its step (a sibling) is
@@ -170,31 +222,30 @@ class TappedTransport:
         self._inner = inner
         self._tap = tap
         self._own_task = own_task
-        self._extras = StepExtras()
         self._faults = faults or Faults(own_task)
+        self._siblings = SiblingTensors(self.exchange)
+
+    def recv(self, step, src_task: str, key: str, siblings=()):
+        return self._siblings.recv(step, src_task, key, siblings)
 
     def _emit(self, kind: str, src: str, step_id: int, value, start: float):
         self._tap.emit(TapEvent(kind, src, self._own_task, step_id,
                                 int(getattr(value, "nbytes", 0)), start,
                                 time.monotonic()))
 
-    def recv(self, step, src_task: str, key: str, siblings=()):
-        value = self._extras.take(step, key)
-        if value is not MISSING:
-            return value
+    def exchange(self, step, src_task: str, key: str, siblings=()):
+        """``inner``'s exchange, through the fault rules and the tap."""
         if self._faults.active:
             self._faults.before_call(src_task)
         if not self._tap.listening:
-            value, extras = self._inner.exchange(step, src_task, key, siblings)
-        else:
-            start = time.monotonic()
-            value, extras = self._inner.exchange(step, src_task, key, siblings)
-            self._tap.emit(TapEvent(
-                "RecvTensor", src_task, self._own_task, step.step_id,
-                int(getattr(value, "nbytes", 0)) + nbytes_of(extras.values()),
-                start, time.monotonic()))
-        self._extras.keep(step, extras)
-        return value
+            return self._inner.exchange(step, src_task, key, siblings)
+        start = time.monotonic()
+        value, extras = self._inner.exchange(step, src_task, key, siblings)
+        self._tap.emit(TapEvent(
+            "RecvTensor", src_task, self._own_task, step.step_id,
+            int(getattr(value, "nbytes", 0)) + nbytes_of(extras.values()),
+            start, time.monotonic()))
+        return value, extras
 
     def recv_collective(self, step, src_task: str, exec_id: int, key: str):
         if self._faults.active:
@@ -259,12 +310,19 @@ class _TappedPush:
 class PeerRouter:
     """One ``RoutedWorker`` per peer task of ``own_task``: ``connect(task)`` makes
     the protocol's client, ``path_peers`` are the peer paths' per-task channels
-    (``transports`` peer paths' ``peers(...)``); ``tap`` sees every call."""
+    (``transports`` peer paths' ``peers(...)``); ``tap`` sees every call.
+
+    ``connect_address(address)`` (optional) makes the protocol's client of a
+    task named by its address: the tasks of a session's propagated cluster
+    (``ConfigProto.cluster_def``), reached over the protocol only, through the
+    same tap and fault rules (which name such a peer by its address)."""
 
     def __init__(self, own_task: str, connect: Callable[[str], WorkerInterface],
-                 path_peers: list, tap: Tap | None = None):
+                 path_peers: list, tap: Tap | None = None,
+                 connect_address: Callable[[str], WorkerInterface] | None = None):
         self._own_task = own_task
         self._connect = connect
+        self._connect_address = connect_address
         self.path_peers = tuple(path_peers)
         self.tap = tap or Tap()
         # This task's injected faults (runtime.faults), shared by its peers'
@@ -272,6 +330,7 @@ class PeerRouter:
         # WorkerHandler, which sets it (SetFaults) and slows served steps.
         self.faults = Faults(own_task)
         self._workers: dict[str, WorkerInterface] = {}
+        self._by_address: dict[str, RoutedWorker] = {}
         self._lock = threading.Lock()
 
     def client(self, task: str) -> WorkerInterface:
@@ -291,6 +350,27 @@ class PeerRouter:
                         self.tap, self._own_task, self.faults)
         return worker
 
+    def address_worker(self, address: str) -> RoutedWorker:
+        """The ``RoutedWorker`` of the task at ``address`` (a propagated
+        cluster's), made once."""
+        worker = self._by_address.get(address)
+        if worker is None:
+            if self._connect_address is None:
+                raise errors.UnimplementedError(
+                    None, None, f"{self._own_task} cannot reach tasks by address "
+                    f"({address}): its server has no protocol client for them")
+            with self._lock:
+                worker = self._by_address.get(address)
+                if worker is None:
+                    worker = self._by_address[address] = RoutedWorker(
+                        self._connect_address(address), [], self.tap,
+                        self._own_task, self.faults)
+        return worker
+
+    def address_client(self, address: str) -> WorkerInterface:
+        """The protocol's client of the task at ``address``."""
+        return self.address_worker(address).client
+
     def tensor_transport(self, inner):
         """``inner`` (the protocol's ``TensorTransport``) behind every path's,
         through the tap."""
@@ -298,16 +378,102 @@ class PeerRouter:
         for i, peers in reversed(list(enumerate(self.path_peers))):
             inner = peers.tensor_transport(
                 inner, lambda task, i=i: self.worker(task).paths[i])
+        return self.tapped(inner)
+
+    def tapped(self, inner) -> TappedTransport:
+        """``inner`` (a ``TensorTransport``; e.g. the protocol's over
+        ``address_client``) through this router's tap and fault rules."""
         return TappedTransport(inner, self.tap, self._own_task, self.faults)
 
     def close(self) -> None:
         """Closes the peers' clients and paths."""
         with self._lock:
-            workers, self._workers = list(self._workers.values()), {}
+            workers = [*self._workers.values(), *self._by_address.values()]
+            self._workers, self._by_address = {}, {}
         for worker in workers:
             worker.close()
         for peers in self.path_peers:
             peers.close()
+
+
+OFF_PATH = object()  # ``MasterPath.call``'s answer when the protocol must carry it
+
+
+class MasterPath:
+    """A session's way to its master over a peer path (same-host, or TCP from
+    another host): steps that ask for nothing but a timeout, large feeds and
+    fetches. ``call`` tries the path; the session's protocol client carries
+    what it does not take (``OFF_PATH``).
+
+    ``address``: the master's; ``secret``: the peer-path secret
+    (``auth.peer_path_secret``); ``tls``: the client's TLS configuration or
+    None (with TLS and no secret only paths that check certificates serve);
+    ``who``: the master as errors name it.
+
+    >>> path = MasterPath("127.0.0.1:1", None, None, "The master at 127.0.0.1:1",
+    ...                   paths=[])
+    >>> path.call("RunStep", lambda channel: 42) is OFF_PATH  # no path reaches it
+    True
+    """
+
+    def __init__(self, address: str, secret, tls, who: str, paths=None):
+        self._address = address
+        self._secret = secret
+        self._tls = tls
+        self._who = who
+        self._paths = paths  # None: the registry's (tests give their own)
+        self.channel_now = None  # the open channel, if any
+        self.look_at = 0.0  # when to look for a peer path (again)
+        self._backoff_s = _PATH_RETRY_FIRST_S
+
+    def channel(self):
+        """The master's channel over a peer path, if one reaches it; looked
+        for again, less and less often, while none does (a master on another
+        host announces its TCP endpoint once registered)."""
+        ch = self.channel_now
+        if ch is not None or time.monotonic() < self.look_at:
+            return ch
+        paths = self._paths
+        if paths is None:
+            paths = transports.peer_paths(
+                tls=self._tls is not None and self._secret is None,
+                plaintext_ok=self._tls is None)
+        for path in paths:
+            ch = path.master_channel(self._address, self._secret, tls=self._tls)
+            if ch is not None:
+                self.channel_now = ch
+                return ch
+        self.look_at = time.monotonic() + self._backoff_s
+        self._backoff_s = min(2 * self._backoff_s, _PATH_RETRY_MAX_S)
+        return None
+
+    def call(self, method: str, fn, resend_ok: bool = False):
+        """``fn(channel)`` over the peer path, or ``OFF_PATH`` when none
+        reaches the master or its connection broke before sending (then, and
+        when ``resend_ok``, the protocol carries the call).
+
+        Raises:
+          UnavailableError: the connection broke after ``method`` went out
+            and it must not run twice (``resend_ok`` False: a step).
+        """
+        ch = self.channel()
+        if ch is None:
+            return OFF_PATH
+        try:
+            return fn(ch)
+        except transports.ChannelBroken as e:
+            self.drop()
+            if e.sent and not resend_ok:  # it may have run: not again
+                raise errors.UnavailableError(
+                    None, None, f"{self._who} went away during {method} "
+                    f"(same-host channel: {e})") from None
+            return OFF_PATH
+
+    def drop(self) -> None:
+        """Closes the channel (the next call looks for a path again)."""
+        ch, self.channel_now = self.channel_now, None
+        if ch is not None:
+            ch.close()
 
 
 def _task_of_device(device: str) -> str:

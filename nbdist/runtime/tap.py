@@ -8,6 +8,12 @@ tensor transport with the server's tap, so whatever transport a call takes
 start and end (``time.monotonic``). Nobody listening costs one check of the
 subscriber tuple per call.
 
+The other calls between tasks (``GetStatus``, ``CreateWorkerSession``,
+``RegisterGraph``, ``CleanupGraph``, ...) are ``"control"`` events, their
+call's name in ``method``; only subscribers that ask for them
+(``subscribe(fn, control=True)``) get them, so views of a step's traffic see
+what they always saw and nobody asking costs one check per call.
+
 >>> tap = Tap()
 >>> seen = []
 >>> stop = tap.subscribe(seen.append)
@@ -17,14 +23,23 @@ subscriber tuple per call.
 >>> stop()
 >>> tap.listening
 False
+>>> stop = tap.subscribe(seen.append, control=True)
+>>> tap.emit(TapEvent(CONTROL, "/job:a", "/job:b", 0, 0, 0.0, 0.001,
+...                   "RegisterGraph"))
+>>> seen[-1].method
+'RegisterGraph'
+>>> stop()
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
-__all__ = ["Tap", "TapEvent", "nbytes_of"]
+__all__ = ["CONTROL", "Tap", "TapEvent", "nbytes_of"]
+
+CONTROL = "control"  # the kind of a control call's event (opt-in: subscribe)
 
 
 class TapEvent(NamedTuple):
@@ -35,6 +50,7 @@ class TapEvent(NamedTuple):
     nbytes: int  # tensor bytes carried, both directions
     start: float
     end: float
+    method: str = ""  # a "control" event's call (RegisterGraph, GetStatus, ...)
 
 
 def nbytes_of(values) -> int:
@@ -47,27 +63,42 @@ class Tap:
 
     def __init__(self):
         self._subscribers: tuple = ()
+        self._control: tuple = ()  # those that asked for control events too
         self._lock = threading.Lock()
 
     @property
     def listening(self) -> bool:
         return bool(self._subscribers)
 
-    def subscribe(self, fn: Callable[[TapEvent], None]) -> Callable[[], None]:
+    @property
+    def listening_control(self) -> bool:
+        """Whether anyone takes ``"control"`` events."""
+        return bool(self._control)
+
+    def subscribe(self, fn: Callable[[TapEvent], None],
+                  control: bool = False) -> Callable[[], None]:
         """Calls ``fn(event)`` for every event from now on (on the thread that
-        made the call: keep it quick); returns what unsubscribes it."""
+        made the call: keep it quick), control calls' too when ``control``;
+        returns what unsubscribes it."""
         with self._lock:
             self._subscribers = (*self._subscribers, fn)
+            if control:
+                self._control = (*self._control, fn)
 
         def unsubscribe():
             with self._lock:
-                subs = list(self._subscribers)
-                if fn in subs:
-                    subs.remove(fn)
-                self._subscribers = tuple(subs)
+                self._subscribers = _without(self._subscribers, fn)
+                self._control = _without(self._control, fn)
 
         return unsubscribe
 
     def emit(self, event: TapEvent) -> None:
-        for fn in self._subscribers:
+        for fn in self._control if event.kind == CONTROL else self._subscribers:
             fn(event)
+
+
+def _without(subscribers: tuple, fn) -> tuple:
+    subs = list(subscribers)
+    if fn in subs:
+        subs.remove(fn)
+    return tuple(subs)

@@ -22,7 +22,7 @@ reference; large fetches come back as references pulled with RecvTensor. A
 task's ``_Recv`` asks the producer with RecvTensorUnary, which answers a
 small value in one message (a stream costs about twice a unary call), a
 large one by reference (pulled with the RecvTensor stream), or ``pending``
-after ``RECV_POLL_MS`` so that a cancelled step stops waiting at once.
+after ``recv_poll.RECV_POLL_MS`` so that a cancelled step stops waiting at once.
 """
 
 from __future__ import annotations
@@ -39,7 +39,6 @@ from nbdist.proto import (
     worker_pb2,
     worker_service_pb2_grpc,
 )
-from nbdist.runtime import transports
 from nbdist.runtime.faults import owner_credential
 from nbdist.runtime.grpc import auth, coding
 from nbdist.runtime.grpc.rpc import (
@@ -54,26 +53,26 @@ from nbdist.runtime.grpc.rpc import (
 from nbdist.runtime.grpc.wire import connect_failed
 from nbdist.runtime.interfaces import TensorParking
 from nbdist.runtime.master import _DISCOVERY_TIMEOUT_S as DISCOVERY_TIMEOUT_S
+from nbdist.runtime.recv_poll import (
+    PENDING,
+    poll_recv,
+    tensor_name,
+    timed_out,
+)
+from nbdist.runtime.router import OFF_PATH, MasterPath
 from nbdist.runtime.timeouts import (
     CONTROL_TIMEOUT_S,
     STATUS_TIMEOUT_S,
     UNBOUNDED_S,
     ms_from_seconds,
-    seconds_as_ms,
     seconds_from_ms,
     step_time_left,
-    whole_ms,
 )
 
 __all__ = ["GrpcMasterClient", "GrpcWorkerClient", "channel_options", "make_channel"]
 
 DELETE_SESSION_TIMEOUT_S = 10.0  # as TF's master; also DeregisterGraph
 _STEP_GRACE_S = 10.0  # lets a step's own DeadlineExceeded (naming its op) arrive
-# A blocked RecvTensorUnary returns "pending" this often, so the consumer can
-# notice that its step was cancelled (and the server frees the thread).
-RECV_POLL_MS = 100
-_PATH_RETRY_FIRST_S = 1.0  # a session without a peer path looks again after
-_PATH_RETRY_MAX_S = 60.0  # ... doubling up to this
 _INCARNATION_TIMEOUT_S = 2.0  # GetStatus asking whether a peer restarted
 
 
@@ -363,60 +362,56 @@ class GrpcWorkerClient:
         request = worker_pb2.RecvTensorRequest(
             step_id=step.step_id if step_id is None else step_id,
             rendezvous_key=key,
-            wait_ms=RECV_POLL_MS,
             sibling_key=list(siblings),
         )
         metadata = self._rpc.metadata
         failures = 0
+
+        def ask(wait_ms: int, left_s: float):
+            nonlocal failures
+            request.wait_ms = wait_ms
+            try:
+                data = self._recv_unary(request, timeout=left_s + _STEP_GRACE_S,
+                                        metadata=metadata)
+            except grpc.RpcError as e:
+                # Receiving takes the tensor: only a connection that was
+                # never set up is retried.
+                if step.cancelled or failures >= RETRIES or not connect_failed(e):
+                    raise
+                failures += 1
+                what = f"RecvTensor for {tensor_name(key)}"
+                self._rpc.reconnect(
+                    what, deadline, failures, timeout, step.add_cancel_callback
+                )
+                self._check_not_restarted(what)
+                return PENDING
+            extra: list = []
+            try:
+                got = coding.decode_recv_response(data, extra)
+            except ValueError as e:
+                raise errors.DataLossError(
+                    None,
+                    None,
+                    f"Malformed RecvTensor answer from {self._rpc.who}: {e}",
+                ) from None
+            if got is coding.PENDING:
+                return PENDING
+            if extra and extras is not None:
+                extras.update(self._resolve(extra, step, deadline))
+            if isinstance(got, coding.TensorRef):
+                return self._resolve([(key, got)], step, deadline)[0][1]
+            return got
+
         try:
-            while True:
-                if step.cancelled:
-                    step.check()
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise self._recv_timeout(key, start)
-                if seconds_as_ms(remaining) < RECV_POLL_MS:
-                    request.wait_ms = whole_ms(remaining)
-                try:
-                    data = self._recv_unary(
-                        request, timeout=remaining + _STEP_GRACE_S, metadata=metadata
-                    )
-                except grpc.RpcError as e:
-                    # Receiving takes the tensor: only a connection that was
-                    # never set up is retried.
-                    if step.cancelled or failures >= RETRIES or not connect_failed(e):
-                        raise
-                    failures += 1
-                    what = f"RecvTensor for {_tensor_name(key)}"
-                    self._rpc.reconnect(
-                        what, deadline, failures, timeout, step.add_cancel_callback
-                    )
-                    self._check_not_restarted(what)
-                    continue
-                extra: list = []
-                try:
-                    got = coding.decode_recv_response(data, extra)
-                except ValueError as e:
-                    raise errors.DataLossError(
-                        None,
-                        None,
-                        f"Malformed RecvTensor answer from {self._rpc.who}: {e}",
-                    ) from None
-                if got is coding.PENDING:
-                    continue
-                if extra and extras is not None:
-                    extras.update(self._resolve(extra, step, deadline))
-                if isinstance(got, coding.TensorRef):
-                    return self._resolve([(key, got)], step, deadline)[0][1]
-                return got
+            return poll_recv(step, ask, key, self._rpc.who, timeout)
         except grpc.RpcError as e:
             if step.cancelled:
                 step.check()
             if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
-                raise self._recv_timeout(key, start) from None
+                raise timed_out(key, self._rpc.who, start) from None
             if e.code() == grpc.StatusCode.ABORTED:
                 raise errors.AbortedError(None, None, e.details() or "") from None
-            what = f"RecvTensor for {_tensor_name(key)}"
+            what = f"RecvTensor for {tensor_name(key)}"
             raise self._rpc.error(what, e, time.monotonic() - start) from None
 
     def _resolve(self, tensors, step, deadline):
@@ -424,14 +419,6 @@ class GrpcWorkerClient:
         return coding.resolve_refs(tensors, lambda ref: _pull(
             self._rpc, self._recv_tensor, ref.step_id, ref.key,
             _deadline_left(deadline), step.add_cancel_callback))
-
-    def _recv_timeout(self, key: str, start: float) -> errors.OpError:
-        return errors.DeadlineExceededError(
-            None,
-            None,
-            f"Timed out after {time.monotonic() - start:.1f} s waiting for tensor "
-            f"{_tensor_name(key)} from {self._rpc.who}",
-        )
 
     def _check_not_restarted(self, what: str):
         """After a reconnection: a task that restarted lost the tensors of the
@@ -507,10 +494,6 @@ def _plain(options) -> bool:
     return options == bare
 
 
-def _tensor_name(key: str) -> str:
-    return key.split(";")[3] if key.count(";") == 4 else key[:100]
-
-
 def _identity(data: bytes) -> bytes:
     return data
 
@@ -536,6 +519,9 @@ class GrpcMasterClient:
     ``Session("grpc://host:port")`` creates one when no server of this process
     serves that target. ``config.auth_token`` (else ``NBDIST_TOKEN``) is sent
     with every call; TLS comes from ``tls`` or the ``NBDIST_TLS_*`` variables.
+    Plain steps, large feeds and fetches go over a peer path when
+    ``router.MasterPath`` finds one to the master; this client encodes the
+    rest for gRPC.
     """
 
     def __init__(self, target: str, config=None, tls=None, token: str | None = None):
@@ -564,36 +550,24 @@ class GrpcMasterClient:
         # Peer paths (the same-host channel) prove the cluster's secret; with
         # TLS a client without the key has none and trusts only certificates.
         tls_config = auth.resolve_tls(tls)
-        self._peer_secret = auth.peer_path_secret(self._token, tls_config)
-        self._tls = tls_config is not None and self._peer_secret is None
-        self._tls_config = tls_config
-        self._same_host_channel = None
-        self._path_look_at = 0.0  # when to look for a peer path (again)
-        self._path_backoff_s = _PATH_RETRY_FIRST_S
+        self._path = MasterPath(address, auth.peer_path_secret(self._token, tls_config),
+                                tls_config, self._rpc.who)
 
     def _same_host(self):
-        """The master's channel over a peer path (same-host, or TCP from another
-        host: large feeds and fetches, plain steps), if one reaches it; looked
-        for again, less and less often, while none does (a master on another
-        host announces its TCP endpoint once registered)."""
-        ch = self._same_host_channel
-        if ch is not None or time.monotonic() < self._path_look_at:
-            return ch
-        for path in transports.peer_paths(tls=self._tls,
-                                          plaintext_ok=self._tls_config is None):
-            ch = path.master_channel(_address(self.target), self._peer_secret,
-                                     tls=self._tls_config)
-            if ch is not None:
-                self._same_host_channel = ch
-                return ch
-        self._path_look_at = time.monotonic() + self._path_backoff_s
-        self._path_backoff_s = min(2 * self._path_backoff_s, _PATH_RETRY_MAX_S)
-        return None
+        """The master's channel over a peer path, if one reaches it."""
+        return self._path.channel()
 
-    def _drop_same_host(self):
-        ch, self._same_host_channel = self._same_host_channel, None
-        if ch is not None:
-            ch.close()
+    @property
+    def _same_host_channel(self):
+        return self._path.channel_now
+
+    @property
+    def _path_look_at(self) -> float:
+        return self._path.look_at
+
+    @_path_look_at.setter
+    def _path_look_at(self, when: float) -> None:
+        self._path.look_at = when  # benchmarks look again at once
 
     @staticmethod
     def _clean(config):
@@ -663,16 +637,10 @@ class GrpcMasterClient:
             timeout_ms = options.timeout_in_ms
         timeout_s = seconds_from_ms(timeout_ms)
         if metadata is None and _plain(options):
-            ch = self._same_host()
-            if ch is not None:
-                try:
-                    return ch.run_step(handle, feeds, fetches, targets, timeout_s)
-                except transports.ChannelBroken as e:
-                    self._drop_same_host()
-                    if e.sent:  # it may have run: not again
-                        raise errors.UnavailableError(
-                            None, None, f"{self._rpc.who} went away during "
-                            f"RunStep (same-host channel: {e})") from None
+            got = self._path.call("RunStep", lambda ch: ch.run_step(
+                handle, feeds, fetches, targets, timeout_s))
+            if got is not OFF_PATH:
+                return got
         deadline = time.monotonic() + _call_timeout(timeout_s)
         big, seen = [], set()
         for name, v in list(feeds.items()):
@@ -715,14 +683,11 @@ class GrpcMasterClient:
         """Streams ``values`` to the master (PushTensors); returns the ``park``
         function that gives each one's reference for the RunStep. On this
         host they go through shared memory."""
-        ch = self._same_host()
-        if ch is not None:
-            try:
-                pushed = ch.push(values, timeout_s)
-                refs = {id(v): ref for v, ref in zip(values, pushed)}
-                return lambda value: refs[id(value)]
-            except transports.ChannelBroken:
-                self._drop_same_host()
+        pushed = self._path.call("PushTensors", lambda ch: ch.push(values, timeout_s),
+                                 resend_ok=True)  # a push id again replaces it
+        if pushed is not OFF_PATH:
+            refs = {id(v): ref for v, ref in zip(values, pushed)}
+            return lambda value: refs[id(value)]
         ids = [_request_id() for _ in values]
 
         def push(_, **kw):  # pushing a push id again replaces it: safe to retry
@@ -740,12 +705,10 @@ class GrpcMasterClient:
         return lambda value: refs[id(value)]
 
     def _pull(self, ref: coding.TensorRef, timeout_s: float):
-        ch = self._same_host()
-        if ch is not None:
-            try:
-                return ch.pull(ref.step_id, ref.key, timeout_s)
-            except transports.ChannelBroken:
-                self._drop_same_host()
+        got = self._path.call("RecvTensor", lambda ch: ch.pull(
+            ref.step_id, ref.key, timeout_s), resend_ok=True)
+        if got is not OFF_PATH:
+            return got
         try:
             return _pull(self._rpc, self._recv_tensor, ref.step_id, ref.key, timeout_s)
         except grpc.RpcError as e:
@@ -791,5 +754,5 @@ class GrpcMasterClient:
         )
 
     def close(self):
-        self._drop_same_host()
+        self._path.drop()
         self._rpc.close()

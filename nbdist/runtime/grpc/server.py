@@ -298,12 +298,13 @@ class GrpcServer(Server):
         if stream_path.enabled():  # the gRPC port's own path, tried last
             path_peers.append(stream_path.StreamPeers(
                 lambda task: self._router.client(task)))
-        self._router = PeerRouter(self.task_name, self._peers.client, path_peers)
+        # The tasks of a session's propagated cluster, reached by address
+        # through the router too (its tap, its fault rules).
+        address_peers = AddressPeers(self._cluster, self.task_name, token=self._token,
+                                     tls=self._tls or False, parking=parked)
+        self._router = PeerRouter(self.task_name, self._peers.client, path_peers,
+                                  connect_address=address_peers.client)
         transport = self._router.tensor_transport(GrpcTensorTransport(self._router.client))
-        # The tasks of a session's propagated cluster, reached by address.
-        self._address_peers = AddressPeers(self._cluster, self.task_name,
-                                           token=self._token, tls=self._tls or False,
-                                           parking=parked)
         worker = Worker(
             self.task_name,
             **device_counts(session_config),
@@ -312,10 +313,11 @@ class GrpcServer(Server):
             publish=self._publish,
             task_states=self._task_states,
             limits=self._limits,
-            address_transport=GrpcTensorTransport(self._address_peers.client),
+            address_transport=self._router.tapped(
+                GrpcTensorTransport(self._router.address_client)),
             parked=parked,
         )
-        self._serve_task(worker, session_config, worker_at=self._address_peers.client)
+        self._serve_task(worker, session_config, worker_at=self._router.address_worker)
 
     def _make_coordination_service(self, coordination_config):
         """The cluster's coordination service when this task is its leader."""
@@ -491,7 +493,6 @@ class GrpcServer(Server):
         self._admission.shutdown()
         if self._stream_service is not None:
             self._stream_service.shutdown()
-        self._address_peers.close()
 
     # -- collaborators of the worker and master -----------------------------------------
     def _publish(self, kind: str, payload: dict) -> None:

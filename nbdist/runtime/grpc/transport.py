@@ -10,15 +10,13 @@ values, a chunked ``RecvTensor`` stream for large ones and for parked references
 
 from __future__ import annotations
 
-import threading
-
 from nbdist import errors
 from nbdist.framework.device import DeviceSpec
 from nbdist.runtime.cluster_spec import ClusterSpec
 from nbdist.runtime.grpc.client import GrpcWorkerClient
 from nbdist.runtime.interfaces import TensorParking
 from nbdist.runtime.partition import task_of
-from nbdist.runtime.tensor_store import MISSING, StepExtras
+from nbdist.runtime.router import SiblingTensors
 
 
 class GrpcPeers:
@@ -53,29 +51,11 @@ class GrpcPeers:
 
 class AddressPeers(GrpcPeers):
     """Worker clients named by their addresses: the tasks of a session's
-    propagated cluster (``ConfigProto.cluster_def``), one cached client per
-    address (the router does not know these tasks), closed by ``close``."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self._clients: dict[str, GrpcWorkerClient] = {}
-        self._lock = threading.Lock()
+    propagated cluster (``ConfigProto.cluster_def``); a new one per call,
+    cached by the router (``PeerRouter(connect_address=...)``)."""
 
     def address(self, task: str) -> str:
         return task
-
-    def client(self, task: str) -> GrpcWorkerClient:
-        with self._lock:
-            client = self._clients.get(task)
-            if client is None:
-                client = self._clients[task] = super().client(task)
-            return client
-
-    def close(self):
-        with self._lock:
-            clients, self._clients = list(self._clients.values()), {}
-        for client in clients:
-            client.close()
 
 
 class GrpcTensorTransport:
@@ -84,18 +64,13 @@ class GrpcTensorTransport:
 
     def __init__(self, client_of):
         self._client_of = client_of
-        self._extras = StepExtras()
-
-    def recv(self, step, src_task: str, key: str, siblings=()):
         # TF pulls each tensor with its own call; here the first pull of a step
         # from a task brings the others that are ready (RecvTensorRequest.
         # sibling_key).
-        value = self._extras.take(step, key)
-        if value is not MISSING:
-            return value
-        value, extras = self.exchange(step, src_task, key, siblings)
-        self._extras.keep(step, extras)
-        return value
+        self._siblings = SiblingTensors(self.exchange)
+
+    def recv(self, step, src_task: str, key: str, siblings=()):
+        return self._siblings.recv(step, src_task, key, siblings)
 
     def exchange(self, step, src_task: str, key: str, siblings=()):
         """One RecvTensorUnary: ``(value of key, {sibling: value} that came
