@@ -31,9 +31,9 @@ from nbdist.runtime import transports
 from nbdist.runtime.faults import Faults
 from nbdist.runtime.interfaces import WorkerInterface
 from nbdist.runtime.tap import CONTROL, Tap, TapEvent, nbytes_of
-from nbdist.runtime.tensor_store import MISSING, StepExtras
+from nbdist.runtime.tensor_store import SiblingTensors
 
-__all__ = ["OFF_PATH", "MasterPath", "PeerRouter", "RoutedWorker", "SiblingTensors",
+__all__ = ["OFF_PATH", "MasterPath", "PeerRouter", "RoutedWorker",
            "StepPath", "TappedTransport"]
 
 _PATH_RETRY_FIRST_S = 1.0  # a session without a peer path looks again after
@@ -195,25 +195,7 @@ def _delayed(finish, delay_s: float):
     return delayed_finish
 
 
-class SiblingTensors:
-    """A transport's ``recv`` over its ``exchange(step, src_task, key,
-    siblings) -> (value, {sibling: value})``: a tensor that came along with
-    an earlier exchange of its step is answered from the step's extras
-    (``tensor_store.StepExtras``), without an exchange."""
-
-    def __init__(self, exchange):
-        self._exchange = exchange
-        self._extras = StepExtras()
-
-    def recv(self, step, src_task: str, key: str, siblings=()):
-        value = self._extras.take(step, key)
-        if value is MISSING:
-            value, extras = self._exchange(step, src_task, key, siblings)
-            self._extras.keep(step, extras)
-        return value
-
-
-class TappedTransport:
+class TappedTransport(SiblingTensors):
     """A ``TensorTransport`` whose every exchange shows on ``tap``: a ``_Recv``
     whose tensor came along with an earlier one of its step (a sibling) is
     answered here, from the step's extras, without an exchange."""
@@ -223,10 +205,6 @@ class TappedTransport:
         self._tap = tap
         self._own_task = own_task
         self._faults = faults or Faults(own_task)
-        self._siblings = SiblingTensors(self.exchange)
-
-    def recv(self, step, src_task: str, key: str, siblings=()):
-        return self._siblings.recv(step, src_task, key, siblings)
 
     def _emit(self, kind: str, src: str, step_id: int, value, start: float):
         self._tap.emit(TapEvent(kind, src, self._own_task, step_id,

@@ -301,5 +301,17 @@ class SiblingTensors:
         raise NotImplementedError
 
 
-__all__ = ["MISSING", "PARK_TTL_S", "ParkedTensors", "PushedTensors", "SiblingTensors",
-           "StepExtras"]
+class PulledCollectives:
+    """A ``TensorTransport`` over which collective chunks are only pulled
+    (``recv_collective``), never pushed."""
+
+    def pushes_collectives(self, task: str) -> bool:
+        return False
+
+    def push_collective(self, step, dst_task: str, exec_id: int, key: str, value,
+                        t0: float, into=None):
+        return None
+
+
+__all__ = ["MISSING", "PARK_TTL_S", "ParkedTensors", "PulledCollectives",
+           "PushedTensors", "SiblingTensors", "StepExtras"]

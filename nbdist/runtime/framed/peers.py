@@ -16,15 +16,15 @@ from nbdist import errors
 from nbdist.runtime.framed.channel import FramedChannel
 from nbdist.runtime.framed.collective_push import PushedChunk, start_push
 from nbdist.runtime.framed.common import (
-    RECV_POLL_MS,
     RETRY_CONNECT_S,
     ChannelBroken,
     went_away,
 )
 from nbdist.runtime.framed.handshake import Refused
 from nbdist.runtime.framed.wire import Outgoing
+from nbdist.runtime.recv_poll import PENDING, poll_recv
 from nbdist.runtime.tensor_store import SiblingTensors
-from nbdist.runtime.timeouts import ms_from_seconds, step_time_left, whole_ms
+from nbdist.runtime.timeouts import ms_from_seconds
 
 RETRY_REFUSED_S = 60.0  # a peer that refused our credentials is tried again after
 
@@ -91,23 +91,15 @@ class FramedTransport(SiblingTensors):
         return value, got
 
     def _recv(self, ch, step, key, siblings, step_id=None) -> dict:
-        timeout = step_time_left(step)
-        start = time.monotonic()
         header = {"step": step.step_id if step_id is None else step_id, "key": key,
-                  "siblings": list(siblings),
-                  "wait_ms": RECV_POLL_MS}
-        while True:
-            if step.cancelled:
-                step.check()
-            left = start + timeout - time.monotonic()
-            if left <= 0:
-                raise errors.DeadlineExceededError(
-                    None, None, f"Timed out after {time.monotonic() - start:.1f} s "
-                    f"waiting for tensor {key.split(';')[3]} from {ch.task}")
-            header["wait_ms"] = min(RECV_POLL_MS, whole_ms(left))
-            reply, tensors = ch.call("recv", dict(header), timeout_s=left + 10.0)
-            if not reply.get("pending"):
-                return dict(tensors)
+                  "siblings": list(siblings)}
+
+        def ask(wait_ms, left_s):
+            reply, tensors = ch.call("recv", {**header, "wait_ms": wait_ms},
+                                     timeout_s=left_s + 10.0)
+            return PENDING if reply.get("pending") else dict(tensors)
+
+        return poll_recv(step, ask, key, ch.task)
 
     def recv_collective(self, step, src_task: str, exec_id: int, key: str):
         """A collective's chunk (left under ``exec_id``) over the channel when

@@ -43,9 +43,9 @@ from nbdist.runtime.grpc.stream_frames import (
     encode_frame,
     raise_if_error,
 )
-from nbdist.runtime.grpc.stream_service import RECV_POLL_MS
+from nbdist.runtime.recv_poll import PENDING, poll_recv
 from nbdist.runtime.tensor_store import SiblingTensors
-from nbdist.runtime.timeouts import ms_from_seconds, step_time_left, whole_ms
+from nbdist.runtime.timeouts import ms_from_seconds
 from nbdist.runtime.transports import ChannelBroken
 
 __all__ = ["StreamChannel", "StreamPeers", "StreamStepPath", "StreamTransport",
@@ -349,22 +349,15 @@ class StreamTransport(SiblingTensors):
         ch = path.channel()
         if ch is None:
             return None
-        timeout = step_time_left(step)
-        start = time.monotonic()
         header = {"step": step_id, "key": key, "siblings": list(siblings)}
+
+        def ask(wait_ms, left_s):
+            reply, tensors = ch.call("recv", {**header, "wait_ms": wait_ms},
+                                     timeout_s=left_s)
+            return PENDING if reply.get("pending") else dict(tensors)
+
         try:
-            while True:
-                if step.cancelled:
-                    step.check()
-                left = start + timeout - time.monotonic()
-                if left <= 0:
-                    raise errors.DeadlineExceededError(
-                        None, None, f"Timed out after {time.monotonic() - start:.1f} "
-                        f"s waiting for tensor {key.split(';')[3]} from {src_task}")
-                header["wait_ms"] = min(RECV_POLL_MS, whole_ms(left))
-                reply, tensors = ch.call("recv", dict(header), timeout_s=left)
-                if not reply.get("pending"):
-                    return dict(tensors)
+            return poll_recv(step, ask, key, src_task)
         except ChannelBroken as e:
             path.forget()
             if e.sent:  # the peer may have handed the tensor over: do not wait

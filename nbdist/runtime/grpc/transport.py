@@ -16,7 +16,7 @@ from nbdist.runtime.cluster_spec import ClusterSpec
 from nbdist.runtime.grpc.client import GrpcWorkerClient
 from nbdist.runtime.interfaces import TensorParking
 from nbdist.runtime.partition import task_of
-from nbdist.runtime.router import SiblingTensors
+from nbdist.runtime.tensor_store import PulledCollectives, SiblingTensors
 
 
 class GrpcPeers:
@@ -58,19 +58,15 @@ class AddressPeers(GrpcPeers):
         return task
 
 
-class GrpcTensorTransport:
+class GrpcTensorTransport(SiblingTensors, PulledCollectives):
     """``interfaces.TensorTransport`` over the peers' WorkerService:
     ``client_of(task)`` is the (cached) ``GrpcWorkerClient`` of a peer."""
 
     def __init__(self, client_of):
-        self._client_of = client_of
         # TF pulls each tensor with its own call; here the first pull of a step
         # from a task brings the others that are ready (RecvTensorRequest.
-        # sibling_key).
-        self._siblings = SiblingTensors(self.exchange)
-
-    def recv(self, step, src_task: str, key: str, siblings=()):
-        return self._siblings.recv(step, src_task, key, siblings)
+        # sibling_key): ``recv`` is ``SiblingTensors``'.
+        self._client_of = client_of
 
     def exchange(self, step, src_task: str, key: str, siblings=()):
         """One RecvTensorUnary: ``(value of key, {sibling: value} that came
@@ -82,13 +78,6 @@ class GrpcTensorTransport:
 
     def recv_collective(self, step, src_task: str, exec_id: int, key: str):
         return self._client_of(src_task).recv_tensor(step, key, step_id=exec_id)
-
-    def pushes_collectives(self, task: str) -> bool:
-        return False  # chunks are pulled over this transport
-
-    def push_collective(self, step, dst_task: str, exec_id: int, key: str, value,
-                        t0: float, into=None):
-        return None
 
     def pull(self, ref, timeout_s: float, on_cancel=None):
         client = self._client_of(task_of(ref.src_device))

@@ -40,6 +40,7 @@ from nbdist.runtime.faults import owner_credential
 from nbdist.runtime.router import PeerRouter
 from nbdist.runtime.server_lib import Server
 from nbdist.runtime.service import WorkerHandler, new_request_id
+from nbdist.runtime.tensor_store import PulledCollectives
 from nbdist.runtime.timeouts import STATUS_TIMEOUT_S, ms_from_seconds, step_time_left
 from nbdist.runtime.worker import Worker
 
@@ -143,7 +144,7 @@ class InprocWorkerClient:
         pass
 
 
-class InprocTensorTransport:
+class InprocTensorTransport(PulledCollectives):
     """``TensorTransport`` over the peers' handlers: ``peer(task)`` is the
     ``InprocWorkerClient`` of a task of the cluster."""
 
@@ -187,13 +188,6 @@ class InprocTensorTransport:
 
     def recv_collective(self, step, src_task: str, exec_id: int, key: str):
         return self._recv(step, src_task, exec_id, key)
-
-    def pushes_collectives(self, task: str) -> bool:
-        return False  # chunks are pulled over this transport
-
-    def push_collective(self, step, dst_task: str, exec_id: int, key: str, value,
-                        t0: float, into=None):
-        return None
 
     def pull(self, ref, timeout_s: float, on_cancel=None):
         from_task = ref.src_device.split("/device:")[0]
