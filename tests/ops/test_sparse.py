@@ -326,3 +326,34 @@ def test_fed_sparse_ids_train_an_embedding_as_the_dense_formulation():
     trained = train(True)
     np.testing.assert_allclose(trained, train(False), rtol=1e-5, atol=1e-6)
     assert not np.allclose(trained, TABLE)
+
+
+@pytest.mark.parametrize("n_values", [0, 1, 4])
+def test_sparse_to_dense_of_a_vector_as_a_padded_varlen_feature(n_values):
+    # A VarLenFeature's [n, 1] indices padded into a [5] vector (the path of one
+    # record), against the oracle; with a scalar value and a default too.
+    ind = np.arange(n_values, dtype=np.int64).reshape(-1, 1)
+    val = np.arange(1, n_values + 1, dtype=np.int64)
+    padded = nd.sparse_to_dense(ind, [5], val)
+    filled = nd.sparse_to_dense(ind, [5], np.int64(9), default_value=-1)
+    with nd.Session() as s:
+        np.testing.assert_array_equal(s.run(padded), dense_of(ind, val, [5]))
+        np.testing.assert_array_equal(s.run(filled), dense_of(ind, 9, [5], -1))
+
+
+@pytest.mark.parametrize("ind, message", [
+    ([[2], [1], [1]], r"indices\[1\] = \[1\] is out of order"),
+    ([[1], [1], [0]], r"indices\[1\] = \[1\] is repeated"),
+    ([[0], [5]], r"indices\[1\] = \[5\] is out of bounds: need 0 <= index < \[4\]"),
+    ([[-1]], r"indices\[0\] = \[-1\] is out of bounds"),
+    ([[0, 1], [0, 1]], r"indices\[1\] = \[0, 1\] is repeated"),
+])
+def test_sparse_to_dense_names_the_first_bad_index_as_tf(ind, message):
+    # TF 2.21's messages, checked: the first index in order that is out of
+    # order, repeated or out of bounds.
+    shape = [4] if len(ind[0]) == 1 else [2, 2]
+    dense = nd.sparse_to_dense(np.array(ind, np.int64), shape,
+                               np.arange(1, len(ind) + 1, dtype=np.int64))
+    with nd.Session() as s, pytest.raises(nd.errors.InvalidArgumentError,
+                                          match=message):
+        s.run(dense)

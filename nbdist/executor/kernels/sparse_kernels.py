@@ -51,30 +51,36 @@ def sparse_to_dense_kernel(node):
     validate = node.attrs.get("validate_indices", True)
 
     def compute(step, indices, output_shape, values, default):
-        shape = tuple(int(d) for d in np.ravel(output_shape))
+        shape = tuple(map(int, np.ravel(output_shape)))
         idx = np.asarray(indices, dtype=np.int64)
         if idx.ndim < 2:
             idx = idx.reshape(-1, 1)
-        _check_indices(node, idx, shape, "sparse_indices")
         n = idx.shape[0]
         values = np.asarray(values)
         if values.ndim not in (0, 1) or (values.ndim == 1 and values.size != n):
             raise _invalid(node, f"sparse_values has incorrect shape "
                            f"{list(values.shape)}, should be [] or [{n}]")
-        out = np.full(shape, default, dtype=values.dtype)
+        out = np.empty(shape, dtype=values.dtype)
+        out.fill(default)
         if not n:
+            _check_indices(node, idx, shape, "sparse_indices")
             return out
-        flat = np.ravel_multi_index(tuple(idx.T), shape) if shape else np.zeros(
-            n, np.int64)
+        if len(shape) == 1 and idx.shape[1] == 1:
+            # a vector (a VarLenFeature padded, one row per record): its
+            # indices are the flat ones, checked by two reductions
+            flat = idx.reshape(-1)
+            if flat.min() < 0 or flat.max() >= shape[0]:
+                _check_indices(node, idx, shape, "sparse_indices")
+        else:
+            _check_indices(node, idx, shape, "sparse_indices")
+            flat = np.ravel_multi_index(tuple(idx.T), shape) if shape else np.zeros(
+                n, np.int64)
         if validate and n > 1:
-            step_ = np.diff(flat)
-            if (step_ == 0).any():
-                i = int(np.argmax(step_ == 0)) + 1
-                raise _invalid(node, f"indices[{i}] = {idx[i].tolist()} is repeated")
-            if (step_ < 0).any():
-                i = int(np.argmax(step_ < 0)) + 1
-                raise _invalid(node, f"indices[{i}] = {idx[i].tolist()} is out of "
-                               "order")
+            ahead = flat[1:] - flat[:-1]  # > 0 where sorted and unrepeated
+            if not (ahead > 0).all():
+                i = int(np.argmax(ahead <= 0))
+                why = "is repeated" if ahead[i] == 0 else "is out of order"
+                raise _invalid(node, f"indices[{i + 1}] = {idx[i + 1].tolist()} {why}")
         out.reshape(-1)[flat] = values
         return out
 
