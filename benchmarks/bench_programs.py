@@ -84,7 +84,7 @@ from pathlib import Path
 
 from _children import free_port, load_note, print_table
 from _cluster_tasks import Task, time_window
-from _program_shapes import INPUT_FILES, N_WORKERS, PROGRAMS, child
+from _program_shapes import INPUT_FILES, N_WORKERS, child
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -244,8 +244,6 @@ def main(argv=None) -> int:
                    "mode: each worker runs STEPS steps; wall time from start to "
                    "the last worker's exit, each worker's steps/s, CPU per step")
     args = p.parse_args(argv)
-    if args.whole_run and args.shapes == ",".join(SHAPES):
-        args.shapes = ",".join(PROGRAMS)  # trainer is bench_training's window loop
     if args.profile:
         os.makedirs(args.profile, exist_ok=True)
         os.environ["BENCH_PROFILE"] = os.path.abspath(args.profile)  # children
@@ -316,15 +314,13 @@ def whole_run_table(shapes, frameworks, hosts, args, load0) -> int:
     """The whole-run mode's rounds (frameworks alternating) and table."""
     runs: dict = {}
     for shape in shapes:
-        if shape not in PROGRAMS:
-            raise SystemExit(f"{shape}: no whole-run mode (its loop is "
-                             "bench_training's)")
         for _ in range(args.repeats):
             for fw, python in frameworks.items():
                 wall, rates, cpu = run_whole(shape, fw, python, hosts, args.whole_run)
                 print(f"  {shape} {fw}: {wall:.1f} s, workers "
                       f"{' '.join(f'{r:.0f}' for r in rates)} steps/s, "
-                      f"{cpu:.1f} CPU s", file=sys.stderr, flush=True)
+                      f"{cpu:.1f} CPU s, load {os.getloadavg()[0]:.1f}",
+                      file=sys.stderr, flush=True)
                 runs.setdefault((fw, shape), []).append((wall, rates, cpu))
     where = "3 netns hosts" if args.hosts == "netns" else "one host"
     rows = []
