@@ -20,6 +20,7 @@ from _cluster_tasks import answer_window_while_stepping
 BATCH = 128
 BATCHES = 16
 N_WORKERS = 3
+STEP_ON_S = 600.0  # the most a whole-run worker steps on after its steps
 QUEUE_FILES, QUEUE_RECORDS = 2, 1000  # the queue and dataset shapes' TFRecord files
 
 
@@ -179,6 +180,12 @@ def drive(run_step, warmup: float) -> None:
     for i in range(steps):
         run_step(i)
     print(f"done {steps / (time.monotonic() - t0)}", flush=True)
+    if os.environ.get("BENCH_STEP_ON"):
+        # synchronous replicas: a worker that stopped would leave the others
+        # waiting for its gradients; step on until the parent stops the task
+        t_end = time.monotonic() + STEP_ON_S
+        while time.monotonic() < t_end:
+            run_step(steps)
 
 
 def sync_program(tf, server, spec, index: int, logdir: str, warmup: float):

@@ -57,7 +57,9 @@ replicas to aggregate for ``sync``, whose global step moves once per three
 worker steps). The frameworks alternate, ``--repeats`` rounds, medians shown.
 ``--whole_run STEPS`` times whole runs instead, as a user times a program:
 from starting the processes to the exit of the last worker (imports, server
-and session start-up included), each worker running STEPS steps; it prints
+and session start-up included; ``sync``: to the last worker's end of its
+steps, as its workers step on for the others still stepping), each worker
+running STEPS steps; it prints
 each worker's steps/s while stepping and the CPU seconds of every task per
 step (``RUSAGE_CHILDREN``: start-up included; steadier than wall time on a
 shared machine). Its tasks run in the caller's environment (no
@@ -99,6 +101,9 @@ SHAPES = {
     "dataset": ("MonitoredTrainingSession + tf.data TFRecordDataset", 2),
 }
 FRAMEWORKS = ("nbdist", "tf")
+# whole runs whose workers step on after their steps (synchronous replicas
+# wait for each other's gradients): timed to the last worker's "done"
+STEP_ON = ("sync",)
 
 
 # -- the parent ----------------------------------------------------------------------------
@@ -185,13 +190,17 @@ def run_whole(shape, framework, python, hosts, steps):
     cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
     try:
+        env = {"BENCH_STEPS": str(steps)}
+        if shape in STEP_ON:
+            env["BENCH_STEP_ON"] = "1"
         workers, logdir, deadline = start_tasks(
-            shape, framework, python, hosts, 0.0, {"BENCH_STEPS": str(steps)}, tasks)
+            shape, framework, python, hosts, 0.0, env, tasks)
         deadline += 30 * steps / 100  # start-up, then at least 100 steps / 30 s
         rates = [float(w.expect("done", deadline)[0]) for w in workers]
         t_done = time.monotonic()
-        for w in workers:
-            w.proc.wait(max(1.0, deadline - time.monotonic()))
+        if shape not in STEP_ON:
+            for w in workers:
+                w.proc.wait(max(1.0, deadline - time.monotonic()))
         wall = time.monotonic() - t0
         print(f"  (start-up and steps {t_done - t0:.1f} s, exits "
               f"{wall - (t_done - t0):.1f} s)", file=sys.stderr, flush=True)
@@ -316,7 +325,12 @@ def whole_run_table(shapes, frameworks, hosts, args, load0) -> int:
     for shape in shapes:
         for _ in range(args.repeats):
             for fw, python in frameworks.items():
-                wall, rates, cpu = run_whole(shape, fw, python, hosts, args.whole_run)
+                try:
+                    wall, rates, cpu = run_whole(shape, fw, python, hosts,
+                                                 args.whole_run)
+                except RuntimeError as e:  # the other rows still count
+                    print(f"  {shape} {fw}: failed: {e}", file=sys.stderr, flush=True)
+                    continue
                 print(f"  {shape} {fw}: {wall:.1f} s, workers "
                       f"{' '.join(f'{r:.0f}' for r in rates)} steps/s, "
                       f"{cpu:.1f} CPU s, load {os.getloadavg()[0]:.1f}",
@@ -328,27 +342,34 @@ def whole_run_table(shapes, frameworks, hosts, args, load0) -> int:
         row = [f"{SHAPES[shape][0]} [{where}]"]
         best = {}
         for fw in frameworks:
-            rs = runs[(fw, shape)]
+            rs = runs.get((fw, shape))
+            if not rs:
+                row += ["failed", "-", "-"]
+                continue
             wall, rates, cpu = min(rs, key=lambda r: r[0])  # least disturbed
             n_steps = args.whole_run * SHAPES[shape][1]
-            best[fw] = (wall, min(r[2] for r in rs) / n_steps)
+            best[fw] = (wall, min(r[2] for r in rs) / n_steps,
+                        statistics.mean(rates))
             row += [f"{statistics.median(r[0] for r in rs):.1f} ({wall:.1f})",
                     "/".join(f"{r:.0f}" for r in rates),
                     f"{1000 * best[fw][1]:.1f}"]
         if "tf" in frameworks:
-            row += [f"{best['tf'][0] / best['nbdist'][0]:.2f}x",
-                    f"{best['tf'][1] / best['nbdist'][1]:.2f}x"]
+            if len(best) == 2:
+                (nw, nc, nr), (tw, tc, tr) = best["nbdist"], best["tf"]
+                row += [f"{tw / nw:.2f}x", f"{nr / tr:.2f}x", f"{tc / nc:.2f}x"]
+            else:
+                row += ["-", "-", "-"]
         rows.append(row)
     head = ["program"]
     for fw in frameworks:
         head += [f"{fw} wall s", f"{fw} worker steps/s", f"{fw} CPU ms/step"]
     if "tf" in frameworks:
-        head += ["TF/nbdist wall", "TF/nbdist CPU"]
+        head += ["TF/nbdist wall", "nbdist/TF steps/s", "TF/nbdist CPU"]
     print_table(head, rows)
     print(f"(whole runs of {args.whole_run} steps per worker, start-up included; "
           f"wall: median (best) of {args.repeats} alternating runs, per-worker "
           f"steps/s and CPU (every task, start-up included, per step) of the best "
-          f"run; {load_note(load0)})")
+          f"run; steps/s ratio of the workers' mean; {load_note(load0)})")
     return 0
 
 
