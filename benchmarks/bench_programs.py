@@ -1,4 +1,4 @@
-"""Three TF1 program shapes side by side with TensorFlow. Run on demand:
+"""TF1 program shapes side by side with TensorFlow. Run on demand:
 
     python benchmarks/bench_programs.py --tf_python /work/tfvenv/bin/python
     python benchmarks/bench_programs.py --quick --no_tf --shapes supervisor
@@ -27,10 +27,18 @@ ratio, for each program shape:
   ``shuffle_batch``, 2 threads; queue runners started by the Supervisor);
 - ``summaries``: the ``supervisor`` program (1 ps + 3 workers) with two
   scalars, every worker (the chief too) writing them each step with its own
-  ``FileWriter.add_summary``.
+  ``FileWriter.add_summary``;
+- ``embedding``: a Supervisor program (1 ps + 2 workers) reading one Example
+  per shard file through ``WholeFileReader`` queues, ``parse_single_example``
+  with two ``VarLenFeature``s padded by ``sparse_to_dense``, into
+  ``shuffle_batch`` (2 threads), averaging ``embedding_lookup``s of two
+  embedding variables on the ps (Adagrad: sparse updates there);
+- ``dataset``: a ``MonitoredTrainingSession`` program (1 ps + 2 workers)
+  whose input is ``tf.data``: ``TFRecordDataset`` -> ``map(parse)`` ->
+  ``shuffle`` -> ``batch`` -> ``repeat``, ``make_one_shot_iterator``.
 
-Each program is written once (``supervisor_program``, ``sync_program``; the
-trainer in ``bench_training.py``) and run with ``tf`` bound to ``nbdist`` or
+Each program is written once (in ``_program_shapes.py``; the trainer in
+``bench_training.py``) and run with ``tf`` bound to ``nbdist`` or
 to ``tensorflow.compat.v1``: the "replace ``tf.`` by ``nd.``" promise.
 
 Hosts: ``--hosts local`` (default) runs every task on 127.0.0.1;
@@ -49,7 +57,9 @@ replicas to aggregate for ``sync``, whose global step moves once per three
 worker steps). The frameworks alternate, ``--repeats`` rounds, medians shown.
 ``--whole_run STEPS`` times whole runs instead, as a user times a program:
 from starting the processes to the exit of the last worker (imports, server
-and session start-up included), each worker running STEPS steps; it prints
+and session start-up included; ``sync``: to the last worker's end of its
+steps, as its workers step on for the others still stepping), each worker
+running STEPS steps; it prints
 each worker's steps/s while stepping and the CPU seconds of every task per
 step (``RUSAGE_CHILDREN``: start-up included; steadier than wall time on a
 shared machine). Its tasks run in the caller's environment (no
@@ -74,276 +84,26 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 from _children import free_port, load_note, print_table
-from _cluster_tasks import Task, answer_window_while_stepping, time_window
+from _cluster_tasks import Task, time_window
+from _program_shapes import INPUT_FILES, N_WORKERS, child
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-BATCH = 128
-BATCHES = 16
 START_TIMEOUT_S = 150.0
-N_WORKERS = 3
 SHAPES = {
     "trainer": ("trainer.py (feed_dict, replica_device_setter)", 2),
     "supervisor": ("Supervisor + merged summary every step", N_WORKERS),
     "sync": ("MonitoredTrainingSession + SyncReplicas + hooks", N_WORKERS),
     "queue": ("Supervisor + TFRecord queue pipeline", 2),
     "summaries": ("Supervisor, every worker writes 2 scalars", N_WORKERS),
+    "embedding": ("Supervisor + WholeFileReader queues + ps embeddings", 2),
+    "dataset": ("MonitoredTrainingSession + tf.data TFRecordDataset", 2),
 }
-QUEUE_FILES, QUEUE_RECORDS = 2, 1000  # the queue shape's TFRecord files
 FRAMEWORKS = ("nbdist", "tf")
-
-
-# -- the programs (run in each child process, written once for both frameworks) ---------
-def import_tf(framework: str):
-    if framework == "tf":
-        import tensorflow.compat.v1 as tf
-
-        tf.disable_eager_execution()
-        return tf
-    import nbdist as nd
-
-    return nd
-
-
-def model(tf, x, y, summaries="all"):
-    """The MLP of bench_training (784-256-10), its loss and summaries (``"all"``:
-    three scalars and a histogram; ``"two"``: the loss and the accuracy)."""
-    w1 = tf.Variable(tf.truncated_normal([784, 256], stddev=0.05), name="w1")
-    b1 = tf.Variable(tf.zeros([256]), name="b1")
-    w2 = tf.Variable(tf.truncated_normal([256, 10], stddev=0.05), name="w2")
-    b2 = tf.Variable(tf.zeros([10]), name="b2")
-    hidden = tf.nn.relu(tf.matmul(x, w1) + b1)
-    logits = tf.matmul(hidden, w2) + b2
-    loss = tf.reduce_mean(
-        tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
-    )
-    accuracy = tf.reduce_mean(tf.cast(tf.equal(tf.argmax(logits, 1), y), tf.float32))
-    tf.summary.scalar("loss", loss)
-    tf.summary.scalar("accuracy", accuracy)
-    if summaries == "all":
-        tf.summary.scalar("hidden_mean", tf.reduce_mean(hidden))
-        tf.summary.histogram("w2", w2)
-    return loss
-
-
-def batches(index: int):
-    rng = np.random.default_rng(index)
-    xs = rng.standard_normal((BATCHES, BATCH, 784)).astype(np.float32)
-    ys = rng.integers(0, 10, (BATCHES, BATCH)).astype(np.int64)
-    return xs, ys
-
-
-def supervisor_program(tf, server, spec, index: int, logdir: str, warmup: float,
-                       summaries="all", chief_writes=True):
-    """Between-graph training under a Supervisor, summaries written every step
-    (the chief by ``sv.summary_computed`` when ``chief_writes``, else every
-    worker with its own ``FileWriter``)."""
-    is_chief = index == 0
-    setter = tf.train.replica_device_setter(
-        cluster=spec, worker_device=f"/job:worker/task:{index}")
-    with tf.device(setter):
-        global_step = tf.train.get_or_create_global_step()
-        x = tf.placeholder(tf.float32, [None, 784])
-        y = tf.placeholder(tf.int64, [None])
-        loss = model(tf, x, y, summaries)
-        train_op = tf.train.GradientDescentOptimizer(0.01).minimize(
-            loss, global_step=global_step)
-        summary_op = tf.summary.merge_all()
-    sv = tf.train.Supervisor(is_chief=is_chief, logdir=logdir, summary_op=None,
-                             global_step=global_step)
-    writer = None if is_chief and chief_writes else tf.summary.FileWriter(
-        os.path.join(logdir, f"worker{index}"))
-    config = tf.ConfigProto(device_filters=["/job:ps", f"/job:worker/task:{index}"])
-    xs, ys = batches(index)
-    wait_for_go(index)
-    with sv.managed_session(server.target, config=config) as sess:
-        print("session", flush=True)
-
-        def step(i):
-            summary, gstep, _ = sess.run([summary_op, global_step, train_op],
-                                         {x: xs[i % BATCHES], y: ys[i % BATCHES]})
-            if writer is None:
-                sv.summary_computed(sess, summary, gstep)
-            else:
-                writer.add_summary(summary, gstep)
-
-        drive(profiled(step, index), warmup)
-
-
-def summaries_program(tf, server, spec, index, logdir, warmup):
-    """Issue 39's third program: every worker fetches a merged summary of two
-    scalars each step and writes it with its own ``FileWriter.add_summary``."""
-    supervisor_program(tf, server, spec, index, logdir, warmup, summaries="two",
-                       chief_writes=False)
-
-
-def queue_program(tf, server, spec, index: int, logdir: str, warmup: float):
-    """A Supervisor program reading TFRecord files through TF1's queue pipeline:
-    ``string_input_producer`` -> ``TFRecordReader`` -> ``parse_single_example``
-    -> ``decode_raw`` -> ``shuffle_batch`` (2 threads), queue runners started
-    by the Supervisor."""
-    is_chief = index == 0
-    files = sorted(str(p) for p in Path(logdir).glob("records-*.tfrecord"))
-    setter = tf.train.replica_device_setter(
-        cluster=spec, worker_device=f"/job:worker/task:{index}")
-    with tf.device(setter):
-        global_step = tf.train.get_or_create_global_step()
-        _, serialized = tf.TFRecordReader().read(tf.train.string_input_producer(files))
-        parsed = tf.parse_single_example(serialized, {
-            "image_raw": tf.FixedLenFeature([], tf.string),
-            "label": tf.FixedLenFeature([], tf.int64)})
-        image = tf.cast(tf.decode_raw(parsed["image_raw"], tf.uint8), tf.float32)
-        image.set_shape([784])
-        x, y = tf.train.shuffle_batch([image / 255.0, parsed["label"]], 64,
-                                      num_threads=2, capacity=1000,
-                                      min_after_dequeue=500)
-        loss = model(tf, x, y, summaries="two")
-        train_op = tf.train.GradientDescentOptimizer(0.01).minimize(
-            loss, global_step=global_step)
-    sv = tf.train.Supervisor(is_chief=is_chief, logdir=logdir, summary_op=None,
-                             global_step=global_step, save_model_secs=0)
-    config = tf.ConfigProto(device_filters=["/job:ps", f"/job:worker/task:{index}"])
-    wait_for_go(index)
-    with sv.managed_session(server.target, config=config) as sess:
-        print("session", flush=True)
-        drive(profiled(lambda i: sess.run(train_op), index), warmup)
-        sv.request_stop()
-
-
-def write_records(logdir: str) -> None:
-    """The queue shape's TFRecord files (MNIST-shaped Examples) in ``logdir``."""
-    from nbdist.executor import tf_record
-    from nbdist.proto import example_pb2
-
-    rng = np.random.default_rng(0)
-    for k in range(QUEUE_FILES):
-        with tf_record.TFRecordWriter(os.path.join(logdir,
-                                                   f"records-{k}.tfrecord")) as w:
-            for _ in range(QUEUE_RECORDS):
-                ex = example_pb2.Example()
-                f = ex.features.feature
-                f["image_raw"].bytes_list.value.append(
-                    rng.integers(0, 256, 784, dtype=np.uint8).tobytes())
-                f["label"].int64_list.value.append(int(rng.integers(0, 10)))
-                w.write(ex.SerializeToString())
-
-
-def drive(run_step, warmup: float) -> None:
-    """Step as the parent's mode says: ``BENCH_STEPS`` steps then ``done`` (the
-    whole-run mode), or steps answering the timed window."""
-    steps = int(os.environ.get("BENCH_STEPS") or 0)
-    if not steps:
-        answer_window_while_stepping(run_step, warmup)
-        return
-    t0 = time.monotonic()
-    for i in range(steps):
-        run_step(i)
-    print(f"done {steps / (time.monotonic() - t0)}", flush=True)
-
-
-def sync_program(tf, server, spec, index: int, logdir: str, warmup: float):
-    """Synchronous replicas in a MonitoredTrainingSession with the usual hooks."""
-    is_chief = index == 0
-    setter = tf.train.replica_device_setter(
-        cluster=spec, worker_device=f"/job:worker/task:{index}")
-    with tf.device(setter):
-        global_step = tf.train.get_or_create_global_step()
-        x = tf.placeholder(tf.float32, [None, 784])
-        y = tf.placeholder(tf.int64, [None])
-        loss = model(tf, x, y)
-        opt = tf.train.SyncReplicasOptimizer(
-            tf.train.GradientDescentOptimizer(0.01),
-            replicas_to_aggregate=N_WORKERS, total_num_replicas=N_WORKERS)
-        train_op = opt.minimize(loss, global_step=global_step)
-        summary_op = tf.summary.merge_all()
-    hooks = [opt.make_session_run_hook(is_chief),
-             tf.train.StopAtStepHook(last_step=10**9)]
-    chief_hooks = [
-        tf.train.CheckpointSaverHook(logdir, save_steps=500),
-        tf.train.SummarySaverHook(save_steps=100, output_dir=logdir,
-                                  summary_op=summary_op),
-    ]
-    config = tf.ConfigProto(device_filters=["/job:ps", f"/job:worker/task:{index}"])
-    xs, ys = batches(index)
-    wait_for_go(index)
-    with tf.train.MonitoredTrainingSession(
-            master=server.target, is_chief=is_chief, hooks=hooks,
-            chief_only_hooks=chief_hooks, config=config,
-            save_checkpoint_secs=None, save_summaries_steps=None,
-            log_step_count_steps=None) as sess:
-        print("session", flush=True)
-        drive(profiled(
-            lambda i: sess.run(train_op, {x: xs[i % BATCHES], y: ys[i % BATCHES]}),
-            index), warmup)
-
-
-def wait_for_go(index: int) -> None:
-    """Non-chiefs wait for the parent's word that the chief's session is up, so
-    that they find the model ready at once (TF's SessionManager would
-    otherwise sleep its 30 s ``recovery_wait_secs``); not part of the program,
-    a way to start every process (and its imports) at the same time."""
-    if index:
-        print("built", flush=True)
-        sys.stdin.readline()
-
-
-def profiled(run_step, index: int):
-    """``run_step``, with steps 50-249 under cProfile when ``BENCH_PROFILE`` names
-    a directory (``--profile``): their cumulative-time table goes to
-    ``<shape>/worker<index>.txt`` there."""
-    out = os.environ.get("BENCH_PROFILE")
-    if not out:
-        return run_step
-    import cProfile
-    import io
-    import pstats
-
-    profile = cProfile.Profile()
-
-    def step(i):
-        if i == 50:
-            profile.enable()
-        run_step(i)
-        if i == 249:
-            profile.disable()
-            text = io.StringIO()
-            stats = pstats.Stats(profile, stream=text)
-            stats.sort_stats("cumulative").print_stats(45)
-            Path(out, f"worker{index}.txt").write_text(text.getvalue())
-
-    return step
-
-
-PROGRAMS = {"supervisor": supervisor_program, "sync": sync_program,
-            "queue": queue_program, "summaries": summaries_program}
-
-
-def child(shape, framework, cluster, job, index, logdir, warmup):
-    if framework == "nbdist" and os.environ.get("BENCH_BIND"):
-        # nbdist's Server listens on 127.0.0.1 unless its ServerDef says
-        # otherwise (TF's on every interface), and TF1's Server(spec, job, index)
-        # has no way to say it: other hosts need the task's own address.
-        from nbdist.runtime.grpc import server as grpc_server
-
-        grpc_server.DEFAULT_BIND = os.environ["BENCH_BIND"]
-    if shape == "trainer":  # bench_training's program, unchanged
-        import bench_training
-
-        stepper = bench_training.step_in_window  # profiled like the others
-        bench_training.step_in_window = (
-            lambda run_step, warmup_s: stepper(profiled(run_step, index), warmup_s))
-        bench_training.trainer(framework, cluster, job, index, warmup)
-        return
-    tf = import_tf(framework)
-    spec = tf.train.ClusterSpec(cluster)
-    server = tf.train.Server(spec, job_name=job, task_index=index)
-    if job == "ps":
-        print("ready", flush=True)
-        server.join()
-        return
-    PROGRAMS[shape](tf, server, spec, index, logdir, warmup)
+# whole runs whose workers step on after their steps (synchronous replicas
+# wait for each other's gradients): timed to the last worker's "done"
+STEP_ON = ("sync",)
 
 
 # -- the parent ----------------------------------------------------------------------------
@@ -366,8 +126,8 @@ def start_tasks(shape, framework, python, hosts, warmup, env_extra, tasks):
     cluster = {"ps": [f"{place[0][0]}:{free_port()}"],
                "worker": [f"{a}:{free_port()}" for a, _ in place[1:]]}
     logdir = tempfile.mkdtemp(prefix=f"bench_{shape}_{framework}_")
-    if shape == "queue":
-        write_records(logdir)
+    if shape in INPUT_FILES:
+        INPUT_FILES[shape](logdir)
 
     def task(k, job, index):
         cmd = [__file__, "--child", shape, framework, json.dumps(cluster), job,
@@ -430,13 +190,17 @@ def run_whole(shape, framework, python, hosts, steps):
     cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
     try:
+        env = {"BENCH_STEPS": str(steps)}
+        if shape in STEP_ON:
+            env["BENCH_STEP_ON"] = "1"
         workers, logdir, deadline = start_tasks(
-            shape, framework, python, hosts, 0.0, {"BENCH_STEPS": str(steps)}, tasks)
+            shape, framework, python, hosts, 0.0, env, tasks)
         deadline += 30 * steps / 100  # start-up, then at least 100 steps / 30 s
         rates = [float(w.expect("done", deadline)[0]) for w in workers]
         t_done = time.monotonic()
-        for w in workers:
-            w.proc.wait(max(1.0, deadline - time.monotonic()))
+        if shape not in STEP_ON:
+            for w in workers:
+                w.proc.wait(max(1.0, deadline - time.monotonic()))
         wall = time.monotonic() - t0
         print(f"  (start-up and steps {t_done - t0:.1f} s, exits "
               f"{wall - (t_done - t0):.1f} s)", file=sys.stderr, flush=True)
@@ -489,8 +253,6 @@ def main(argv=None) -> int:
                    "mode: each worker runs STEPS steps; wall time from start to "
                    "the last worker's exit, each worker's steps/s, CPU per step")
     args = p.parse_args(argv)
-    if args.whole_run and args.shapes == ",".join(SHAPES):
-        args.shapes = ",".join(PROGRAMS)  # trainer is bench_training's window loop
     if args.profile:
         os.makedirs(args.profile, exist_ok=True)
         os.environ["BENCH_PROFILE"] = os.path.abspath(args.profile)  # children
@@ -561,15 +323,18 @@ def whole_run_table(shapes, frameworks, hosts, args, load0) -> int:
     """The whole-run mode's rounds (frameworks alternating) and table."""
     runs: dict = {}
     for shape in shapes:
-        if shape not in PROGRAMS:
-            raise SystemExit(f"{shape}: no whole-run mode (its loop is "
-                             "bench_training's)")
         for _ in range(args.repeats):
             for fw, python in frameworks.items():
-                wall, rates, cpu = run_whole(shape, fw, python, hosts, args.whole_run)
+                try:
+                    wall, rates, cpu = run_whole(shape, fw, python, hosts,
+                                                 args.whole_run)
+                except RuntimeError as e:  # the other rows still count
+                    print(f"  {shape} {fw}: failed: {e}", file=sys.stderr, flush=True)
+                    continue
                 print(f"  {shape} {fw}: {wall:.1f} s, workers "
                       f"{' '.join(f'{r:.0f}' for r in rates)} steps/s, "
-                      f"{cpu:.1f} CPU s", file=sys.stderr, flush=True)
+                      f"{cpu:.1f} CPU s, load {os.getloadavg()[0]:.1f}",
+                      file=sys.stderr, flush=True)
                 runs.setdefault((fw, shape), []).append((wall, rates, cpu))
     where = "3 netns hosts" if args.hosts == "netns" else "one host"
     rows = []
@@ -577,27 +342,34 @@ def whole_run_table(shapes, frameworks, hosts, args, load0) -> int:
         row = [f"{SHAPES[shape][0]} [{where}]"]
         best = {}
         for fw in frameworks:
-            rs = runs[(fw, shape)]
+            rs = runs.get((fw, shape))
+            if not rs:
+                row += ["failed", "-", "-"]
+                continue
             wall, rates, cpu = min(rs, key=lambda r: r[0])  # least disturbed
             n_steps = args.whole_run * SHAPES[shape][1]
-            best[fw] = (wall, min(r[2] for r in rs) / n_steps)
+            best[fw] = (wall, min(r[2] for r in rs) / n_steps,
+                        statistics.mean(rates))
             row += [f"{statistics.median(r[0] for r in rs):.1f} ({wall:.1f})",
                     "/".join(f"{r:.0f}" for r in rates),
                     f"{1000 * best[fw][1]:.1f}"]
         if "tf" in frameworks:
-            row += [f"{best['tf'][0] / best['nbdist'][0]:.2f}x",
-                    f"{best['tf'][1] / best['nbdist'][1]:.2f}x"]
+            if len(best) == 2:
+                (nw, nc, nr), (tw, tc, tr) = best["nbdist"], best["tf"]
+                row += [f"{tw / nw:.2f}x", f"{nr / tr:.2f}x", f"{tc / nc:.2f}x"]
+            else:
+                row += ["-", "-", "-"]
         rows.append(row)
     head = ["program"]
     for fw in frameworks:
         head += [f"{fw} wall s", f"{fw} worker steps/s", f"{fw} CPU ms/step"]
     if "tf" in frameworks:
-        head += ["TF/nbdist wall", "TF/nbdist CPU"]
+        head += ["TF/nbdist wall", "nbdist/TF steps/s", "TF/nbdist CPU"]
     print_table(head, rows)
     print(f"(whole runs of {args.whole_run} steps per worker, start-up included; "
           f"wall: median (best) of {args.repeats} alternating runs, per-worker "
           f"steps/s and CPU (every task, start-up included, per step) of the best "
-          f"run; {load_note(load0)})")
+          f"run; steps/s ratio of the workers' mean; {load_note(load0)})")
     return 0
 
 

@@ -201,3 +201,22 @@ def test_file_dataset_filenames_from_a_placeholder(tmp_path):
         assert [s.run(nxt) for _ in range(3)] == [b"b0", b"b1", b"a0"]
     with pytest.raises(TypeError, match="Dataset of filenames"):
         nd.data.TFRecordDataset(nd.data.Dataset.from_tensor_slices([a]))
+
+
+def test_whole_file_reader_files_empty_missing_and_a_directory(tmp_path):
+    # As TF 2.21: every file whole (an empty one as b""), counted as one record
+    # and one work unit each; a missing file is NotFound when it is read, a
+    # directory FailedPrecondition ("<path>; Is a directory").
+    big = bytes(range(256)) * 5000  # larger than one read of a pipe or socket
+    files = [tmp_path / n for n in ("a", "empty", "big")]
+    for f, data in zip(files, (b"abc", b"", big)):
+        f.write_bytes(data)
+    got, counts = read_all(nd.WholeFileReader(), [str(f) for f in files])
+    assert got == [(str(f).encode(), f.read_bytes()) for f in files]
+    assert counts == [3, 3]
+    with pytest.raises(nd.errors.NotFoundError, match="nope; No such file"):
+        read_all(nd.WholeFileReader(), [str(tmp_path / "nope")])
+    with pytest.raises(nd.errors.FailedPreconditionError, match="; Is a directory"):
+        read_all(nd.WholeFileReader(), [str(tmp_path)])
+    with nd.Session() as s, pytest.raises(nd.errors.NotFoundError, match="nope"):
+        s.run(nd.io.read_file(str(tmp_path / "nope")))

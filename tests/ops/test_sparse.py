@@ -326,3 +326,56 @@ def test_fed_sparse_ids_train_an_embedding_as_the_dense_formulation():
     trained = train(True)
     np.testing.assert_allclose(trained, train(False), rtol=1e-5, atol=1e-6)
     assert not np.allclose(trained, TABLE)
+
+
+@pytest.mark.parametrize("n_values", [0, 1, 4])
+def test_sparse_to_dense_of_a_vector_as_a_padded_varlen_feature(n_values):
+    # A VarLenFeature's [n, 1] indices padded into a [5] vector (the path of one
+    # record), against the oracle; with a scalar value and a default too.
+    ind = np.arange(n_values, dtype=np.int64).reshape(-1, 1)
+    val = np.arange(1, n_values + 1, dtype=np.int64)
+    padded = nd.sparse_to_dense(ind, [5], val)
+    filled = nd.sparse_to_dense(ind, [5], np.int64(9), default_value=-1)
+    with nd.Session() as s:
+        np.testing.assert_array_equal(s.run(padded), dense_of(ind, val, [5]))
+        np.testing.assert_array_equal(s.run(filled), dense_of(ind, 9, [5], -1))
+
+
+_BIG = np.arange(100, dtype=np.int64).reshape(-1, 1)
+_BIG[70] = 69  # many indices: checked by NumPy, the error found in order after
+
+
+@pytest.mark.parametrize("ind, shape, validate, message", [
+    ([[2], [1], [1]], [4], True, r"indices\[1\] = \[1\] is out of order"),
+    ([[2], [1], [9]], [4], True, r"indices\[1\] = \[1\] is out of order"),
+    ([[1], [1], [0]], [4], True, r"indices\[1\] = \[1\] is repeated"),
+    ([[0], [5]], [4], True,
+     r"indices\[1\] = \[5\] is out of bounds: need 0 <= index < \[4\]"),
+    ([[-1]], [4], True, r"indices\[0\] = \[-1\] is out of bounds"),
+    ([[0, 3], [1, 0]], [2, 2], True,
+     r"indices\[0\] = \[0,3\] is out of bounds: need 0 <= index < \[2,2\]"),
+    ([[0, 1], [0, 1]], [2, 2], True, r"indices\[1\] = \[0,1\] is repeated"),
+    (_BIG, [100], True, r"indices\[70\] = \[69\] is repeated"),
+    ([[1], [0], [7]], [4], False,
+     r"Indices are not valid \(out of bounds\)\.  Shape: \[4\]"),
+])
+def test_sparse_to_dense_names_the_first_bad_index_as_tf(ind, shape, validate,
+                                                         message):
+    # TF 2.21's messages, checked: the first index in order that is out of
+    # bounds, out of order or repeated (only bounds without validate_indices).
+    ind = np.array(ind, np.int64)
+    dense = nd.sparse_to_dense(ind, shape, np.arange(1, len(ind) + 1),
+                               validate_indices=validate)
+    with nd.Session() as s, pytest.raises(nd.errors.InvalidArgumentError,
+                                          match=message):
+        s.run(dense)
+
+
+def test_sparse_to_dense_of_many_indices_matches_the_oracle():
+    # beyond the Python pass: 200 sorted indices of a [20, 30] matrix
+    ind = np.sort(np.random.default_rng(0).choice(600, 200, replace=False))
+    ind = np.stack(np.unravel_index(ind, (20, 30)), 1).astype(np.int64)
+    val = np.arange(200, dtype=np.float32)
+    with nd.Session() as s:
+        out = s.run(nd.sparse_to_dense(ind, [20, 30], val, default_value=-1.0))
+    np.testing.assert_array_equal(out, dense_of(ind, val, [20, 30], -1.0))

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import numpy as np
 
 import nbdist.ops.sparse_ops  # noqa: F401  (registers the op definitions)
@@ -46,35 +48,67 @@ def unique_kernel(node):
     return compute
 
 
+_FEW = 64  # indices checked in Python below this: NumPy's per-call cost is more
+
+
+def _raise_first_bad(node, idx, shape, validate):
+    """TF's error for the first index, in order, that is out of bounds or (with
+    ``validate``) not after the one before it."""
+    def fmt(ints):
+        return f"[{','.join(map(str, ints))}]"
+
+    prev = None
+    for i, index in enumerate(idx.tolist()):
+        if not all(0 <= v < d for v, d in zip(index, shape)):
+            if not validate:
+                raise _invalid(node, "Indices are not valid (out of bounds).  "
+                               f"Shape: {fmt(shape)}")
+            raise _invalid(node, f"indices[{i}] = {fmt(index)} is out of bounds: "
+                           f"need 0 <= index < {fmt(shape)}")
+        if validate and prev is not None and index <= prev:
+            why = "is repeated" if index == prev else (
+                "is out of order. Many sparse ops require sorted indices.")
+            raise _invalid(node, f"indices[{i}] = {fmt(index)} {why}")
+        prev = index
+
+
 @register_kernel("SparseToDense")
 def sparse_to_dense_kernel(node):
     validate = node.attrs.get("validate_indices", True)
 
     def compute(step, indices, output_shape, values, default):
-        shape = tuple(int(d) for d in np.ravel(output_shape))
+        shape = tuple(np.asarray(output_shape, np.int64).reshape(-1).tolist())
         idx = np.asarray(indices, dtype=np.int64)
         if idx.ndim < 2:
             idx = idx.reshape(-1, 1)
-        _check_indices(node, idx, shape, "sparse_indices")
+        if idx.ndim != 2 or idx.shape[1] != len(shape):
+            raise _invalid(node, f"sparse_indices must be a [N, {len(shape)}] "
+                           f"matrix, got shape {list(idx.shape)}")
         n = idx.shape[0]
         values = np.asarray(values)
         if values.ndim not in (0, 1) or (values.ndim == 1 and values.size != n):
             raise _invalid(node, f"sparse_values has incorrect shape "
                            f"{list(values.shape)}, should be [] or [{n}]")
-        out = np.full(shape, default, dtype=values.dtype)
+        out = np.empty(shape, dtype=values.dtype)
+        out.fill(default)
         if not n:
             return out
-        flat = np.ravel_multi_index(tuple(idx.T), shape) if shape else np.zeros(
-            n, np.int64)
-        if validate and n > 1:
-            step_ = np.diff(flat)
-            if (step_ == 0).any():
-                i = int(np.argmax(step_ == 0)) + 1
-                raise _invalid(node, f"indices[{i}] = {idx[i].tolist()} is repeated")
-            if (step_ < 0).any():
-                i = int(np.argmax(step_ < 0)) + 1
-                raise _invalid(node, f"indices[{i}] = {idx[i].tolist()} is out of "
-                               "order")
+        if n <= _FEW:  # one record's features: a Python pass over a few rows
+            rows = idx.tolist()
+            good = (all(0 <= v < d for row in rows for v, d in zip(row, shape))
+                    and (not validate or all(a < b for a, b in pairwise(rows))))
+        else:
+            good = not ((idx < 0) | (idx >= np.asarray(shape, np.int64))).any()
+        if good:
+            if len(shape) == 1:
+                flat = idx.reshape(-1)
+            else:
+                flat = np.ravel_multi_index(tuple(idx.T), shape) if shape else (
+                    np.zeros(n, np.int64))
+            if validate and n > _FEW:  # row-major order: flat indices ascend
+                good = bool((flat[1:] > flat[:-1]).all())
+        if not good:
+            _raise_first_bad(node, idx, shape, validate)
         out.reshape(-1)[flat] = values
         return out
 
