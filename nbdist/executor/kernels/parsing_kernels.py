@@ -142,6 +142,13 @@ def _sparse(node, key, dtype, maps, single):
     where = "" if single else "Name: <unknown>, "
     values = [_feature_values(node, key, fmap[key], dtype, where) if key in fmap
               else np.zeros([0], dtype.as_numpy_dtype) for fmap in maps]
+    if single:  # one example: its values in order (no batch arithmetic)
+        flat = values[0]
+        if dtype.name != "string":
+            flat = flat.astype(dtype.as_numpy_dtype, copy=False)
+        n = flat.size
+        return (np.arange(n, dtype=np.int64).reshape(-1, 1), flat,
+                np.array([n], np.int64))
     lengths = np.array([v.size for v in values], np.int64)
     total = int(lengths.sum())
     batch = np.repeat(np.arange(len(maps), dtype=np.int64), lengths)
@@ -151,8 +158,6 @@ def _sparse(node, key, dtype, maps, single):
     if dtype.name != "string":
         flat = flat.astype(dtype.as_numpy_dtype)
     max_len = int(lengths.max(initial=0))
-    if single:
-        return within.reshape(-1, 1), flat, np.array([max_len], np.int64)
     return (np.stack([batch, within], axis=1), flat,
             np.array([len(maps), max_len], np.int64))
 
