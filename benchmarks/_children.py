@@ -9,6 +9,18 @@ import socket
 import subprocess
 
 
+def importable(python: str, module: str) -> bool:
+    """Whether ``python`` (a path; empty or missing: no) finds ``module``
+    (``find_spec``, not an import: importing TensorFlow takes seconds)."""
+    if not python or not os.path.exists(python):
+        return False
+    r = subprocess.run([python, "-c", "import importlib.util, sys; sys.exit("
+                        f"importlib.util.find_spec({module!r}) is None)"],
+                       env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+                       capture_output=True, timeout=120, check=False)
+    return r.returncode == 0
+
+
 def free_port() -> int:
     """A port free on 127.0.0.1 now (bound, then released for a task to take)."""
     with socket.socket() as s:

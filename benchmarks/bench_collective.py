@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -44,6 +45,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _children import importable
 
 ROOT = Path(__file__).resolve().parent.parent
 MIB = 1 << 20
@@ -200,15 +203,6 @@ def _run_mpi(python: str, script: str, n: int, sizes: list[int], rounds: int,
     raise RuntimeError(f"mpirun exited with {proc.returncode}: {proc.stderr[-2000:]}")
 
 
-def _mpi_usable(python: str) -> bool:
-    import shutil
-    if not python or not Path(python).exists() or not shutil.which("mpirun"):
-        return False
-    probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('mpi4py') is None)"
-    return subprocess.run([python, "-c", probe], capture_output=True, timeout=120,
-                          check=False).returncode == 0
-
-
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -261,15 +255,6 @@ def _run(python: str, script: str, n: int, sizes: list[int], rounds: int,
             p.stdout.close()
 
 
-def _tf_usable(python: str) -> bool:
-    if not python or not Path(python).exists():
-        return False
-    probe = ("import importlib.util, sys; "
-             "sys.exit(importlib.util.find_spec('tensorflow') is None)")
-    return subprocess.run([python, "-c", probe], capture_output=True, timeout=120,
-                          check=False).returncode == 0
-
-
 def _rate(size: int, seconds: float | None) -> float | None:
     """MB/s; None when the difference of bests is not positive (noise won)."""
     return None if not seconds or seconds <= 0 else size / MIB / seconds
@@ -298,8 +283,8 @@ def main():
     env = dict(os.environ, PYTHONUNBUFFERED="1",
                PYTHONPATH=os.pathsep.join(
                    [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
-    use_tf = _tf_usable(args.tf_python)
-    use_mpi = _mpi_usable(args.mpi_python)
+    use_tf = importable(args.tf_python, "tensorflow")
+    use_mpi = importable(args.mpi_python, "mpi4py") and bool(shutil.which("mpirun"))
     with tempfile.TemporaryDirectory() as tmp:
         scripts = {}
         for name, text in (("nbdist", _NBDIST_WORKER), ("tf", _TF_WORKER),

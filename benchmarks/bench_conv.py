@@ -62,7 +62,7 @@ import sys
 import time
 from pathlib import Path
 
-from _children import free_port
+from _children import free_port, importable
 from _cluster_tasks import Task, step_in_window, time_window, wait_for_chief
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -361,15 +361,6 @@ def run_cluster(framework: str, python: str, args) -> dict:
             local.shutdown()
 
 
-def tf_importable(python: str) -> bool:
-    # find_spec, not an import: importing TensorFlow takes seconds.
-    r = subprocess.run([python, "-c", "import importlib.util, sys; "
-                        "sys.exit(importlib.util.find_spec('tensorflow') is None)"],
-                       env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
-                       capture_output=True, check=False)
-    return r.returncode == 0
-
-
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=int, default=30,
@@ -407,7 +398,7 @@ def main(argv=None) -> int:
         p.error(f"unknown configs {bad}: expected {list(CONFIGS)}")
     frameworks = [("nbdist", sys.executable), ("numpy", sys.executable)]
     note = ""
-    if tf_importable(args.tf_python):
+    if importable(args.tf_python, "tensorflow"):
         frameworks.insert(1, ("tensorflow", args.tf_python))
     else:
         note = "(tensorflow does not import with --tf_python: no TF column)"

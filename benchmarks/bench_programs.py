@@ -84,7 +84,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _children import free_port, load_note, print_table
+from _children import free_port, importable, load_note, print_table
 from _cluster_tasks import Task, time_window
 from _program_shapes import INPUT_FILES, N_WORKERS, child
 
@@ -264,8 +264,11 @@ def main(argv=None) -> int:
     if bad := [s for s in shapes if s not in SHAPES]:
         p.error(f"unknown shapes {bad}: expected some of {list(SHAPES)}")
     frameworks = {"nbdist": sys.executable}
-    if not args.no_tf:
+    if not args.no_tf and importable(args.tf_python, "tensorflow"):
         frameworks["tf"] = args.tf_python
+    elif not args.no_tf:
+        print(f"(no TF column: {args.tf_python} does not import tensorflow; "
+              "--tf_python names one that does)")
 
     with contextlib.ExitStack() as stack:
         if args.hosts == "netns":
