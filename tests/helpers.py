@@ -479,3 +479,17 @@ def tcp_calls(server) -> dict:
         if path.name == "tcp":
             return dict(peers.calls)
     return {}
+
+
+def drain(sess, fetch, max_steps: int = 1000) -> list:
+    """Runs ``fetch`` until the input ends (``OutOfRangeError``); at most
+    ``max_steps`` runs (every drain loop is bounded)."""
+    from nbdist import errors
+
+    out = []
+    for _ in range(max_steps):
+        try:
+            out.append(sess.run(fetch))
+        except errors.OutOfRangeError:
+            return out
+    raise AssertionError(f"the input did not end within {max_steps} runs")

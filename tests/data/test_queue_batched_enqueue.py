@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import drain
 
 import nbdist as nd
 from nbdist import errors
@@ -69,16 +70,6 @@ def pipeline(files, threads, batch, fn=parse):
     return out, runner, (key, value)
 
 
-def drain(sess, fetch):
-    out = []
-    for _ in range(_MAX_STEPS):
-        try:
-            out.append(sess.run(fetch))
-        except errors.OutOfRangeError:
-            return out
-    raise AssertionError(f"the input did not end within {_MAX_STEPS} batches")
-
-
 def rows(batches):
     return [tuple(c[i] for c in b) for b in batches for i in range(len(b[0]))]
 
@@ -101,7 +92,7 @@ def test_one_thread_gives_every_record_in_order_in_batches_of_reads(tmp_path):
         out, _, _ = pipeline(files, threads=1, batch=16)
         types = {op.type for op in g.get_operations()}
         assert {"ReaderReadUpToV2", "QueueEnqueueManyV2"} <= types
-        batches = run(out, lambda sess, coord, out: drain(sess, out))
+        batches = run(out, lambda sess, coord, out: drain(sess, out, _MAX_STEPS))
     assert [len(b[0]) for b in batches] == [16, 16, 16, 16, 6]
     got = rows(batches)
     for i, row in enumerate(got):
@@ -114,7 +105,7 @@ def test_several_threads_give_each_record_once(tmp_path):
     with nd.Graph().as_default():
         files = write(tmp_path, [example(i) for i in range(90)], per_file=20)
         out, _, _ = pipeline(files, threads=3, batch=8)
-        batches = run(out, lambda sess, coord, out: drain(sess, out))
+        batches = run(out, lambda sess, coord, out: drain(sess, out, _MAX_STEPS))
     got = rows(batches)
     assert sorted(int(r[1]) for r in got) == list(range(90))
     for row in got:
@@ -160,6 +151,6 @@ def test_an_enqueue_that_does_not_vectorise_runs_one_record_per_run(tmp_path):
         files = write(tmp_path, [example(i) for i in range(10)], per_file=10)
         out, _, _ = pipeline(files, threads=1, batch=4, fn=summed)
         assert "ReaderReadUpToV2" not in {op.type for op in g.get_operations()}
-        batches = run(out, lambda sess, coord, out: drain(sess, out))
+        batches = run(out, lambda sess, coord, out: drain(sess, out, _MAX_STEPS))
     got = np.concatenate(batches)  # one component: each batch is its array
     np.testing.assert_allclose(got, [i / 3 - i for i in range(10)], rtol=1e-6)

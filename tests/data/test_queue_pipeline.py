@@ -6,24 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import local_cluster
+from helpers import drain, local_cluster
 
 import nbdist as nd
 from nbdist import errors
 from nbdist.ops.state_ops import count_up_to
-
-_MAX_STEPS = 1000  # every drain loop is bounded
-
-
-def _drain(sess, fetch) -> list:
-    """Runs ``fetch`` until the input ends (``OutOfRangeError``)."""
-    out = []
-    for _ in range(_MAX_STEPS):
-        try:
-            out.append(sess.run(fetch))
-        except errors.OutOfRangeError:
-            return out
-    raise AssertionError(f"input did not end within {_MAX_STEPS} steps")
 
 
 def _start(sess):
@@ -95,7 +82,7 @@ def test_input_producer_epochs_in_order(graph):
     assert q.dequeue().shape.as_list() == [2]
     with nd.Session() as sess:
         coord, threads = _start(sess)
-        got = _drain(sess, q.dequeue())
+        got = drain(sess, q.dequeue())
         _stop(coord, threads)
     np.testing.assert_array_equal(np.stack(got), np.concatenate([data, data]))
 
@@ -106,7 +93,7 @@ def test_string_input_producer_shuffles_each_epoch(graph):
     q = nd.train.string_input_producer(names, num_epochs=3, seed=1)
     with nd.Session() as sess:
         coord, threads = _start(sess)
-        got = [x.decode() for x in _drain(sess, q.dequeue())]
+        got = [x.decode() for x in drain(sess, q.dequeue())]
         _stop(coord, threads)
     epochs = [got[i * 8:(i + 1) * 8] for i in range(3)]
     assert len(got) == 24
@@ -122,7 +109,7 @@ def test_slice_input_producer_keeps_rows_together(graph):
     xs, ys = nd.train.slice_input_producer([x, y], num_epochs=2, seed=5)
     with nd.Session() as sess:
         coord, threads = _start(sess)
-        pairs = _drain(sess, [xs, ys])
+        pairs = drain(sess, [xs, ys])
         _stop(coord, threads)
     assert len(pairs) == 12
     assert all(b.decode() == f"row{a}" for a, b in pairs)
@@ -148,7 +135,7 @@ def test_batch_with_threads_and_a_smaller_final_batch(graph):
     assert set(b) == {"x", "sq"} and b["x"].shape.as_list() == [None]
     with nd.Session() as sess:
         coord, threads = _start(sess)
-        batches = _drain(sess, b)
+        batches = drain(sess, b)
         _stop(coord, threads)
     assert [len(bt["x"]) for bt in batches] == [4, 4, 2]
     xs = np.concatenate([bt["x"] for bt in batches])
@@ -178,7 +165,7 @@ def test_shuffle_batch_covers_the_input_once(graph):
                                allow_smaller_final_batch=True)
     with nd.Session() as sess:
         coord, threads = _start(sess)
-        got = np.concatenate(_drain(sess, b))
+        got = np.concatenate(drain(sess, b))
         _stop(coord, threads)
     np.testing.assert_array_equal(np.sort(got), data)
     assert not np.array_equal(got, data)
@@ -211,6 +198,6 @@ def test_pipeline_on_a_parameter_server(servers, graph):
         total = nd.reduce_sum(b)
     with nd.Session(worker.target) as sess:
         coord, threads = _start(sess)
-        sums = _drain(sess, total)
+        sums = drain(sess, total)
         _stop(coord, threads)
     assert [int(s) for s in sums] == [0 + 1 + 2 + 3, 4 + 5]
