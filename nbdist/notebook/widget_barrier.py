@@ -509,6 +509,8 @@ def _card(r: BarrierRecord) -> str:
             style, mark = "background:#ffebe9;border-color:#cf222e", "✗ "
         else:
             style, mark = "background:transparent", ""
+        # The mark follows what has arrived of the round being gathered: measured.
+        mark = f"<span class='nbdist-arrival-mark'>{mark}</span>" if mark else ""
         chips.append(f"<span class='chip' style='{style}'>{mark}{esc(t)}</span>")
     need, k = _needed(r), len(shown)
     frac = min(k / need, 1.0) if need else 0.0

@@ -252,11 +252,14 @@ class FailureStory:
         how = f"{p.get('source', '')}: {p.get('how', '')}".strip(": ")
         ep = self._by_story(key)
         if ep is None:
+            # Another source's detection of the same failure joins it, even
+            # once it is redone: a busy machine can tell a detection late (a
+            # coordinator's probe after the session's recovery). A source
+            # telling a second loss is a second failure.
             ep = self._find(
                 tasks,
                 lambda e: (
                     (e.lost_at is None or key[0] not in {s for s, _ in e.stories})
-                    and e.redone is None
                     and abs(e.start - when) < _MATCH_S
                 ),
             )

@@ -372,3 +372,26 @@ def test_heartbeat_failures_of_32_workers_are_told_as_such_and_fit_the_cluster_v
     assert html.count("failed by heartbeat") == 4 and "… and 28 more failures" in html
     story.note("worker:0", "killed", 20.0)  # a kill after it came back: killed
     assert story.episodes[-1].phases()[0][2] == "killed"
+
+
+def test_a_detection_told_after_the_recovery_joins_the_same_failure():
+    # On a busy machine the coordinator's probe can tell ps:0's loss after the
+    # session already restored and redid its steps: one failure, opened by its
+    # kill ("detected after"), never a second one that starts at "detected".
+    story = FailureStory()
+    story.note("ps:0", "killed", 10.0)
+    session = {"task": "ps:0", "story": "s1", "source": "MonitoredSession"}
+    story.apply_payload(dict(session, phase="lost", at=10.3, how="Unavailable"))
+    story.note("ps:0", "restarted", 11.0)
+    story.apply_payload(dict(session, phase="restored", at=12.0, step=40))
+    story.apply_payload(dict(session, phase="redone", at=12.5, count=3))
+    story.apply_payload({"phase": "lost", "task": "ps:0", "at": 13.0, "story": "c1",
+                         "source": "ClusterCoordinator", "how": "probe"})
+    assert len(story.episodes) == 1
+    ep = story.episodes[0]
+    assert ep.lost_at == 10.3 and len(ep.detected_by) == 2
+    labels = [label for _, _, label in ep.phases()]
+    assert labels[:2] == ["killed", "detected after 0.3 s"]
+    # The same source telling a loss again is another failure.
+    story.apply_payload(dict(session, phase="lost", at=14.0, story="s2", how="x"))
+    assert len(story.episodes) == 2

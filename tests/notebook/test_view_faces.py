@@ -75,3 +75,20 @@ def test_the_recorder_applies_display_updates_across_cells():
         {"code": "view", "outputs": [{"output_type": "display_data",
                                       "data": {"text/html": "final"}}]},
         {"code": "%cluster stop", "outputs": []}]
+
+
+def test_which_tasks_arrived_at_the_round_being_gathered_is_measured():
+    # A run that ends as a straggler's gradient for one round more arrives (or
+    # not yet) draws one structure: the round's ✓ marks follow the timing.
+    from nbdist.notebook import BarrierView
+    from nbdist.notebook.widget_barrier import BarrierRecord
+
+    workers = ["worker:0", "worker:1", "worker:2"]
+    faces = []
+    for arrived in ([], ["worker:1"]):
+        view = BarrierView(live=False)
+        view.state.barriers["sync"] = BarrierRecord(
+            "sync", "coordination", workers, arrived, 150)
+        faces.append(view._repr_html_())
+    assert "✓ " in faces[1] and "✓ " not in faces[0]
+    assert structure(faces[0]) == structure(faces[1])

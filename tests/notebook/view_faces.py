@@ -24,9 +24,10 @@ COUNTED = re.compile(r"^nbdist-(lane|lifeline|member|ps-bar|heat-cell|barrier|"
 _MEASURED = re.compile(r"(?i)final state at|status at|live|·\s*$")
 # A bar's or an arrow's label is drawn only where it fits, which follows the
 # measured times: which ones a run labels is measured too.
-# A task's steps/s and CPU (ClusterView) are measured, "–" where not running.
+# A task's steps/s and CPU (ClusterView) are measured, "–" where not running;
+# so is which tasks' gradients have arrived of the round being gathered.
 _MEASURED_LINES = {"nbdist-round-line", "nbdist-next-round", "nbdist-op-label",
-                   "nbdist-transfer-label", "nbdist-task-load"}
+                   "nbdist-transfer-label", "nbdist-task-load", "nbdist-arrival-mark"}
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
 # A counted noun's plural follows the count ("redone 1 step" / "3 steps").
 _COUNTED_PLURAL = re.compile(r"(# \w+?)s\b")

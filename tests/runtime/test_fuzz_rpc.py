@@ -8,12 +8,12 @@ messages, messages with random field values, and well-formed but wrong
 messages (unknown ops, bad attrs, bad shapes, dangling inputs, unknown
 session/graph handles, absurd declared tensor sizes such as a shape of
 [2**40] with no content, huge step ids, malformed rendezvous keys, wrong
-dtypes). Each request must be answered within ``BOUND_S`` seconds with an
-error status (never INTERNAL or UNKNOWN, which would mean an unexpected
-exception in the server) or a correct answer; requests that may rightly wait
-(a RecvTensor of a tensor nobody sends, a barrier) get a short deadline and
-may end with DEADLINE_EXCEEDED. The server process must survive, log no
-traceback, and run a correct step afterwards.
+dtypes). Each request must be answered within ``BOUND_S`` seconds (times the
+load per core) with an error status (never INTERNAL or UNKNOWN, which would
+mean an unexpected exception in the server) or a correct answer; requests that
+may rightly wait (a RecvTensor of a tensor nobody sends, a barrier) get a short
+deadline and may end with DEADLINE_EXCEEDED. The server process must survive,
+log no traceback, and run a correct step afterwards.
 
 Hostile requests are mixed in (the server runs with small
 ``server_limits``): a few dozen bytes asking for huge constants (a string
@@ -50,6 +50,7 @@ from helpers import (
     ServerProcess,
     cluster_string,
     cpu_seconds,
+    load_factor,
     local_cluster,
     proc_status,
     rpc_methods,
@@ -75,7 +76,13 @@ pytestmark = pytest.mark.slow
 
 SEED = int(os.environ.get("NBDIST_FUZZ_SEED", "20240917"))
 PER_METHOD = int(os.environ.get("NBDIST_FUZZ_PER_METHOD", "2000"))
-BOUND_S = 5.0  # every answer comes within this
+BOUND_S = 5.0  # every answer comes within this on a quiet machine
+
+
+def bound_s() -> float:
+    """``BOUND_S`` stretched as wall times are on a busy machine (CI beside
+    other jobs, ``scripts/run_under_load.py``): still a bound, never a hang."""
+    return BOUND_S * load_factor()
 MiB = 1 << 20
 # The fuzzed server's limits (nbdist-server flags), small so that hostile
 # requests reach them.
@@ -691,7 +698,7 @@ class Outcome:
         self.elapsed, self.may_wait = elapsed, may_wait
 
     def problem(self) -> str | None:
-        if self.elapsed > BOUND_S:
+        if self.elapsed > bound_s():
             return f"answered after {self.elapsed:.2f} s"
         if self.code in BAD_CODES or self.code in BAD_BODY_CODES:
             return f"{self.code}: {self.detail[:300]}"
@@ -751,7 +758,7 @@ def _requests(gen: Gen, service, method, kind, desc, n):
     r = gen.rng
     for _ in range(n):
         may_wait = method in _MAY_WAIT
-        timeout = SHORT_S if may_wait else BOUND_S
+        timeout = SHORT_S if may_wait else bound_s()
         if kind == "su":
             yield _push_stream(gen), timeout, may_wait
             continue
