@@ -42,6 +42,7 @@ import collections
 import itertools
 import logging
 import os
+import re
 import threading
 import time
 
@@ -367,7 +368,9 @@ class SessionStory:
     Which task was lost is found without reading the error: the coordination
     service (reached through ``master``, a ``grpc://`` target) lists the tasks
     and their addresses, and those that are not connected or do not answer a
-    ``GetStatus`` probe are the lost ones."""
+    ``GetStatus`` probe are the lost ones. Only when the probe finds none (the
+    task was back before it ran, or no service is reachable) are the tasks the
+    error names taken ("Task /job:ps/replica:0/task:0 at ... is unavailable")."""
 
     source = "MonitoredSession"
 
@@ -413,24 +416,29 @@ class SessionStory:
             "at": at,
             "at_step": self._lost_step,
         }
+        named = tasks_named(error)
         if self.target is None:
+            self.lost_tasks = named
+            if named:
+                payload["task"] = ", ".join(named)
             self._publish("lost", payload)
             return
         # Probing takes up to a second: the recovery goes on meanwhile.
         self._finder = threading.Thread(
             target=self._find_and_publish,
-            args=(payload,),
+            args=(payload, named),
             daemon=True,
             name="nbdist-recovery-probe",
         )
         self._finder.start()
 
-    def _find_and_publish(self, payload):
+    def _find_and_publish(self, payload, named):
         tasks = []
         try:
             tasks, self._incarnations = lost_tasks(self.target)
         except Exception as e:  # noqa: BLE001 - the leader may be the lost one
             _log.debug("could not tell which task was lost: %s", e)
+        tasks = tasks or named
         self.lost_tasks = tasks
         payload["task"] = ", ".join(tasks)
         self._publish("lost", payload)
@@ -529,6 +537,21 @@ def _task_records(target: str) -> list:
 
 def _incarnations(target: str) -> dict:
     return {r.task: r.incarnation for r in _task_records(target)}
+
+
+# The task an error is about: "Task <name> at <address> is unavailable: ...",
+# "Task <name> restarted: ..." (the task that ran the step is named too).
+_NAMED_TASK = re.compile(r"\bTask (/job:[\w.-]+/replica:\d+/task:\d+)")
+
+
+def tasks_named(error) -> list[str]:
+    """The tasks ``error``'s message is about, short: ``["ps:0"]`` for
+    "Task /job:ps/replica:0/task:0 at localhost:1 is unavailable"."""
+    try:
+        text = str(error)
+    except Exception:  # noqa: BLE001 - __str__ of a message-less OpError fails
+        text = str(getattr(error, "message", None) or "")
+    return sorted({short_name(t) for t in _NAMED_TASK.findall(text)})
 
 
 def lost_tasks(target: str) -> tuple[list[str], dict]:

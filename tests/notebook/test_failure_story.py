@@ -395,3 +395,29 @@ def test_a_detection_told_after_the_recovery_joins_the_same_failure():
     # The same source telling a loss again is another failure.
     story.apply_payload(dict(session, phase="lost", at=14.0, story="s2", how="x"))
     assert len(story.episodes) == 2
+
+
+def test_a_session_names_the_task_its_error_names_when_no_probe_can(recorded):
+    """No service to probe (or the task back before the probe ran): the task
+    the step's error names is the one lost, for the progress bar and the story."""
+    from nbdist import errors
+
+    class FailOnce(nd.train.SessionRunHook):
+        failed = False
+
+        def after_run(self, run_context, run_values):
+            if not self.failed and len(steps) == 2:
+                FailOnce.failed = True
+                raise errors.UnavailableError(
+                    None, None, "Task /job:ps/replica:0/task:1 at localhost:1 is "
+                    "unavailable: could not connect within 3.0 s (calling RunGraph)")
+
+    steps = []
+    with nd.Graph().as_default():
+        inc = nd.assign_add(nd.train.get_or_create_global_step(), 1)
+        with nd.train.MonitoredSession(hooks=[FailOnce()]) as sess:
+            while len(steps) < 5:
+                steps.append(int(sess.run(inc)))
+    mine = [e for e in recorded if e["source"] == "MonitoredSession"]
+    assert [e["phase"] for e in mine] == ["lost", "restored", "redone"], mine
+    assert [e["task"] for e in mine] == ["ps:1"] * 3
