@@ -1,5 +1,5 @@
 """A trainer's step in a TLS cluster keeps the TCP peer path in both
-directions (issue 38): the worker fetches the ps's variable and the ps
+directions (issue 38), on connections kept from step to step: the worker fetches the ps's variable and the ps
 receives the worker's gradient over TLS connections of the TCP path, not
 gRPC, and the step's results are NumPy's, as in plaintext.
 
@@ -53,7 +53,10 @@ def test_a_trainers_variable_and_gradient_cross_the_tcp_path_both_ways(
                  30, "the ps to reach the worker over TCP", interval=0.05)
         sess.run(init)
         before_w, before_ps = tcp_calls(worker), tcp_calls(ps)
+        held = _connections(ps, worker)
         got = [sess.run(train, {x: v}) for v in xs]
+        # Connections kept: no new one (no TLS handshake) in the steps.
+        assert _connections(ps, worker) <= held
         worker_calls = {k: n - before_w.get(k, 0) for k, n in tcp_calls(worker).items()}
         ps_calls = {k: n - before_ps.get(k, 0) for k, n in tcp_calls(ps).items()}
     expected = W0.copy()
@@ -62,6 +65,10 @@ def test_a_trainers_variable_and_gradient_cross_the_tcp_path_both_ways(
         np.testing.assert_allclose(value, expected, rtol=1e-6)
     assert worker_calls.get((PS, "run")) == STEPS  # its RunGraph over TCP
     assert ps_calls.get((WORKER, "recv")) == STEPS  # the gradient over TCP
-    conns = list(_tcp_service(ps)._conns) + list(_tcp_service(worker)._conns)
-    assert conns
-    assert all(isinstance(c, TlsStream) is secure for c in conns)
+    assert held
+    assert all(isinstance(c, TlsStream) is secure for c in held)
+
+
+def _connections(*servers) -> set:
+    """The connections the servers' TCP peer paths hold now."""
+    return {c for s in servers for c in _tcp_service(s)._conns}
