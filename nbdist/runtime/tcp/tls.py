@@ -231,17 +231,23 @@ class TlsStream:
         """Fills ``view`` with what has come (at least one byte; 0: the peer
         closed), reading the socket only when no record is left in memory."""
         view = memoryview(view)  # (a slice of a bytearray would be a copy)
-        read, got, want = self._tls.read, 0, view.nbytes
+        tls, incoming = self._tls, self._in
+        got, want = 0, view.nbytes
         while got < want:
-            try:
-                got += read(want - got, view[got:])
-            except ssl.SSLWantReadError:
-                if got:
+            # Nothing in memory: the socket's turn, without asking the records
+            # first (an SSLWantReadError costs about as much as a small read).
+            if incoming.pending or tls.pending():
+                try:
+                    got += tls.read(want - got, view[got:])
+                    continue
+                except ssl.SSLWantReadError:  # a record not whole yet
+                    pass
+                except ssl.SSLZeroReturnError:  # the peer's close_notify
                     break
-                self._flush()  # (what the records asked for: a key update)
-                if not self._fill():
-                    break
-            except ssl.SSLZeroReturnError:  # the peer's close_notify
+            if got:
+                break
+            self._flush()  # (what the records asked for: a key update)
+            if not self._fill():
                 break
         return got
 
