@@ -16,9 +16,12 @@ import numpy as np
 import pytest
 from helpers import local_cluster, tcp_calls, wait_for
 from test_samehost import _mlp, _train
+from test_samehost_tls import _key_and_cert
 
 import nbdist as nd
+from nbdist import errors
 from nbdist.runtime.framed.port_sharing import PREAMBLE
+from nbdist.runtime.grpc.auth import TlsConfig
 from nbdist.runtime.grpc.client import GrpcWorkerClient
 from nbdist.runtime.tcp import TcpChannel
 from nbdist.runtime.transports import ChannelBroken
@@ -34,6 +37,14 @@ def single_port(monkeypatch):
     monkeypatch.setenv("NBDIST_SAME_HOST", "0")
     monkeypatch.setenv("NBDIST_PEER_STREAM", "0")
     monkeypatch.setenv("NBDIST_PEER_TCP", "always")
+
+
+@pytest.fixture(scope="module")
+def tls():
+    pytest.importorskip("cryptography")
+    _, ca, ca_key, ca_name = _key_and_cert("nbdist test CA", is_ca=True)
+    key, cert, _, _ = _key_and_cert("localhost", (ca_key, ca_name))
+    return TlsConfig(cert=cert, key=key, ca=ca)
 
 
 def _listening_ports() -> set[int]:
@@ -155,3 +166,68 @@ def test_a_preamble_to_a_port_without_framed_service_falls_back(servers,
             ch.open()
         ch.close()
         assert _grpc_status(server, WORKER)
+
+
+def _steps(worker, cluster, n=5):
+    """Runs ``n`` steps of the ps's counter through ``worker``: the values."""
+    with nd.Graph().as_default():
+        with nd.device("/job:ps/task:0"):
+            v = nd.Variable(np.zeros(3, np.float32), name="counter")
+            bump = v.assign_add(np.ones(3, np.float32))
+        with nd.device("/job:worker/task:0"):
+            out = bump * 2.0
+        with nd.Session(worker.target) as s:
+            s.run(v.initializer)
+            _until_framed(lambda: s.run(out), worker)
+            s.run(v.initializer)
+            return [s.run(out) for _ in range(n)]
+
+
+def test_a_restarted_task_is_reached_through_its_port_again(servers, single_port):
+    cluster = local_cluster(ps=1, worker=1)
+    ps = servers(cluster, "ps", 0)
+    worker = servers(cluster, "worker", 0)
+    _steps(worker, cluster)
+    ps.stop()
+    servers(cluster, "ps", 0)  # the same port, a new incarnation
+    before = tcp_calls(worker)[(PS, "run")]
+
+    def framed_again():
+        try:
+            got = _steps(worker, cluster)
+        except errors.OpError:  # the old connection broke: the next try
+            return False
+        return got and tcp_calls(worker)[(PS, "run")] > before
+
+    wait_for(framed_again, 60, "steps through the restarted ps's port")
+    got = _steps(worker, cluster)
+    for i, value in enumerate(got):  # the oracle: the counter after i + 1 bumps
+        np.testing.assert_array_equal(value, np.full(3, 2.0 * (i + 1)))
+
+
+def test_under_tls_the_frames_go_in_tls_through_the_port(servers, single_port, tls):
+    cluster = local_cluster(ps=1, worker=1)
+    ps = servers(cluster, "ps", 0, tls=tls)
+    worker = servers(cluster, "worker", 0, tls=tls)
+    assert _tcp_endpoint(ps).endswith(f":{_port(ps)}+framed")
+    got = _steps(worker, cluster)
+    for i, value in enumerate(got):
+        np.testing.assert_array_equal(value, np.full(3, 2.0 * (i + 1)))
+    assert tcp_calls(worker)[(PS, "run")] >= len(got)
+    client = GrpcWorkerClient(PS, cluster["ps"][0], tls=tls)
+    try:
+        assert client.get_status(timeout_s=10)
+    finally:
+        client.close()
+    # A plaintext framed client is refused there: TLS is required.
+    ch = TcpChannel(PS, ps.target, "x", collections.Counter(),
+                    ("127.0.0.1", _port(ps), True))
+    with pytest.raises(ChannelBroken):
+        ch.open()
+    ch.close()
+
+
+def _tcp_endpoint(server) -> str:
+    (service,) = [s for p, s in zip(server._paths, server._path_services)
+                  if p.name == "tcp"]
+    return service.endpoint
