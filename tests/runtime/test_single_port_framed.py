@@ -16,12 +16,11 @@ import numpy as np
 import pytest
 from helpers import local_cluster, tcp_calls, wait_for
 from test_samehost import _mlp, _train
-from test_samehost_tls import _key_and_cert
+from test_single_port import tls  # noqa: F401 - the cluster's certificates
 
 import nbdist as nd
 from nbdist import errors
 from nbdist.runtime.framed.port_sharing import PREAMBLE
-from nbdist.runtime.grpc.auth import TlsConfig
 from nbdist.runtime.grpc.client import GrpcWorkerClient
 from nbdist.runtime.tcp import TcpChannel
 from nbdist.runtime.transports import ChannelBroken
@@ -37,14 +36,6 @@ def single_port(monkeypatch):
     monkeypatch.setenv("NBDIST_SAME_HOST", "0")
     monkeypatch.setenv("NBDIST_PEER_STREAM", "0")
     monkeypatch.setenv("NBDIST_PEER_TCP", "always")
-
-
-@pytest.fixture(scope="module")
-def tls():
-    pytest.importorskip("cryptography")
-    _, ca, ca_key, ca_name = _key_and_cert("nbdist test CA", is_ca=True)
-    key, cert, _, _ = _key_and_cert("localhost", (ca_key, ca_name))
-    return TlsConfig(cert=cert, key=key, ca=ca)
 
 
 def _listening_ports() -> set[int]:
@@ -205,7 +196,8 @@ def test_a_restarted_task_is_reached_through_its_port_again(servers, single_port
         np.testing.assert_array_equal(value, np.full(3, 2.0 * (i + 1)))
 
 
-def test_under_tls_the_frames_go_in_tls_through_the_port(servers, single_port, tls):
+def test_under_tls_the_frames_go_in_tls_through_the_port(
+        servers, single_port, tls):  # noqa: F811 (the fixture imported above)
     cluster = local_cluster(ps=1, worker=1)
     ps = servers(cluster, "ps", 0, tls=tls)
     worker = servers(cluster, "worker", 0, tls=tls)
