@@ -223,3 +223,11 @@ def _tcp_endpoint(server) -> str:
     (service,) = [s for p, s in zip(server._paths, server._path_services)
                   if p.name == "tcp"]
     return service.endpoint
+
+
+def test_a_port_in_use_fails_with_one_clear_error(single_port):
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        with pytest.raises(errors.UnknownError, match=f"cannot listen on "
+                           f"127.0.0.1:{port}"):
+            nd.Server({"worker": [f"127.0.0.1:{port}"]}, "worker", 0)

@@ -21,6 +21,15 @@ on gRPC. A session on another host reaches its master the same way (its
 steps, large feeds and fetches). Tasks on one host keep the same-host path (or gRPC, with it off):
 ``NBDIST_PEER_TCP=always`` uses this path for them too, ``0`` turns it off.
 
+A single-port server (``NBDIST_SINGLE_PORT=1``, ``Server(single_port=True)``:
+a cluster whose tasks expose one port each) serves this path on its gRPC port
+instead (``framed.port_sharing.SharedPort``, ``SharedPortLink``) and announces
+that port with ``SHARED_SUFFIX``: a client then sends ``PREAMBLE`` first, in
+plaintext, and the rest (TLS, the handshake, frames) as on a port of its own.
+A client that reads no port in an endpoint (an older one) stays on gRPC; one
+whose preamble nobody serves (the path off there) is refused at once and
+stays on gRPC too.
+
 In a cluster with TLS every connection here is TLS with the cluster's own
 certificates (``tcp.tls``: the server's checked against the CA and the
 host dialed, the client's required with mutual TLS, as gRPC does), and inside
