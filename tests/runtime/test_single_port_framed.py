@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import os
 import socket
+import threading
 
 import numpy as np
 import pytest
@@ -20,7 +21,7 @@ from test_single_port import tls  # noqa: F401 - the cluster's certificates
 
 import nbdist as nd
 from nbdist import errors
-from nbdist.runtime.framed.port_sharing import PREAMBLE
+from nbdist.runtime.framed.port_sharing import PREAMBLE, SharedPort
 from nbdist.runtime.grpc.client import GrpcWorkerClient
 from nbdist.runtime.tcp import TcpChannel
 from nbdist.runtime.transports import ChannelBroken
@@ -231,3 +232,47 @@ def test_a_port_in_use_fails_with_one_clear_error(single_port):
         with pytest.raises(errors.UnknownError, match=f"cannot listen on "
                            f"127.0.0.1:{port}"):
             nd.Server({"worker": [f"127.0.0.1:{port}"]}, "worker", 0)
+
+
+def test_the_port_relays_other_bytes_intact_and_hands_framed_ones_over():
+    """``SharedPort`` alone, with an echo server inside: 8 MiB sent through
+    the port come back byte for byte (the half-close passed on); a connection
+    that starts with the preamble reaches the framed listener, preamble read."""
+    inner = socket.create_server(("127.0.0.1", 0))
+    inner_port = inner.getsockname()[1]
+
+    def echo():
+        conn, _ = inner.accept()
+        with conn:
+            while data := conn.recv(1 << 16):
+                conn.sendall(data)
+
+    port = SharedPort(socket.create_server(("127.0.0.1", 0)),
+                      lambda: socket.create_connection(("127.0.0.1", inner_port)))
+    framed = port.framed_listener()
+    port.start()
+    try:
+        echoer = threading.Thread(target=echo, daemon=True)
+        echoer.start()
+        payload = np.random.default_rng(0).bytes(8 << 20)
+        with socket.create_connection(("127.0.0.1", port.port), timeout=30) as c:
+            sender = threading.Thread(target=lambda: (c.sendall(payload),
+                                                      c.shutdown(socket.SHUT_WR)))
+            sender.start()
+            got = bytearray()
+            while data := c.recv(1 << 20):
+                got += data
+            sender.join(30)
+        assert bytes(got) == payload
+        echoer.join(30)
+        with socket.create_connection(("127.0.0.1", port.port), timeout=30) as c:
+            c.sendall(PREAMBLE + b"hello")
+            conn, _ = framed.accept()
+            with conn:
+                conn.settimeout(30)
+                assert conn.recv(5, socket.MSG_WAITALL) == b"hello"
+    finally:
+        port.stop()
+        inner.close()
+    with pytest.raises(OSError):
+        framed.accept()  # stopped: a FramedService's accept loop ends
