@@ -82,7 +82,7 @@ class SharedPort:
         self._connect_inner = connect_inner
         self._framed: _FramedListener | None = None
         self._lock = threading.Lock()
-        self._stopped = False
+        self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._accept, daemon=True,
                                         name=f"nbdist-shared-{name}")
 
@@ -104,7 +104,7 @@ class SharedPort:
     def stop(self) -> None:
         """Stops accepting; relayed connections end as the inner server ends them."""
         with self._lock:
-            self._stopped = True
+            self._stopped.set()
             framed = self._framed
         try:
             self.listener.shutdown(socket.SHUT_RDWR)
@@ -119,9 +119,11 @@ class SharedPort:
             try:
                 conn, _ = self.listener.accept()
             except OSError:
-                if self._stopped:
+                # A peer reset before accept, or out of descriptors: the
+                # next one, after a pause (no spinning on a lasting error).
+                if self._stopped.wait(0.01):
                     return
-                continue  # e.g. the peer reset before accept: the next one
+                continue
             threading.Thread(target=self._route, args=(conn,), daemon=True,
                              name="nbdist-shared-route").start()
 
@@ -182,18 +184,26 @@ def _starts_with_preamble(conn: socket.socket) -> bool:
         conn.settimeout(None)
 
 
-def _pump(src: socket.socket, dst: socket.socket, done) -> None:
-    """Moves ``src``'s bytes to ``dst`` until ``src`` ends (then ``dst`` is
-    told: its write side shut), through a pipe with ``os.splice``."""
+def _copy(src: socket.socket, dst: socket.socket) -> None:
+    """``src``'s bytes to ``dst`` until ``src`` ends, through a pipe with
+    ``os.splice`` (Linux, as the framed codec's memfd segments): the kernel
+    moves them, Python never holds them."""
     r, w = os.pipe()
     try:
         s, d = src.fileno(), dst.fileno()
-        while True:
-            n = os.splice(s, w, _CHUNK)
-            if n == 0:
-                break
+        while n := os.splice(s, w, _CHUNK):
             while n:
                 n -= os.splice(r, d, n)
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+def _pump(src: socket.socket, dst: socket.socket, done) -> None:
+    """Moves ``src``'s bytes to ``dst`` until ``src`` ends (then ``dst`` is
+    told: its write side shut); ``done()`` after."""
+    try:
+        _copy(src, dst)
         dst.shutdown(socket.SHUT_WR)
     except OSError:
         for sock in (src, dst):  # one side broke: end both ways
@@ -202,6 +212,4 @@ def _pump(src: socket.socket, dst: socket.socket, done) -> None:
             except OSError:
                 pass
     finally:
-        os.close(r)
-        os.close(w)
         done()
