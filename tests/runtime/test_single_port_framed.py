@@ -103,6 +103,11 @@ def test_one_port_per_task_and_steps_take_the_framed_path(servers, single_port,
     assert _grpc_status(worker)
     state = worker.coordination_service.task_states([PS])[0]
     assert state.state == "CONNECTED"
+    # gRPC sees each relayed client as itself (its per-client caps): the inner
+    # socket is named after the client's TCP address.
+    with open("/proc/net/unix") as f:
+        relayed = [row.split()[-1] for row in f if "-from-127.0.0.1:" in row]
+    assert relayed
     # The framed path trains as unary gRPC does (all peer paths off).
     framed = _train(worker.target, cluster, 20)
     monkeypatch.setenv("NBDIST_SINGLE_PORT", "0")
@@ -248,7 +253,7 @@ def test_the_port_relays_other_bytes_intact_and_hands_framed_ones_over():
                 conn.sendall(data)
 
     port = SharedPort(socket.create_server(("127.0.0.1", 0)),
-                      lambda: socket.create_connection(("127.0.0.1", inner_port)))
+                      lambda _: socket.create_connection(("127.0.0.1", inner_port)))
     framed = port.framed_listener()
     port.start()
     try:

@@ -6,7 +6,8 @@ sends ``PREAMBLE`` before anything else (before TLS too): that connection
 goes, the preamble read, to the framed service (``framed_listener()``, which a
 ``FramedService`` accepts from as from a socket). Anything else (HTTP/2's
 preface, a TLS ClientHello) is relayed byte for byte to the inner server
-(``connect_inner()``, e.g. gRPC on an address only this process knows), by
+(``connect_inner(client's address)``, e.g. gRPC on an address only this
+process knows), by
 the kernel where it can (``os.splice`` through a pipe: the bytes never reach
 Python). Both kinds of client speak first, so nothing waits on the server.
 
@@ -74,8 +75,8 @@ class _FramedListener:
 
 class SharedPort:
     """Accepts on ``listener`` (bound, listening); framed connections to
-    ``framed_listener()``, every other to a fresh ``connect_inner()`` socket,
-    relayed both ways until either side ends."""
+    ``framed_listener()``, every other to a fresh ``connect_inner(client's
+    address)`` socket, relayed both ways until either side ends."""
 
     def __init__(self, listener: socket.socket, connect_inner, name: str = "port"):
         self.listener = listener
@@ -143,7 +144,7 @@ class SharedPort:
 
     def _relay(self, conn: socket.socket) -> None:
         try:
-            inner = self._connect_inner()
+            inner = self._connect_inner(conn.getpeername())
         except OSError as e:
             _log.warning("shared port: the inner server does not answer (%s)", e)
             conn.close()

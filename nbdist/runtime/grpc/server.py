@@ -20,6 +20,7 @@ running when the interpreter exits are stopped gracefully first.
 
 from __future__ import annotations
 
+import itertools
 import os
 import secrets
 import socket
@@ -447,9 +448,15 @@ class GrpcServer(Server):
             listener.close()
             raise
 
-        def connect_inner():
+        serial = itertools.count()
+
+        def connect_inner(client):
             inner = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             try:
+                # Named after the client: gRPC's peer (the per-client caps on
+                # pushed bytes) is one per client connection, as without relay.
+                inner.bind(f"\0{name}-from-{client[0]}:{client[1]}-"
+                           f"{next(serial)}".encode())
                 inner.connect(b"\0" + name.encode())
             except BaseException:
                 inner.close()
