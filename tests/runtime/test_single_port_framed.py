@@ -21,6 +21,7 @@ from test_single_port import tls  # noqa: F401 - the cluster's certificates
 
 import nbdist as nd
 from nbdist import errors
+from nbdist.runtime import transports
 from nbdist.runtime.framed.port_sharing import PREAMBLE, SharedPort
 from nbdist.runtime.grpc.client import GrpcWorkerClient
 from nbdist.runtime.tcp import TcpChannel
@@ -281,3 +282,25 @@ def test_the_port_relays_other_bytes_intact_and_hands_framed_ones_over():
         inner.close()
     with pytest.raises(OSError):
         framed.accept()  # stopped: a FramedService's accept loop ends
+
+
+def test_a_session_reaches_its_master_through_the_port(servers, single_port, graph):
+    """A session's client (as on another host) finds its master's endpoint by
+    address: its steps and large feeds go framed through the master's one port,
+    the session's gRPC calls relayed beside them."""
+    from nbdist.runtime.grpc.client import GrpcMasterClient
+
+    values = np.arange(1 << 20, dtype=np.float32)
+    feed = nd.placeholder(nd.float32, [None])
+    doubled = feed * 2.0
+    server = servers(local_cluster(worker=1), "worker", 0)
+    key = transports.endpoint_key("tcp", "@" + server.target.removeprefix("grpc://"))
+    wait_for(lambda: server._coordination_client.try_get(key), 30, "its endpoint")
+    sess = nd.Session("")
+    sess._master.close()
+    sess._master = GrpcMasterClient(server.target)
+    with sess:
+        ch = sess._master._same_host()
+        assert ch is not None and ch.endpoint == ("localhost", _port(server))
+        np.testing.assert_array_equal(sess.run(doubled, {feed: values}), values * 2)
+        assert ch._calls[(None, "push")] + ch._calls[(None, "step")] >= 1
