@@ -192,8 +192,8 @@ class SameHostPath:
               bind: str | None = None, reserved_ports=frozenset(), tls=None,
               shared_port=None):
         """The task's service on this host's abstract socket for ``address``
-        (``start()``/``stop()``); ``tls`` and ``shared_port`` do not matter here (the socket
-        never leaves the host)."""
+        (``start()``/``stop()``); ``tls`` and ``shared_port`` do not matter
+        here (the socket never leaves the host)."""
         return FramedService(worker_handler, address, token, limits,
                              UnixLink(address), master_handler=master_handler)
 
