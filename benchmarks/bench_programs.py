@@ -125,6 +125,8 @@ def start_tasks(shape, framework, python, hosts, warmup, env_extra, tasks):
     place = [hosts[k % len(hosts)] for k in range(1 + n_workers)]
     cluster = {"ps": [f"{place[0][0]}:{free_port()}"],
                "worker": [f"{a}:{free_port()}" for a, _ in place[1:]]}
+    if FIREWALLED:
+        allow_ports(cluster)
     logdir = tempfile.mkdtemp(prefix=f"bench_{shape}_{framework}_")
     if shape in INPUT_FILES:
         INPUT_FILES[shape](logdir)
@@ -215,9 +217,60 @@ def run_whole(shape, framework, python, hosts, steps):
 
 
 def use_single_port() -> None:
-    """Turns off the peer paths that listen on ports of their own (the children
-    inherit the environment; TF ignores it)."""
-    os.environ.update(NBDIST_SAME_HOST="0", NBDIST_PEER_TCP="0")
+    """Each task listens on one TCP port, its gRPC port, and serves the TCP
+    peer path there too (``NBDIST_SINGLE_PORT=1``; for tasks on one host too,
+    the same-host path off): the children inherit the environment; TF ignores
+    it."""
+    os.environ.update(NBDIST_SINGLE_PORT="1", NBDIST_SAME_HOST="0",
+                      NBDIST_PEER_TCP="always")
+
+
+# The netns hosts' firewalls (``--single_port --hosts netns``): the host names,
+# each dropping new inbound TCP connections but to the cluster ports of the runs.
+FIREWALLED: list[str] = []
+_FW = ("inet", "nbdist_single_port")
+
+
+def _nft(host: str, *args: str) -> str:
+    import subprocess
+
+    return subprocess.run(["ip", "netns", "exec", host, "nft", *args], check=True,
+                          capture_output=True, text=True, timeout=30).stdout
+
+
+def firewall(hosts) -> None:
+    """In each netns host (``tests/netns.Host``): new inbound TCP connections are
+    dropped (and counted) unless to a port ``allow_ports`` named: a task's gRPC
+    port. Replies to the host's own connections pass (connection tracking)."""
+    for h in hosts:
+        _nft(h.name, "add", "table", *_FW)
+        _nft(h.name, "add", "set", *_FW, "ports", "{ type inet_service; }")
+        _nft(h.name, "add", "chain", *_FW, "input",
+             "{ type filter hook input priority 0; policy accept; }")
+        for rule in ("ct state established,related accept",
+                     "tcp dport @ports accept",
+                     "meta l4proto tcp counter drop"):
+            _nft(h.name, "add", "rule", *_FW, "input", "iifname", "eth0",
+                 *rule.split())
+        FIREWALLED.append(h.name)
+
+
+def allow_ports(cluster: dict) -> None:
+    """Opens the cluster's task ports in every firewalled host."""
+    ports = sorted({int(a.rpartition(":")[2]) for tasks in cluster.values()
+                    for a in tasks})
+    for host in FIREWALLED:
+        _nft(host, "add", "element", *_FW, "ports",
+             "{ " + ", ".join(map(str, ports)) + " }")
+
+
+def dropped() -> dict[str, str]:
+    """Each firewalled host's count of dropped connection attempts."""
+    out = {}
+    for host in FIREWALLED:
+        text = _nft(host, "list", "chain", *_FW, "input")
+        out[host] = " ".join(w for w in text.split("counter", 1)[1].split()[:4])
+    return out
 
 
 def use_tls(directory: str, addresses) -> None:
@@ -242,8 +295,8 @@ def main(argv=None) -> int:
                    help="the Python that imports tensorflow")
     p.add_argument("--no_tf", action="store_true", help="nbdist only")
     p.add_argument("--single_port", action="store_true", help="nbdist's tasks "
-                   "reach each other only through their gRPC port (no same-host "
-                   "or TCP peer path: a firewall, one Service port per task)")
+                   "listen on one TCP port each, their gRPC port, the TCP peer "
+                   "path served there too (a firewall, one Service port per task)")
     p.add_argument("--tls", action="store_true", help="nbdist with TLS (its "
                    "certificates made on the fly), TF in plaintext (it has none)")
     p.add_argument("--profile", metavar="DIR", help="write each "
@@ -278,6 +331,8 @@ def main(argv=None) -> int:
             if reason := netns.unavailable():
                 p.error(reason)
             made = stack.enter_context(netns.Hosts(3))
+            if args.single_port:
+                firewall(made)
             hosts = [(h.address, ["ip", "netns", "exec", h.name]) for h in made]
         else:
             hosts = [("127.0.0.1", [])]
@@ -298,6 +353,9 @@ def main(argv=None) -> int:
                           f"(run took {time.monotonic() - t_run:.0f} s)",
                           file=sys.stderr, flush=True)
                     rates.setdefault((fw, shape), []).append(rate)
+        if FIREWALLED:
+            print("(each netns host dropped new TCP connections but to the tasks' "
+                  f"ports; dropped: {dropped()})")
 
     def rate(fw, shape):
         runs = rates.get((fw, shape))

@@ -33,6 +33,11 @@ test or a notebook cell) is seen by the next server or client created.
                     path (steps and tensors in frames over one long-lived gRPC
                     stream per concurrent call, on the gRPC port, TLS
                     included; used for peers no other peer path reaches)
+``NBDIST_SINGLE_PORT``  ``1``: a server listens on its gRPC port alone and
+                    serves the TCP peer path there too (each connection's
+                    first bytes say which; ``Server(single_port=True)``
+                    takes precedence): for clusters whose tasks expose one
+                    port each
 ==================  ==========================================================
 """
 
@@ -50,6 +55,7 @@ __all__ = [
     "PEER_STREAM",
     "PEER_TCP",
     "SAME_HOST",
+    "SINGLE_PORT",
     "TF_CONFIG",
     "TLS_CA",
     "TLS_CERT",
@@ -63,6 +69,7 @@ __all__ = [
     "heartbeat_interval_ms",
     "heartbeat_timeout_ms",
     "set_cuda_visible_devices",
+    "single_port",
     "slurm_env",
     "slurm_var",
     "tf_config",
@@ -83,6 +90,7 @@ COORDINATION_MAX_EVENTS = "NBDIST_COORDINATION_MAX_EVENTS"
 SAME_HOST = "NBDIST_SAME_HOST"
 PEER_TCP = "NBDIST_PEER_TCP"
 PEER_STREAM = "NBDIST_PEER_STREAM"
+SINGLE_PORT = "NBDIST_SINGLE_PORT"
 
 
 def get(name: str) -> str | None:
@@ -106,6 +114,11 @@ def tls_files() -> tuple[str | None, str | None, str | None]:
 def tls_client_auth() -> bool:
     """Whether ``NBDIST_TLS_CLIENT_AUTH`` asks for mutual TLS (1/true/yes)."""
     return (get(TLS_CLIENT_AUTH) or "").lower() in ("1", "true", "yes", "on")
+
+
+def single_port() -> bool:
+    """Whether ``NBDIST_SINGLE_PORT`` asks servers for one port (1/true/yes)."""
+    return (get(SINGLE_PORT) or "").lower() in ("1", "true", "yes", "on")
 
 
 def _positive_int(name: str) -> int | None:

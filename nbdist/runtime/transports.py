@@ -14,8 +14,10 @@ A *protocol* is an object with
 A *peer path* is a faster way to some peers of a protocol's server (the
 same-host transport, ``runtime/samehost``: tasks on one host), beside the
 protocol: an object with ``usable(tls)``, ``serve(worker_handler,
-master_handler, address, token, limits, tls=...)`` (a service with
-``start``/``stop``), ``peers(address_of, own_task, token, tls=...)`` (a task's
+master_handler, address, token, limits, tls=..., shared_port=None)`` (a
+service with ``start``/``stop``; ``shared_port``: a single-port server's
+``framed.port_sharing.SharedPort``, which a path may serve on instead of a
+port of its own), ``peers(address_of, own_task, token, tls=...)`` (a task's
 channels to its peers: ``step_path(task)``, ``tensor_transport(inner)``,
 ``close()``) and ``master_channel(address, token, tls=...)`` (a session's, or
 None); ``tls`` is the task's TLS configuration or None. Servers ask

@@ -12,7 +12,10 @@ frame per call each way over a kept connection, whatever the link.
 - ``peers``: a task's step paths and ``TensorTransport`` over channels;
 - ``collective_push``: all-reduce chunks pushed and consumed in place;
 - ``link``: what a *link policy* supplies: how to listen, accept and dial, who
-  the peer is, and how bulk bytes move.
+  the peer is, and how bulk bytes move;
+- ``port_sharing``: ``SharedPort``, one listening port for framed clients (a
+  preamble first) and another protocol (relayed to its server): a
+  single-port task's.
 
 The policies live beside it: ``runtime/samehost`` (a Unix socket and memfd
 segments) and ``runtime/tcp`` (a TCP stream, TLS-wrapped in a TLS cluster).

@@ -187,7 +187,10 @@ def _raise_refused_if_unauthenticated(header: dict, address: str, label: str) ->
 
 
 def _recv_small(sock) -> dict:
-    header, _, fds = recv_frame(sock, 0, HELLO_BYTES)
+    try:
+        header, _, fds = recv_frame(sock, 0, HELLO_BYTES)
+    except errors.ResourceExhaustedError as e:  # another protocol answered
+        raise ValueError(f"not a framed handshake: {e}") from None
     for fd in fds:  # a handshake carries no segments
         close_fd(fd)
     return header

@@ -20,6 +20,9 @@ running when the interpreter exits are stopped gracefully first.
 
 from __future__ import annotations
 
+import itertools
+import os
+import secrets
 import socket
 import threading
 import weakref
@@ -35,6 +38,7 @@ from nbdist.runtime import coordination, env, transports
 from nbdist.runtime.cluster_spec import ClusterSpec, split_address, task_device
 from nbdist.runtime.coordination import CoordinationAgent, LocalCoordinationClient
 from nbdist.runtime.device_attributes import device_counts
+from nbdist.runtime.framed.port_sharing import SharedPort
 from nbdist.runtime.grpc import auth, stream_path
 from nbdist.runtime.grpc.admission import AdmissionInterceptor
 from nbdist.runtime.grpc.coordination_client import GrpcCoordinationClient
@@ -218,6 +222,9 @@ class GrpcServer(Server):
     ``NBDIST_HEARTBEAT_TIMEOUT_MS``, ``NBDIST_COORDINATION_MAX_EVENTS``, else
     250 ms, 2 s, 20,000) configures the coordination service when this task
     hosts it; other tasks heartbeat at the interval the leader tells them.
+    ``single_port=True`` (default ``NBDIST_SINGLE_PORT``) makes the task listen
+    on its port alone: the TCP peer path is served there too, each
+    connection's first bytes telling which (``framed.port_sharing``).
 
     >>> import nbdist as nd
     >>> server = nd.Server.create_local_server()
@@ -239,6 +246,7 @@ class GrpcServer(Server):
         token=None,
         tls=None,
         coordination_config=None,
+        single_port=None,
     ):
         if config is not None and not isinstance(config, config_pb2.ConfigProto):
             raise TypeError(f"config must be a nd.ConfigProto, got {type(config)}")
@@ -248,6 +256,8 @@ class GrpcServer(Server):
         self._begin(task_device(sd.job_name, sd.task_index))
         session_config = self._session_config(sd, token, tls)
         self._limits = Limits.from_config(session_config)
+        self._single_port = env.single_port() if single_port is None else single_port
+        self._shared_port = None
         # The port is bound first: everything after it is made with the
         # cluster as it is (a port 0 resolved).
         self._grpc = self._make_grpc_server()
@@ -369,7 +379,8 @@ class GrpcServer(Server):
             p.serve(self._worker_handler, self._master_handler, self._address,
                     self._peer_secret, self._limits,
                     bind=self._bind_address.rpartition(":")[0],
-                    reserved_ports=self._cluster_ports(), tls=self._tls)
+                    reserved_ports=self._cluster_ports(), tls=self._tls,
+                    shared_port=self._shared_port)
             for p in self._paths]
         if self._coordination is not None:
             self._coordination_target = self._target
@@ -384,9 +395,25 @@ class GrpcServer(Server):
             self.task_name)
         port = sd.port or port
         bind = sd.bind_address or DEFAULT_BIND
+        if self._single_port:
+            bound = self._listen_shared(bind, port)
+        else:
+            bound = self._listen_grpc(bind, port)
+        if bound != port:
+            for job in sd.cluster.job:
+                if job.name == sd.job_name:
+                    job.tasks[sd.task_index] = _join(host, bound)
+        self._cluster = ClusterSpec(sd.cluster)
+        self._server_def = sd
+        self._address = _join(host, bound)
+        self._bind_address = _join(bind, bound)
+        self._target = "grpc://" + self._address
+
+    def _listen_grpc(self, bind: str, port: int, where: str | None = None) -> int:
+        """gRPC's port at ``bind:port`` (``where``: gRPC's own address form)."""
         if port:
             _check_free(bind, port)
-        where = _join(bind, port)
+        where = where or _join(bind, port)
         try:
             if self._tls is not None:
                 bound = self._grpc.add_secure_port(
@@ -399,15 +426,45 @@ class GrpcServer(Server):
         if not bound:
             raise errors.UnknownError(
                 None, None, f"Could not start gRPC server: cannot listen on {where}")
-        if bound != port:
-            for job in sd.cluster.job:
-                if job.name == sd.job_name:
-                    job.tasks[sd.task_index] = _join(host, bound)
-        self._cluster = ClusterSpec(sd.cluster)
-        self._server_def = sd
-        self._address = _join(host, bound)
-        self._bind_address = _join(bind, bound)
-        self._target = "grpc://" + self._address
+        return bound
+
+    def _listen_shared(self, bind: str, port: int) -> int:
+        """The single-port server: the task's port is a ``SharedPort`` (the TCP
+        peer path's frames, and everything else relayed to gRPC), gRPC listens
+        on an abstract Unix socket only this process dials (no TCP port: the
+        task listens on one)."""
+        family = socket.AF_INET6 if ":" in bind else socket.AF_INET
+        try:
+            listener = socket.create_server((bind.strip("[]"), port), family=family,
+                                            backlog=128)
+        except OSError as e:  # TF: UNKNOWN "Could not start gRPC server"
+            raise errors.UnknownError(
+                None, None, f"Could not start gRPC server: cannot listen on "
+                f"{_join(bind, port)}: {e.strerror}") from None
+        name = f"nbdist-grpc-{os.getpid()}-{secrets.token_hex(8)}"
+        try:
+            self._listen_grpc(bind, 0, where="unix-abstract:" + name)
+        except BaseException:
+            listener.close()
+            raise
+
+        serial = itertools.count()
+
+        def connect_inner(client):
+            inner = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                # Named after the client: gRPC's peer (the per-client caps on
+                # pushed bytes) is one per client connection, as without relay.
+                inner.bind(f"\0{name}-from-{client[0]}:{client[1]}-"
+                           f"{next(serial)}".encode())
+                inner.connect(b"\0" + name.encode())
+            except BaseException:
+                inner.close()
+                raise
+            return inner
+
+        self._shared_port = SharedPort(listener, connect_inner, self.task_name)
+        return listener.getsockname()[1]
 
     def _make_agent(self) -> CoordinationAgent:
         """Registers this task with the coordination service and heartbeats."""
@@ -462,6 +519,8 @@ class GrpcServer(Server):
 
     def _start_serving(self):
         self._grpc.start()
+        if self._shared_port is not None:
+            self._shared_port.start()
         for path, service in zip(self._paths, self._path_services):
             service.start()
             if service.problem:  # e.g. its same-host name is taken: say so
@@ -478,6 +537,8 @@ class GrpcServer(Server):
     def _stop_listening(self):
         self._serving = False
         _live_servers.discard(self)
+        if self._shared_port is not None:
+            self._shared_port.stop()  # connections relayed end with gRPC's
         for service in self._path_services:
             service.stop()
         self._agent.stop()

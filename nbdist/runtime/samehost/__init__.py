@@ -189,10 +189,11 @@ class SameHostPath:
 
     @staticmethod
     def serve(worker_handler, master_handler, address: str, token, limits,
-              bind: str | None = None, reserved_ports=frozenset(), tls=None):
+              bind: str | None = None, reserved_ports=frozenset(), tls=None,
+              shared_port=None):
         """The task's service on this host's abstract socket for ``address``
-        (``start()``/``stop()``); ``tls`` does not matter here (the socket
-        never leaves the host)."""
+        (``start()``/``stop()``); ``tls`` and ``shared_port`` do not matter
+        here (the socket never leaves the host)."""
         return FramedService(worker_handler, address, token, limits,
                              UnixLink(address), master_handler=master_handler)
 

@@ -21,6 +21,15 @@ on gRPC. A session on another host reaches its master the same way (its
 steps, large feeds and fetches). Tasks on one host keep the same-host path (or gRPC, with it off):
 ``NBDIST_PEER_TCP=always`` uses this path for them too, ``0`` turns it off.
 
+A single-port server (``NBDIST_SINGLE_PORT=1``, ``Server(single_port=True)``:
+a cluster whose tasks expose one port each) serves this path on its gRPC port
+instead (``framed.port_sharing.SharedPort``, ``SharedPortLink``) and announces
+that port with ``SHARED_SUFFIX``: a client then sends ``PREAMBLE`` first, in
+plaintext, and the rest (TLS, the handshake, frames) as on a port of its own.
+A client that reads no port in an endpoint (an older one) stays on gRPC; one
+whose preamble nobody serves (the path off there) is refused at once and
+stays on gRPC too.
+
 In a cluster with TLS every connection here is TLS with the cluster's own
 certificates (``tcp.tls``: the server's checked against the CA and the
 host dialed, the client's required with mutual TLS, as gRPC does), and inside
@@ -47,11 +56,12 @@ from nbdist.runtime.framed.channel import FramedChannel
 from nbdist.runtime.framed.common import ChannelBroken
 from nbdist.runtime.framed.link import Dialer, ServingLink
 from nbdist.runtime.framed.peers import FramedPeers
+from nbdist.runtime.framed.port_sharing import PREAMBLE
 from nbdist.runtime.framed.service import FramedService
 from nbdist.runtime.tcp.tls import TlsLink
 from nbdist.runtime.timeouts import whole_ms
 
-__all__ = ["TcpChannel", "TcpLink", "TcpPath", "TcpPeers", "mode", "same_host",
+__all__ = ["SharedPortLink", "TcpChannel", "TcpLink", "TcpPath", "TcpPeers", "mode", "same_host",
            "tune_tcp"]
 
 _log = logging.getLogger("nbdist")
@@ -87,12 +97,20 @@ def same_host(a: str, b: str) -> bool:
     return ha == hb or (_loopback(ha) and _loopback(hb))
 
 
-def _parse_endpoint(value) -> tuple[str, int] | None:
+# An announced endpoint that is the task's gRPC port, shared (``SharedPort``):
+# a client sends the preamble first. (A client that does not know the suffix
+# reads no port in it, so it stays on gRPC.)
+SHARED_SUFFIX = "+framed"
+
+
+def _parse_endpoint(value) -> tuple[str, int, bool] | None:
+    """``(host, port, shared)`` of an announced endpoint, or None."""
     text = value.decode() if isinstance(value, bytes) else str(value or "")
-    host, sep, port = text.rpartition(":")
+    shared = text.endswith(SHARED_SUFFIX)
+    host, sep, port = text.removesuffix(SHARED_SUFFIX).rpartition(":")
     if not sep or not port.isdigit():
         return None
-    return host.strip("[]"), int(port)
+    return host.strip("[]"), int(port), shared
 
 
 class _Lookup:
@@ -101,7 +119,7 @@ class _Lookup:
 
     def __init__(self, lookup, key: str):
         self.done = threading.Event()
-        self.endpoint: tuple[str, int] | None = None
+        self.endpoint: tuple[str, int, bool] | None = None
         threading.Thread(target=self._run, args=(lookup, key), daemon=True,
                          name="nbdist-tcp-lookup").start()
 
@@ -176,26 +194,44 @@ class TcpLink(ServingLink):
         return "tcp:" + str(conn.getpeername()[0])
 
 
+class SharedPortLink(TcpLink):
+    """A task's service on its gRPC port, shared (``framed.port_sharing``):
+    its framed connections, the preamble read; announced as the gRPC
+    address with ``SHARED_SUFFIX``."""
+
+    def __init__(self, shared_port, address: str, wrap=None):
+        super().__init__("", address, frozenset(), wrap)
+        self._shared_port = shared_port
+
+    def listen(self, task: str):
+        return (self._shared_port.framed_listener(),
+                f"{self._host}:{self._shared_port.port}{SHARED_SUFFIX}")
+
+
 class TcpDialer(Dialer):
-    """Connections to the TCP peer-path port ``endpoint`` (``(host, port)``)
-    of the task at ``address``, TLS-wrapped by ``tls`` (a ``TlsLink``) or
-    plaintext (None)."""
+    """Connections to the TCP peer-path port ``endpoint`` (``(host, port)``,
+    or ``(host, port, shared)``; shared: the task's gRPC port, the preamble
+    sent first) of the task at ``address``, TLS-wrapped by ``tls`` (a
+    ``TlsLink``) or plaintext (None)."""
 
     label = _LABEL
     shares_memory = False
 
-    def __init__(self, address: str, endpoint: tuple[str, int], tls=None):
+    def __init__(self, address: str, endpoint: tuple, tls=None):
         self.address = _bare(address)
-        self._endpoint = endpoint
+        self.endpoint = tuple(endpoint[:2])
+        self.shared = bool(endpoint[2:] and endpoint[2])
         self._tls = tls
 
     def dial(self):
-        sock = socket.create_connection(self._endpoint, timeout=10.0)
+        sock = socket.create_connection(self.endpoint, timeout=10.0)
         try:
             tune_tcp(sock)
             sock.settimeout(10.0)
+            if self.shared:  # in plaintext, before any TLS: it picks the protocol
+                sock.sendall(PREAMBLE)
             if self._tls is not None:  # its certificate checked against the host
-                sock = self._tls.client(sock, self._endpoint[0], self.address)
+                sock = self._tls.client(sock, self.endpoint[0], self.address)
         except BaseException:
             sock.close()
             raise
@@ -203,13 +239,14 @@ class TcpDialer(Dialer):
 
 
 class TcpChannel(FramedChannel):
-    """Connections to one peer's TCP peer-path port (``endpoint``); ``tls``: a
-    ``TlsLink``, or None for plaintext."""
+    """Connections to one peer's TCP peer-path port (``endpoint``: as
+    ``TcpDialer``'s); ``tls``: a ``TlsLink``, or None for plaintext."""
 
     def __init__(self, task: str | None, address: str, token: str | None,
-                 calls: collections.Counter, endpoint: tuple[str, int], tls=None):
-        super().__init__(task, token, calls, TcpDialer(address, endpoint, tls))
-        self.endpoint = endpoint
+                 calls: collections.Counter, endpoint: tuple, tls=None):
+        dialer = TcpDialer(address, endpoint, tls)
+        super().__init__(task, token, calls, dialer)
+        self.endpoint = dialer.endpoint  # (host, port)
 
 
 class TcpPeers(FramedPeers):
@@ -237,7 +274,7 @@ class TcpPeers(FramedPeers):
             raise ChannelBroken(f"{task} announced no TCP peer-path endpoint (yet)")
         return TcpChannel(task, address, self._token, self.calls, endpoint, self._tls)
 
-    def _endpoint(self, task: str) -> tuple[str, int] | None:
+    def _endpoint(self, task: str) -> tuple[str, int, bool] | None:
         """The endpoint ``task`` announced, looked up afresh for each new
         connection (a restarted task listens on another port)."""
         if self._lookup is None:
@@ -276,21 +313,26 @@ class TcpPath:
 
     @staticmethod
     def serve(worker_handler, master_handler, address: str, token, limits,
-              bind: str | None = None, reserved_ports=frozenset(), *, tls):
+              bind: str | None = None, reserved_ports=frozenset(), *, tls,
+              shared_port=None):
         """The task's service on a free TCP port of ``bind`` (its gRPC
-        interface) outside ``reserved_ports``; its ``endpoint`` is what it
-        announces. A task bound to loopback has no peer on another host: it
-        serves none (unless ``NBDIST_PEER_TCP=always``). ``tls``: the task's
-        TLS configuration (its gRPC server's), or None for plaintext; no
-        default, so that no caller serves plaintext in a TLS cluster by
-        omission."""
+        interface) outside ``reserved_ports``, or with ``shared_port`` (a
+        ``framed.port_sharing.SharedPort``: a single-port server's) on the
+        gRPC port itself; its ``endpoint`` is what it announces. A task bound
+        to loopback has no peer on another host: it serves none (unless
+        ``NBDIST_PEER_TCP=always``). ``tls``: the task's TLS configuration (its
+        gRPC server's), or None for plaintext; no default, so that no caller
+        serves plaintext in a TLS cluster by omission."""
         bind = bind or "127.0.0.1"
         if mode() != "always" and _loopback(bind.strip("[]")):
             return _NotServing()
         wrap = None
         if tls is not None:
             wrap = TlsLink(tls).server_wrapper(worker_handler.worker.task_name)
-        link = TcpLink(bind, address, frozenset(reserved_ports), wrap)
+        if shared_port is not None:
+            link = SharedPortLink(shared_port, address, wrap)
+        else:
+            link = TcpLink(bind, address, frozenset(reserved_ports), wrap)
         return FramedService(worker_handler, address, token, limits, link,
                              master_handler=master_handler)
 
