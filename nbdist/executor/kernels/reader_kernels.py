@@ -277,6 +277,8 @@ def _filenames(value):
 
 
 class _FileRecords(DatasetValue):
+    pure_reads = True  # a map above may read ahead (dataset_kernels)
+
     def __init__(self, files, records):
         self.files, self.records = files, records
 
