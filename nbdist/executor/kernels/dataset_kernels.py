@@ -11,7 +11,15 @@ between them) runs the map function once per batch on the stacked input
 elements when ``dataset_vectorize`` can rewrite it (tf.data's
 ``map_and_batch_fusion``, on unless the dataset's options turn it off), and
 falls back to one call per element for a batch whose fused run fails, so
-values and errors are the unfused pipeline's.
+values and errors are the unfused pipeline's. A ``map`` not fused into a
+batch (e.g. ``map(parse).shuffle(n).batch(m)``) runs its rewritten function
+on chunks of records read ahead from a tensor or file source (through
+``repeat``, ``take``, ``skip``, ``shard``, ``prefetch``) and hands the rows
+out one by one (``map_chunks``); the same option turns it off::
+
+    opts = nd.data.Options()
+    opts.experimental_optimization.map_and_batch_fusion = False
+    ds = ds.with_options(opts)  # one map call per element, nothing read ahead
 """
 
 from __future__ import annotations
@@ -47,10 +55,16 @@ class DatasetValue:
     are (some of) its input's, in order, whatever they are, so that a pure
     ``map`` above it may run below it (``copy.copy`` and a new ``inp``).
     ``fusion``: True/False where the dataset's options set
-    ``map_and_batch_fusion``."""
+    ``map_and_batch_fusion``.
+    ``pure_reads``: reading the elements has no effect a user can see (a
+    tensor or file source), so a ``map`` above may read ahead of its
+    ``get_next``; ``passes_reads``: a one-input ``inp`` wrapper whose reads are
+    its input's (repeat, take, skip)."""
 
     commutes_with_map = False
     fusion = None
+    pure_reads = False
+    passes_reads = False
 
     def iterate(self, ctx):
         raise NotImplementedError
@@ -62,6 +76,8 @@ def _fresh(v):
 
 
 class _Slices(DatasetValue):
+    pure_reads = True
+
     def __init__(self, comps, node):
         comps = [np.asarray(c) for c in comps]
         n = comps[0].shape[0] if comps[0].ndim else None
@@ -79,6 +95,8 @@ class _Slices(DatasetValue):
 
 
 class _Tensors(DatasetValue):
+    pure_reads = True
+
     def __init__(self, comps):
         self.comps = tuple(comps)
 
@@ -88,6 +106,8 @@ class _Tensors(DatasetValue):
 
 
 class _Range(DatasetValue):
+    pure_reads = True
+
     def __init__(self, start, stop, step, dtype, node):
         if step == 0:
             raise errors.InvalidArgumentError(None, node, "range step must not be 0")
@@ -100,10 +120,20 @@ class _Range(DatasetValue):
 
 
 class _Map(DatasetValue):
+    """``map(f)``. Where ``f`` vectorises (``fused``), fusion is on and the
+    input's reads have no effect a user can see (``reads_ahead_safely``), ``f``
+    runs once on a chunk of input elements and the chunk's results are handed
+    out one by one (``map_chunks``)."""
+
     def __init__(self, inp, fn, fused=None):
         self.inp, self.fn, self.fused = inp, fn, fused
 
     def iterate(self, ctx):
+        if ctx.fuse and self.fused is not None and reads_ahead_safely(self.inp):
+            return map_chunks(self.inp.iterate(ctx), self.fn, self.fused, ctx)
+        return self._each(ctx)
+
+    def _each(self, ctx):
         fn = self.fn
         for elem in self.inp.iterate(ctx):
             yield fn.run(ctx.step, elem)
@@ -134,8 +164,15 @@ class _FusedMap:
         return vectorized_function_def(self.fdef, 1, 0) is not None
 
     def run(self, step, column, n):
-        """The function's outputs for the ``n`` stacked scalars ``column``, or
-        None (not fusable for them, or an error: the caller runs per element)."""
+        """The function's outputs for the ``n`` stacked scalars ``column`` as
+        ``batch`` stacks them, or None (not fusable for them, or an error: the
+        caller runs per element)."""
+        out = self.run_rows(step, column, n)
+        return None if out is None else [_as_stacked(o) for o in out]
+
+    def run_rows(self, step, column, n):
+        """The function's outputs for the ``n`` stacked scalars ``column``, row
+        ``i`` being element ``i``'s, or None (as ``run``)."""
         fn = self.compiled.get(n)
         if fn is None:
             fn = CompiledFunction(vectorized_function_def(self.fdef, n, 0), self.node,
@@ -148,7 +185,7 @@ class _FusedMap:
             return None  # the elements one by one say which and how
         if any(type(o) is not np.ndarray or o.shape[:1] != (n,) for o in out):
             return None
-        return [_as_stacked(o) for o in out]
+        return out
 
 
 def _as_stacked(column):
@@ -157,6 +194,61 @@ def _as_stacked(column):
     if column.dtype != object or column.ndim != 1:
         return column
     return np.stack([np.asarray(v) for v in column])
+
+
+def reads_ahead_safely(ds) -> bool:
+    """Whether reading ``ds``'s elements before they are asked for is unseen by
+    the user (``DatasetValue.pure_reads``): a generator, a ``py_func`` or a
+    stateful map upstream is read only when asked."""
+    while ds.passes_reads:
+        ds = ds.inp
+    return ds.pure_reads
+
+
+CHUNK_FIRST, CHUNK_MOST = 8, 64  # a map's chunks double from the first
+
+
+def map_chunks(it, fn, fused, ctx):
+    """``map(fn)`` over the elements of ``it`` by chunks: ``fused`` (``fn``
+    vectorised) runs once on a chunk of scalar records and its rows are handed
+    out one by one. A chunk whose fused run fails, or whose elements are not
+    scalar strings, runs through ``fn`` element by element as it is handed
+    out, so an element's error comes at its own ``get_next``; an error reading
+    ``it`` comes after the elements read before it, as unchunked."""
+    size = CHUNK_FIRST
+    while True:
+        chunk, failure = _read_ahead(it, size)
+        column = _scalars(chunk) if chunk and len(chunk[0]) == 1 else None
+        out = None if column is None else fused.run_rows(ctx.step, column,
+                                                         len(chunk))
+        if out is None:
+            for elem in chunk:
+                yield fn.run(ctx.step, elem)
+        else:
+            passed = fused.passed
+            for i, elem in enumerate(chunk):
+                # A copy: a view would keep the whole chunk alive in a buffer.
+                yield tuple(elem[0] if k in passed else o[i, ...].copy()
+                            for k, o in enumerate(out))
+        if failure is not None:
+            raise failure
+        if len(chunk) < size:
+            return
+        size = min(2 * size, CHUNK_MOST)
+
+
+def _read_ahead(it, n):
+    """(up to ``n`` next elements of ``it``, the error that stopped it early
+    or None)."""
+    chunk = []
+    try:
+        for _ in range(n):
+            chunk.append(next(it))
+    except StopIteration:
+        pass
+    except Exception as e:  # noqa: BLE001 - raised after the elements before it
+        return chunk, e
+    return chunk, None
 
 
 def _map_below(ds):
@@ -233,6 +325,7 @@ class _Batch(DatasetValue):
 
 class _Repeat(DatasetValue):
     commutes_with_map = True
+    passes_reads = True
 
     def __init__(self, inp, count):
         self.inp, self.count = inp, count
@@ -283,6 +376,7 @@ class _Shuffle(DatasetValue):
 
 class _Take(DatasetValue):
     commutes_with_map = True
+    passes_reads = True
 
     def __init__(self, inp, count):
         self.inp, self.count = inp, count
@@ -294,6 +388,7 @@ class _Take(DatasetValue):
 
 class _Prefetch(DatasetValue):
     commutes_with_map = True
+    passes_reads = True
 
     def __init__(self, inp):
         self.inp = inp

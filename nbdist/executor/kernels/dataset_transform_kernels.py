@@ -234,6 +234,8 @@ class _Unbatch(DatasetValue):
 class _Slice(DatasetValue):
     """Elements ``start, start + step, ...`` of the input (shard, skip)."""
 
+    passes_reads = True
+
     def __init__(self, inp, start, step):
         self.inp, self.start, self.step = inp, start, step
 
@@ -344,6 +346,7 @@ class _Options(DatasetValue):
     of ``map_and_batch_fusion``."""
 
     commutes_with_map = True
+    passes_reads = True
 
     def __init__(self, inp, fusion):
         self.inp, self.fusion = inp, fusion

@@ -147,8 +147,30 @@ class ReaderResource:
             self.records = None
             raise type(e)(None, node, e.message) from None
 
+    def _read_whole_file(self, step, node, queue):
+        """A ``WholeFileReader``'s record, one per work unit: the filename is
+        dequeued under the lock and the file read outside it, so runner
+        threads sharing the reader do not wait on each other's file I/O (each
+        of its system calls gives the interpreter away). The work unit is
+        completed with its record, as TF counts it; a failed read completes
+        nothing."""
+        with self.lock:
+            self._next_work(step, node, queue)
+            records, self.records = self.records, None
+        try:
+            record = next(records)
+        except errors.OpError as e:
+            raise type(e)(None, node, e.message) from None
+        with self.lock:
+            self.num_records_produced += 1
+            self.num_work_units_completed += 1
+        return record
+
     def read(self, step, node, queue, n):
         """Up to ``n`` records, all from one work unit (fewer at its end)."""
+        if self.kind == "WholeFileReaderV2":
+            key, value = self._read_whole_file(step, node, queue)
+            return [key], [value]
         keys, values = [], []
         with self.lock:
             while len(keys) < n:
@@ -165,6 +187,8 @@ class ReaderResource:
 
     def read_one(self, step, node, queue):
         """The next ``(key, value)``, as ``read(..., 1)`` gives it (no lists)."""
+        if self.kind == "WholeFileReaderV2":
+            return self._read_whole_file(step, node, queue)
         with self.lock:
             while True:
                 if self.records is None:
@@ -277,6 +301,8 @@ def _filenames(value):
 
 
 class _FileRecords(DatasetValue):
+    pure_reads = True  # a map above may read ahead (dataset_kernels)
+
     def __init__(self, files, records):
         self.files, self.records = files, records
 
