@@ -7,9 +7,9 @@ goes, the preamble read, to the framed service (``framed_listener()``, which a
 ``FramedService`` accepts from as from a socket). Anything else (HTTP/2's
 preface, a TLS ClientHello) is relayed byte for byte to the inner server
 (``connect_inner(client's address)``, e.g. gRPC on an address only this
-process knows), by
-the kernel where it can (``os.splice`` through a pipe: the bytes never reach
-Python). Both kinds of client speak first, so nothing waits on the server.
+process knows), by the kernel where it can (``os.splice`` through a pipe: the
+bytes never reach Python). Both kinds of client speak first, so nothing waits
+on the server.
 
 >>> PREAMBLE.startswith(b"PRI *")  # never mistaken for HTTP/2
 False
