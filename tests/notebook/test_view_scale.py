@@ -177,7 +177,10 @@ def async_pairs(workers: int, steps: int) -> dict:
         with nd.control_dependencies([computed_at]):
             grads = opt.compute_gradients(loss)
         with nd.control_dependencies([opt.apply_gradients(grads)]):
-            applied_at = global_step.assign_add(1) - 1
+            # The step before this update's increment, read with it (CountUpTo
+            # is atomic; assign_add returns the variable, read later, as TF1's
+            # ref does: two threads may read one value under load).
+            applied_at = global_step.count_up_to(2**62)
         with nd.Session() as sess:
             sess.run(nd.global_variables_initializer())
             start = threading.Barrier(workers, timeout=30)
