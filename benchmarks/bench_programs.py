@@ -330,6 +330,9 @@ def main(argv=None) -> int:
 
             if reason := netns.unavailable():
                 p.error(reason)
+            if args.single_port and not shutil.which("nft"):
+                p.error("--single_port --hosts netns firewalls the hosts with "
+                        "nftables: apt-get install nftables")
             made = stack.enter_context(netns.Hosts(3))
             if args.single_port:
                 firewall(made)
