@@ -12,11 +12,11 @@ import os
 
 import numpy as np
 import pytest
+from helpers import drain
 
 import nbdist as nd
 from nbdist import errors
 
-MAX_STEPS = 1000  # every drain loop is bounded
 JOIN_SECS = 30
 
 
@@ -35,16 +35,6 @@ def _start(sess):
 def _stop(coord, threads):
     coord.request_stop()
     coord.join(threads, stop_grace_period_secs=JOIN_SECS)
-
-
-def _drain(sess, fetch) -> list:
-    out = []
-    for _ in range(MAX_STEPS):
-        try:
-            out.append(sess.run(fetch))
-        except errors.OutOfRangeError:
-            return out
-    raise AssertionError(f"input did not end within {MAX_STEPS} steps")
 
 
 def _counter(limit, dtype=nd.int64):
@@ -149,7 +139,7 @@ def test_slice_input_producer_keeps_rows_together_across_epochs(graph):
     s, i = nd.train.slice_input_producer([strings, ints], num_epochs=3, seed=161803)
     with _session() as sess:
         coord, threads = _start(sess)
-        pairs = _drain(sess, [s, i])
+        pairs = drain(sess, [s, i])
         _stop(coord, threads)
     assert len(pairs) == 12
     for epoch in range(3):
@@ -253,7 +243,7 @@ def test_batch_allow_smaller_final_batch(graph, threads_n):
     assert batched[0].shape.as_list() == [None]
     with _session() as sess:
         coord, threads = _start(sess)
-        got = _drain(sess, batched)
+        got = drain(sess, batched)
         _stop(coord, threads)
     assert [len(c) for c, _ in got] == [10, 10, 10, 5]
     values = np.concatenate([c for c, _ in got])
@@ -313,7 +303,7 @@ def test_batch_join_mixes_inputs_and_keeps_each_ones_order(graph, smaller):
     assert batched[0].shape.as_list() == [None if smaller else 5]
     with _session() as sess:
         coord, threads = _start(sess)
-        got = _drain(sess, batched)
+        got = drain(sess, batched)
         _stop(coord, threads)
     sizes = [len(c) for c, _ in got]
     assert sizes == [5] * 32 + ([4] if smaller else [])
@@ -343,7 +333,7 @@ def test_batch_join_dynamic_pad(graph):
     assert batched[1].shape.as_list() == [5, None]
     with _session() as sess:
         coord, threads = _start(sess)
-        got = _drain(sess, batched)
+        got = drain(sess, batched)
         _stop(coord, threads)
     assert len(got) == 6
     a_counts = []
@@ -374,7 +364,7 @@ def test_maybe_batch_keeps_only_even_examples(graph, threads_n, enqueue_many,
                                    enqueue_many=enqueue_many)
     with _session() as sess:
         coord, threads = _start(sess)
-        got = _drain(sess, batched)
+        got = drain(sess, batched)
         _stop(coord, threads)
     assert len(got) == 4
     values = np.concatenate([c for c, _ in got])
@@ -388,7 +378,7 @@ def test_maybe_batch_join_keeps_only_even_examples(graph):
     joined = nd.train.maybe_batch_join([[counter]] * 3, keep, 4)
     with _session() as sess:
         coord, threads = _start(sess)
-        values = np.concatenate(_drain(sess, joined))
+        values = np.concatenate(drain(sess, joined))
         _stop(coord, threads)
     assert sorted(values.tolist()) == list(range(0, 40, 2))
 
@@ -406,8 +396,8 @@ def test_maybe_shuffle_forms_keep_only_even_examples(graph):
     with _session() as sess:
         coord, threads = _start(sess)
         # Both batches drain the one counter: together they hold its evens.
-        first = _drain(sess, shuffled)
-        second = _drain(sess, joined)
+        first = drain(sess, shuffled)
+        second = drain(sess, joined)
         _stop(coord, threads)
     both = np.concatenate(first + second).tolist()
     assert sorted(both) == list(range(0, 40, 2))
@@ -444,7 +434,7 @@ def test_shuffle_batch_join_returns_every_example_once(graph):
                                           allow_smaller_final_batch=True)
     with _session() as sess:
         coord, threads = _start(sess)
-        values = np.concatenate(_drain(sess, batched)).tolist()
+        values = np.concatenate(drain(sess, batched)).tolist()
         _stop(coord, threads)
     assert sorted(values) == list(range(30)) + [99] * 10
     assert values != sorted(values)  # shuffled across the queue
@@ -514,7 +504,7 @@ def test_runner_threads_end_by_themselves_when_the_input_ends(graph):
     with _session() as sess:
         sess.run(nd.global_variables_initializer())
         threads = nd.train.start_queue_runners(sess)
-        got = _drain(sess, batched)
+        got = drain(sess, batched)
         for t in threads:
             t.join(JOIN_SECS)
             assert not t.is_alive(), t.name
