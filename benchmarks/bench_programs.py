@@ -346,12 +346,20 @@ def main(argv=None) -> int:
         if args.whole_run:
             return whole_run_table(shapes, frameworks, hosts, args, load0)
         rates: dict = {}
+        failures: dict = {}  # (framework, shape) -> runs that failed
         for shape in shapes:
             for _ in range(args.repeats):
                 for fw, python in frameworks.items():
                     t_run = time.monotonic()
-                    rate = run_once(shape, fw, python, hosts, args.seconds,
-                                    args.warmup)
+                    try:
+                        rate = run_once(shape, fw, python, hosts, args.seconds,
+                                        args.warmup)
+                    except (RuntimeError, BrokenPipeError) as e:  # (a worker
+                        # that died mid-window) the other runs still count
+                        print(f"  {shape} {fw}: failed: {e!r}", file=sys.stderr,
+                              flush=True)
+                        failures[(fw, shape)] = failures.get((fw, shape), 0) + 1
+                        continue
                     print(f"  {shape} {fw}: {rate:.0f} steps/s "
                           f"(run took {time.monotonic() - t_run:.0f} s)",
                           file=sys.stderr, flush=True)
@@ -367,13 +375,18 @@ def main(argv=None) -> int:
     where = "3 netns hosts" if args.hosts == "netns" else "one host"
     if args.single_port:
         where += ", single port"
+    def cell(fw, shape, value):
+        failed = failures.get((fw, shape), 0)
+        shown = "-" if value is None else f"{value:.0f}"
+        return shown + (f" ({failed} of {args.repeats} failed)" if failed else "")
+
     rows = []
     for shape in shapes:
         nb, tf = rate("nbdist", shape), rate("tf", shape)
         rows.append((f"{SHAPES[shape][0]} [{where}]",
-                     f"{nb:.0f}",
-                     "-" if tf is None else f"{tf:.0f}",
-                     "-" if tf is None else f"{nb / tf:.2f}x"))
+                     cell("nbdist", shape, nb),
+                     cell("tf", shape, tf) if "tf" in frameworks else "-",
+                     "-" if tf is None or nb is None else f"{nb / tf:.2f}x"))
     head = ("program", "nbdist steps/s", "TF steps/s", "nbdist / TF")
     print_table(head, rows)
     print(f"(median of {args.repeats} alternating runs, {args.seconds:g} s windows; "

@@ -174,6 +174,7 @@ class TlsStream:
         self._address = address
         self._pending = True  # the server's handshake, the client's first answer
         self._chunk = bytearray(_RECV_BYTES)
+        self._record_left = True  # bytes of a decrypted record not yet read
         self.names: tuple | None = None  # (this end, the peer) once connected
 
     def __getattr__(self, name):
@@ -236,14 +237,22 @@ class TlsStream:
         while got < want:
             # Nothing in memory: the socket's turn, without asking the records
             # first (an SSLWantReadError costs about as much as a small read).
-            if incoming.pending or tls.pending():
+            # Whether a decrypted record has bytes left is known from the last
+            # read, not asked (``pending()`` lets the GIL go: a thread switch).
+            if incoming.pending or self._record_left:
+                asked = want - got
                 try:
-                    got += tls.read(want - got, view[got:])
-                    continue
+                    n = tls.read(asked, view[got:])
                 except ssl.SSLWantReadError:  # a record not whole yet
-                    pass
+                    self._record_left = False
                 except ssl.SSLZeroReturnError:  # the peer's close_notify
                     break
+                else:
+                    # A read returns one record's bytes at most: one that filled
+                    # what was asked may have left some of its record.
+                    self._record_left = n == asked
+                    got += n
+                    continue
             if got:
                 break
             self._flush()  # (what the records asked for: a key update)
