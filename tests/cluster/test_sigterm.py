@@ -126,13 +126,32 @@ def test_second_signal_exits_at_once(spawn, graph):
 
 
 _JOIN_SCRIPT = """
-import signal, threading, nbdist as nd
+import faulthandler, signal, sys, threading, time, nbdist as nd
+# A hang shows where every thread was, before the test gives up.
+faulthandler.dump_traceback_later(45, exit=True)
 server = nd.Server.create_local_server()
+print("serving", flush=True)
+main = threading.main_thread().ident
+
+def in_join():
+    frame = sys._current_frames().get(main)
+    while frame is not None:
+        if frame.f_code.co_name == "join" and "server_lib" in frame.f_code.co_filename:
+            return True
+        frame = frame.f_back
+    return False
+
 def interrupt_from_another_thread():
-    # The signal lands on this thread, not the main one: as the kernel may
-    # choose when a process has many threads (grpc's).
+    # Once the main thread waits in join(): a busy machine may keep it from
+    # getting there for a while. The signal lands on this thread, not the main
+    # one: as the kernel may choose when a process has many threads (grpc's).
+    deadline = time.monotonic() + 30
+    while not in_join() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    print("signalling", flush=True)
     signal.pthread_kill(threading.get_ident(), signal.SIGINT)
-threading.Timer(0.5, interrupt_from_another_thread).start()
+
+threading.Thread(target=interrupt_from_another_thread, daemon=True).start()
 try:
     server.join()
 except KeyboardInterrupt:
@@ -147,13 +166,13 @@ def test_ctrl_c_stops_server_join_even_when_another_thread_gets_it():
     import subprocess
     import sys
 
-    proc = subprocess.Popen([sys.executable, "-c", _JOIN_SCRIPT],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
+    with subprocess.Popen([sys.executable, "-c", _JOIN_SCRIPT],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True) as proc:
+        try:
+            out, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
             os.kill(proc.pid, signal.SIGKILL)
-            proc.wait(10)
+            out, err = proc.communicate(timeout=10)
     assert "interrupted" in out, (out, err)
     assert proc.returncode == 0, err
