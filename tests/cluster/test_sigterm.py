@@ -129,6 +129,9 @@ _JOIN_SCRIPT = """
 import faulthandler, signal, sys, threading, time, nbdist as nd
 # A hang shows where every thread was, before the test gives up.
 faulthandler.dump_traceback_later(45, exit=True)
+# Ctrl-C as a terminal gives it: a suite started in the background of a script
+# (SIGINT ignored there) would pass its SIG_IGN on to this process.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 server = nd.Server.create_local_server()
 print("serving", flush=True)
 main = threading.main_thread().ident
