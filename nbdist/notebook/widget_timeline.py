@@ -43,6 +43,8 @@ _LABELLED_ARROWS = 16  # more arrows than this are labelled on hover only
 # Where along its arrow a label may go, and how far up or down from it (px).
 _LABEL_AT = (0.75, 0.5, 0.9, 0.3, 0.15, 0.6, 0.4, 0.05)
 _LABEL_DY = (0, -12, 12, -24, 24, -36, 36, -48, 48)
+# Further off, tried only when every spot above covers a bar or a label.
+_LABEL_FAR_DY = (-60, 60, -72, 72, -84, 84, -96, 96, -108, 108)
 
 
 _STRIP_TASKS = 8  # a job of more tasks draws each as a thin strip, not a lane
@@ -572,14 +574,21 @@ class _Labels:
     def place(self, x1, y1, x2, y2, w, h) -> tuple[float, float] | None:
         """Where a ``w`` × ``h`` label of the arrow (x1, y1) → (x2, y2) goes:
         the first point along it (and shifted up or down) that overlaps no
-        label and, if one is free, no op bar; None when every such spot
-        overlaps a label."""
-        spots = [(x1 + at * (x2 - x1) + 5, y1 + at * (y2 - y1) - h / 2 + dy)
-                 for at in _LABEL_AT for dy in _LABEL_DY]
-        spots = [(lx, top) for lx, top in spots if 0 <= top and top + h <= self._bottom]
-        free = [s for s in spots if not self._hits(self.boxes, *s, w, h)]
-        clear = [s for s in free if not self._hits(self._bars, *s, w, h)]
-        spot = (clear or free or [None])[0]
+        label and no op bar, looking further off before covering a bar; one
+        that covers a bar only when no spot is clear of them; None when every
+        spot overlaps a label."""
+        def spots(offsets):
+            at_dy = [(x1 + at * (x2 - x1) + 5, y1 + at * (y2 - y1) - h / 2 + dy)
+                     for at in _LABEL_AT for dy in offsets]
+            return [(lx, top) for lx, top in at_dy
+                    if 0 <= top and top + h <= self._bottom
+                    and not self._hits(self.boxes, lx, top, w, h)]
+
+        def clear(free):
+            return [s for s in free if not self._hits(self._bars, *s, w, h)]
+
+        free = spots(_LABEL_DY)
+        spot = (clear(free) or clear(spots(_LABEL_FAR_DY)) or free or [None])[0]
         if spot is not None:
             self.boxes.append((spot[0], spot[1], w, h))
         return spot

@@ -296,6 +296,22 @@ def test_timeline_labels_overlap_neither_each_other_nor_the_update_bars():
         assert not any(_overlap(a, b) for b in bars), a
 
 
+def test_a_label_goes_further_off_its_arrow_rather_than_cover_a_bar():
+    """Under load a step's ops stretch, and every spot near an arrow may lie on a
+    bar (the tour's 09 drew a label over an update bar so). Oracle: a band of
+    bars 120 px tall around the arrow; the label lands clear of it."""
+    from nbdist.notebook.widget_timeline import _Labels
+
+    band = (0.0, 140.0, 1000.0, 120.0)  # x, top, width, height: y 140..260
+    labels = _Labels(bars=[band], bottom=1000.0)
+    spot = labels.place(100.0, 200.0, 300.0, 200.0, 60.0, 13.0)
+    assert spot is not None
+    assert not _overlap((*spot, 60.0, 13.0), band), spot
+    # With no clear spot anywhere, the label is still placed (over a bar).
+    everywhere = _Labels(bars=[(0.0, 0.0, 1000.0, 1000.0)], bottom=1000.0)
+    assert everywhere.place(100.0, 200.0, 300.0, 200.0, 60.0, 13.0) is not None
+
+
 # -- CollectiveView --------------------------------------------------------------------
 def test_collective_view_units_agree_and_member_names_fit_their_circles():
     """06: sizes in MiB beside bandwidths in MB/s, and "worker:0" spilling out
