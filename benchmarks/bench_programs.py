@@ -375,6 +375,7 @@ def main(argv=None) -> int:
     where = "3 netns hosts" if args.hosts == "netns" else "one host"
     if args.single_port:
         where += ", single port"
+
     def cell(fw, shape, value):
         failed = failures.get((fw, shape), 0)
         shown = "-" if value is None else f"{value:.0f}"
