@@ -182,16 +182,41 @@ def test_stale_failure_report_is_ignored():
     assert s.error is None
 
 
+def test_an_rpc_error_of_a_run_taken_back_asks_no_check_of_the_worker():
+    """A worker killed mid-call is declared failed (heartbeats), restarts and
+    rejoins; only then does its old call fail. That error tells of the loss
+    already handled: checking the worker again (a probe, which a restarted
+    process may not answer yet) would declare a second failure."""
+    s = cs.CoordinatorState(num_workers=2)
+    s.handle(cs.Schedule(closure(1)))  # worker 0
+    s.handle(cs.Schedule(closure(2)))  # worker 1
+    s.handle(cs.WorkerFailed(0, "DISCONNECTED (heartbeats)"))
+    s.handle(cs.ClosureDone(2, 1, "v2"))
+    s.handle(cs.WorkerReady(1))  # runs closure 1 again
+    s.handle(cs.WorkerRecovered(0, 7))
+    assert s.handle(cs.ClosureFailed(1, 0, unavailable(), True)) == []
+    assert s.stats["worker_failures"] == 1
+    # The same error on the run worker 1 holds now is about worker 1.
+    out = s.handle(cs.ClosureFailed(1, 1, unavailable(), True))
+    assert of(out, cs.CheckWorker) == [cs.CheckWorker(1)]
+    # A resource build that fails on a live worker is checked; on one
+    # declared failed since, not.
+    assert s.handle(cs.ResourceBuildFailed(1, (), unavailable(), True)) == [
+        cs.CheckWorker(1)]
+    s.handle(cs.WorkerFailed(1))
+    assert s.handle(cs.ResourceBuildFailed(1, (), unavailable(), True)) == []
+
+
 def test_retryable_failure_puts_back_until_max_retries():
     s = cs.CoordinatorState(num_workers=1, max_retries=2)
     s.handle(cs.Schedule(closure(1)))
     for attempt in range(2):
         out = s.handle(cs.ClosureFailed(1, 0, unavailable(), True))
-        assert kinds(out) == ["PutBack"]
+        assert kinds(out) == ["PutBack", "CheckWorker"]
         d = s.handle(cs.WorkerReady(0))
         assert ids(d[0].closures) == [1]
     out = s.handle(cs.ClosureFailed(1, 0, unavailable("third"), True))
-    assert kinds(out) == ["Resolve"] and str(out[0].error) == "third"
+    assert kinds(out) == ["Resolve", "CheckWorker"] and str(out[0].error) == "third"
     assert s.error is None  # a task failure is not a function error
     assert s.handle(cs.Join()) == []
 
@@ -276,7 +301,8 @@ def test_resource_build_error_is_raised_once():
     s = cs.CoordinatorState(num_workers=1)
     s.handle(cs.CreateResource(cs.Resource(5)))
     # A task failure while building: built again when the worker is ready.
-    assert s.handle(cs.ResourceBuildFailed(0, (5,), unavailable(), True)) == []
+    assert s.handle(cs.ResourceBuildFailed(0, (5,), unavailable(), True)) == [
+        cs.CheckWorker(0)]
     assert kinds(s.handle(cs.WorkerReady(0))) == ["BuildResources"]
     err = fn_error("bad dataset")
     s.handle(cs.ResourceBuildFailed(0, (5,), err, False))
@@ -368,7 +394,7 @@ def test_ps_failure_raises_at_once_and_while_the_ps_is_down():
     assert str(out[-1].error) == "ps down"
     # In-flight closures fail with their error, not retried while the ps is down.
     out = s.handle(cs.ClosureFailed(1, 0, unavailable("rpc"), True))
-    assert kinds(out) == ["Resolve"]
+    assert kinds(out) == ["Resolve", "CheckWorker"]
     out = s.handle(cs.Schedule(closure(4)))
     assert kinds(out) == ["Raise", "Cancel"]
     assert ps in str(out[0].error)

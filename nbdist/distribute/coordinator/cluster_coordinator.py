@@ -661,8 +661,8 @@ class ClusterCoordinator:
             # The worker's master may still be running the step: fenced before
             # the closures go elsewhere.
             self._fence(i)
-            self._handle(*[cs.ClosureFailed(c.id, i, e, True) for c in closures])
-            self._liveness.after_task_error(i, e)
+            self._check(i, e, self._handle(
+                *[cs.ClosureFailed(c.id, i, e, True) for c in closures]))
             return []
         except Exception as e:  # noqa: BLE001 - the function's own error
             j = copy_index(e, len(closures)) if isinstance(e, errors.OpError) else None
@@ -672,6 +672,13 @@ class ClusterCoordinator:
             return ([cs.ClosureFailed(closures[j].id, i, e, False)]
                     + [cs.ClosureFailed(c.id, i, e, True)
                        for k, c in enumerate(closures) if k != j])
+
+    def _check(self, i: int, error, actions):
+        """Probes worker i after ``error`` when the state machine asks: not
+        for a run it had taken back already (a worker declared failed, maybe
+        restarted since: its old call's error says nothing of it now)."""
+        if any(type(a) is cs.CheckWorker for a in actions):
+            self._liveness.after_task_error(i, error)
 
     @staticmethod
     def _refused(i: int, closures) -> list:
@@ -688,8 +695,7 @@ class ClusterCoordinator:
                              config=self._worker_configs[i]) as sess:
                     sess.run(r.payload.iterator.initializer)
         except _RETRYABLE as e:
-            self._handle(cs.ResourceBuildFailed(i, ids, e, True))
-            self._liveness.after_task_error(i, e)
+            self._check(i, e, self._handle(cs.ResourceBuildFailed(i, ids, e, True)))
             return []
         except errors.OpError as e:
             return [cs.ResourceBuildFailed(i, ids, e, False)]

@@ -39,7 +39,10 @@ Transitions (event: what changes -> actions):
     (``PutBack``), up to ``max_retries`` times, then failed with the error;
     while a ps is down: failed with the error. Not retryable (the function's
     own error): ``Resolve(error)``, and the first such error becomes the
-    pending error; no closure is dispatched until it has been raised.
+    pending error; no closure is dispatched until it has been raised. A
+    retryable failure also asks ``CheckWorker(w)``; one of a run the state
+    already took back (w was declared failed since, and may be back) asks
+    nothing: it tells of a loss already handled, not of w now.
 ``WorkerFailed(w, reason)``
     (heartbeats stopped, or a probe after an RPC error failed) w is marked
     failed; its running closures are put back at the head of the queue
@@ -58,6 +61,7 @@ Transitions (event: what changes -> actions):
     its resources are built.
 ``ResourcesBuilt(w, ids)`` -> ``ResourcesReady``.
 ``ResourceBuildFailed(w, ids, error, retryable)``
+    (retryable, w still alive: ``CheckWorker(w)``)
     retryable: kept to build again (the I/O reports the worker failed);
     else the error becomes the pending error and w drops those resources.
 ``PsFailed(task, error)``
@@ -101,6 +105,7 @@ __all__ = [
     "Admitted",
     "BuildResources",
     "Cancel",
+    "CheckWorker",
     "CloseSessions",
     "Closure",
     "ClosureDone",
@@ -301,6 +306,15 @@ class Cancel:
 
     closure: Closure
     error: BaseException
+
+
+@dataclass
+class CheckWorker:
+    """An RPC to ``worker`` failed on work it still held: the I/O probes it
+    (and the ps tasks) and reports what it finds (``WorkerFailed``,
+    ``WorkerRecovered``, ``PsFailed``)."""
+
+    worker: int
 
 
 @dataclass
@@ -611,18 +625,19 @@ class CoordinatorState:
         c = self.closures.get(ev.closure_id)
         if c is None or c.status != RUNNING or c.worker != ev.worker:
             return []
+        check = [CheckWorker(ev.worker)] if ev.retryable else []
         if ev.retryable and not self.failed_ps and c.retries < self.max_retries:
             c.retries += 1
             self.stats["retried"] += 1
             self._put_back(self.workers[ev.worker], [c])
             return [PutBack(ev.worker, [c], f"{type(ev.error).__name__}: "
-                            f"{ev.error}")] + self._dispatch()
+                            f"{ev.error}"), *check] + self._dispatch()
         self._forget(c)
         c.status = FAILED
         self.stats["failed"] += 1
         if not ev.retryable and self.error is None:
             self.error = ev.error
-        return [Resolve(c, error=ev.error)]
+        return [Resolve(c, error=ev.error), *check]
 
     def _put_back(self, w: _Worker, closures: list):
         for c in closures:
@@ -699,7 +714,7 @@ class CoordinatorState:
     def _on_ResourceBuildFailed(self, ev: ResourceBuildFailed) -> list:
         w = self.workers[ev.worker]
         if ev.retryable:
-            return []
+            return [CheckWorker(w.index)] if w.alive else []
         w.needs_build -= set(ev.resource_ids)
         if self.error is None:
             self.error = ev.error
