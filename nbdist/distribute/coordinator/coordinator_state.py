@@ -61,8 +61,7 @@ Transitions (event: what changes -> actions):
     its resources are built.
 ``ResourcesBuilt(w, ids)`` -> ``ResourcesReady``.
 ``ResourceBuildFailed(w, ids, error, retryable)``
-    (retryable, w still alive: ``CheckWorker(w)``)
-    retryable: kept to build again (the I/O reports the worker failed);
+    retryable: kept to build again (``CheckWorker(w)`` while w is alive);
     else the error becomes the pending error and w drops those resources.
 ``PsFailed(task, error)``
     a ps is down (heartbeats, a probe, or its restart): pending
